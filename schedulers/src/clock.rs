@@ -1,0 +1,303 @@
+//! Time, as schedulers see it.
+//!
+//! [`Clock`] is the only seam to time in this crate: a scheduler's driver
+//! thread reads `now` and decides how long to block through it, and nothing
+//! else in the crate reads time. [`SystemClock`] is the real monotonic clock.
+//! [`ManualClock`] is virtual time for tests and simulations: it moves only
+//! when told to, wakes every scheduler attached to it when it does, and
+//! [`ManualClock::advance`] returns only once those schedulers have finished
+//! reacting, so a test can assert right after it without sleeping.
+
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Kind};
+
+/// A source of time for schedulers.
+///
+/// Implemented by [`SystemClock`] and [`ManualClock`]. A custom clock only
+/// needs [`Clock::now`]; the other methods let a virtual clock control and
+/// observe the drivers that wait on it.
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// The current time.
+    fn now(&self) -> Instant;
+
+    /// How long, in real time, a driver that waits for `deadline` should
+    /// block: `None` means "until woken", which is what a virtual clock wants,
+    /// since only [`Wakeable::wake`] can move its time.
+    fn wait_for(&self, deadline: Instant) -> Option<Duration> {
+        Some(deadline.saturating_duration_since(self.now()))
+    }
+
+    /// Called once by each scheduler driver that waits on this clock.
+    fn attach(&self, driver: Weak<dyn Wakeable>) {
+        let _ = driver;
+    }
+
+    /// Called by a driver each time it has finished reacting and goes idle.
+    fn on_idle(&self) {}
+}
+
+/// A scheduler driver as a virtual clock sees it: something to wake when
+/// time moves and to ask whether it has finished reacting.
+pub trait Wakeable: Send + Sync {
+    /// Wakes the driver so that it reads the clock again. Must not lose the
+    /// wake-up if the driver is just about to block.
+    fn wake(&self);
+
+    /// True when nothing is due at `now` that the driver has yet to start,
+    /// and nothing it started is still running.
+    fn is_idle(&self, now: Instant) -> bool;
+}
+
+/// The real monotonic clock (`std::time::Instant`).
+///
+/// # Examples
+///
+/// ```
+/// use schedulers::{Clock, SystemClock};
+///
+/// let clock = SystemClock;
+/// let a = clock.now();
+/// assert!(clock.now() >= a);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[allow(clippy::disallowed_methods)] // This is the one place that reads real time.
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// Virtual time for tests and simulations.
+///
+/// Starts at the real time of its creation and moves only through
+/// [`ManualClock::advance`]. Cloning gives another handle to the same clock.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
+///
+/// let clock = ManualClock::new();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let runs = Arc::new(AtomicUsize::new(0));
+/// let r = runs.clone();
+/// timer.schedule(Duration::from_secs(60), move || { r.fetch_add(1, Ordering::SeqCst); }).unwrap();
+///
+/// clock.advance(Duration::from_secs(59));
+/// assert_eq!(runs.load(Ordering::SeqCst), 0); // never early
+/// clock.advance(Duration::from_secs(1));
+/// assert_eq!(runs.load(Ordering::SeqCst), 1); // ran before advance returned
+/// ```
+#[derive(Clone)]
+pub struct ManualClock {
+    inner: Arc<ManualInner>,
+}
+
+struct ManualInner {
+    origin: Instant,
+    elapsed: Mutex<Duration>,
+    drivers: Mutex<Vec<Weak<dyn Wakeable>>>,
+    /// Counts idle reports so that `settle` can block between checks.
+    progress: Mutex<u64>,
+    progressed: Condvar,
+}
+
+/// How long `settle` waits, in real time, before it gives up on a driver
+/// that never goes idle (a task stuck in a loop, say).
+const SETTLE_LIMIT: Duration = Duration::from_secs(120);
+
+impl ManualClock {
+    /// A clock at the current real time that moves only when advanced.
+    pub fn new() -> ManualClock {
+        ManualClock {
+            inner: Arc::new(ManualInner {
+                origin: SystemClock.now(),
+                elapsed: Mutex::new(Duration::ZERO),
+                drivers: Mutex::new(Vec::new()),
+                progress: Mutex::new(0),
+                progressed: Condvar::new(),
+            }),
+        }
+    }
+
+    /// Virtual time elapsed since the clock was created.
+    pub fn elapsed(&self) -> Duration {
+        *lock(&self.inner.elapsed)
+    }
+
+    /// Moves time forward by `d`, wakes every attached scheduler, and waits
+    /// until all of them have finished reacting: every task due by the new
+    /// time has run (or, on a pool, finished) before this returns.
+    ///
+    /// `advance(Duration::ZERO)` only waits; use it after scheduling a task
+    /// that is already due.
+    ///
+    /// Called from inside a running task (to model a task that takes time),
+    /// it moves time and wakes the schedulers but does not wait, since the
+    /// calling task itself is part of what would be waited for.
+    ///
+    /// # Panics
+    ///
+    /// Panics if the schedulers are still busy after two minutes of real
+    /// time: a task that never returns would otherwise hang the test.
+    pub fn advance(&self, d: Duration) {
+        {
+            let mut elapsed = lock(&self.inner.elapsed);
+            *elapsed = elapsed.saturating_add(d);
+        }
+        for driver in self.drivers() {
+            driver.wake();
+        }
+        if !crate::task::inside_task() {
+            self.settle();
+        }
+    }
+
+    /// Waits until every attached scheduler has finished reacting to the
+    /// current time, without moving it.
+    ///
+    /// # Panics
+    ///
+    /// As [`ManualClock::advance`].
+    pub fn settle(&self) {
+        let start = SystemClock.now();
+        loop {
+            let seen = *lock(&self.inner.progress);
+            let now = self.now();
+            if self.drivers().iter().all(|d| d.is_idle(now)) {
+                return;
+            }
+            if SystemClock.now().duration_since(start) > SETTLE_LIMIT {
+                panic!("ManualClock: schedulers still busy after {SETTLE_LIMIT:?}; is a task stuck?");
+            }
+            let guard = lock(&self.inner.progress);
+            if *guard == seen {
+                // Bounded, so that a report lost between the check and this
+                // wait costs a few milliseconds, never a hang.
+                let _ = self
+                    .inner
+                    .progressed
+                    .wait_timeout(guard, Duration::from_millis(5))
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
+
+    fn drivers(&self) -> Vec<Arc<dyn Wakeable>> {
+        let mut drivers = lock(&self.inner.drivers);
+        drivers.retain(|d| d.strong_count() > 0);
+        drivers.iter().filter_map(Weak::upgrade).collect()
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        ManualClock::new()
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualClock").field("elapsed", &self.elapsed()).finish()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        self.inner.origin + self.elapsed()
+    }
+
+    fn wait_for(&self, _deadline: Instant) -> Option<Duration> {
+        None
+    }
+
+    fn attach(&self, driver: Weak<dyn Wakeable>) {
+        lock(&self.inner.drivers).push(driver);
+    }
+
+    fn on_idle(&self) {
+        *lock(&self.inner.progress) += 1;
+        self.inner.progressed.notify_all();
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for Arc<C> {
+    fn now(&self) -> Instant {
+        (**self).now()
+    }
+    fn wait_for(&self, deadline: Instant) -> Option<Duration> {
+        (**self).wait_for(deadline)
+    }
+    fn attach(&self, driver: Weak<dyn Wakeable>) {
+        (**self).attach(driver)
+    }
+    fn on_idle(&self) {
+        (**self).on_idle()
+    }
+}
+
+/// Locks a mutex, ignoring poison: every critical section in this crate
+/// leaves its data consistent, and task panics are caught outside locks.
+pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Converts between a clock's `Instant`s and the `u64` nanosecond ticks the
+/// pure cores work in, counted from the scheduler's creation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timebase {
+    epoch: Instant,
+}
+
+impl Timebase {
+    pub(crate) fn new(epoch: Instant) -> Timebase {
+        Timebase { epoch }
+    }
+
+    /// Nanoseconds since the epoch (0 for earlier instants).
+    pub(crate) fn ticks(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The instant `ticks` nanoseconds after the epoch, or `None` if it is
+    /// beyond what `Instant` can hold ("never").
+    pub(crate) fn instant(&self, ticks: u64) -> Option<Instant> {
+        self.epoch.checked_add(Duration::from_nanos(ticks))
+    }
+
+    /// The deadline `delay` after `now`, or a delay-overflow error.
+    pub(crate) fn deadline(now: u64, delay: Duration) -> Result<u64, Error> {
+        u64::try_from(delay.as_nanos())
+            .ok()
+            .and_then(|d| now.checked_add(d))
+            .filter(|&t| t < NEVER)
+            .ok_or_else(|| Error::new(Kind::DelayOverflow))
+    }
+}
+
+/// A deadline that is never reached: where a periodic task whose period
+/// overflows the time range parks.
+pub(crate) const NEVER: u64 = u64::MAX;
+
+/// A period as a signed count of nanoseconds, saturated to the range.
+pub(crate) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Asks Linux to wake this thread's timed waits on time: the default timer
+/// slack of 50 µs would be added to every timer thread's lateness. Best
+/// effort; elsewhere, or if refused, nothing changes.
+pub(crate) fn reduce_timer_slack() {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = nix::sys::prctl::set_timerslack(1);
+    }
+}

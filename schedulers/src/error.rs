@@ -1,0 +1,128 @@
+//! The one error type of the crate.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+/// Why an operation on a scheduler or a task failed.
+///
+/// The type is opaque on purpose: ask it what happened with the `is_*`
+/// predicates. New causes can be added without breaking callers.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedulers::{HeapTimer, Scheduler, SchedulerExt};
+///
+/// let timer = HeapTimer::new();
+/// let err = timer.schedule_at_fixed_rate(Duration::ZERO, Duration::ZERO, || {}).unwrap_err();
+/// assert!(err.is_zero_period());
+/// ```
+#[derive(Clone)]
+pub struct Error {
+    kind: Kind,
+}
+
+#[derive(Clone)]
+pub(crate) enum Kind {
+    ZeroPeriod,
+    DelayOverflow,
+    Shutdown,
+    PendingLimit(usize),
+    Cancelled,
+    Panicked(Arc<str>),
+    Timeout,
+    Abandoned,
+}
+
+impl Error {
+    pub(crate) fn new(kind: Kind) -> Error {
+        Error { kind }
+    }
+
+    pub(crate) fn from_panic(payload: &(dyn Any + Send)) -> Error {
+        let message: Arc<str> = if let Some(s) = payload.downcast_ref::<&str>() {
+            Arc::from(*s)
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            Arc::from(s.as_str())
+        } else {
+            Arc::from("non-string panic payload")
+        };
+        Error::new(Kind::Panicked(message))
+    }
+
+    /// A periodic task was given a period (or delay between runs) of zero.
+    pub fn is_zero_period(&self) -> bool {
+        matches!(self.kind, Kind::ZeroPeriod)
+    }
+
+    /// The delay does not fit the scheduler's time range (for example
+    /// `Duration::MAX`): its deadline would overflow.
+    pub fn is_delay_overflow(&self) -> bool {
+        matches!(self.kind, Kind::DelayOverflow)
+    }
+
+    /// The scheduler was shut down before the call, so it takes no new work.
+    pub fn is_shutdown(&self) -> bool {
+        matches!(self.kind, Kind::Shutdown)
+    }
+
+    /// The scheduler already holds its configured maximum of pending tasks.
+    pub fn is_pending_limit(&self) -> bool {
+        matches!(self.kind, Kind::PendingLimit(_))
+    }
+
+    /// The task was cancelled, so it has no value to wait for.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.kind, Kind::Cancelled)
+    }
+
+    /// The task panicked; [`Error::panic_message`] says with what.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.kind, Kind::Panicked(_))
+    }
+
+    /// A wait with a time limit ran out before the task finished.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.kind, Kind::Timeout)
+    }
+
+    /// The task was returned by `shutdown_now` and will never run.
+    pub fn is_abandoned(&self) -> bool {
+        matches!(self.kind, Kind::Abandoned)
+    }
+
+    /// The panic message of a task that panicked, if it was a string.
+    pub fn panic_message(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Panicked(message) => Some(message),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::ZeroPeriod => f.write_str("the period of a periodic task must be greater than zero"),
+            Kind::DelayOverflow => f.write_str("the delay is too large: the deadline would overflow"),
+            Kind::Shutdown => f.write_str("the scheduler has been shut down"),
+            Kind::PendingLimit(limit) => {
+                write!(f, "the scheduler already holds its limit of {limit} pending tasks")
+            }
+            Kind::Cancelled => f.write_str("the task was cancelled"),
+            Kind::Panicked(message) => write!(f, "the task panicked: {message}"),
+            Kind::Timeout => f.write_str("timed out waiting for the task"),
+            Kind::Abandoned => f.write_str("the task was removed by shutdown_now and will never run"),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Error({self})")
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,79 @@
+//! Scheduled executors: delayed and periodic tasks, four classic algorithms
+//! behind one [`Scheduler`] trait.
+//!
+//! Each algorithm is a faithful clone of the Java original it is named after,
+//! with the original's flaws fixed and documented:
+//!
+//! | Scheduler | Original | Structure | schedule / cancel / expire | Pick it when |
+//! |---|---|---|---|---|
+//! | [`HeapTimer`] | `java.util.Timer` | one thread, binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | few thousand timers, short tasks, lowest lateness |
+//!
+//! All of them keep the same contract (see [`Scheduler`]): never early, at
+//! most once for one-shots, exact cancel, no overlapping periodic runs,
+//! fixed-rate catch-up, fixed-delay from the end of a run, ties in
+//! submission order, panics reported and survived, typed errors for bad
+//! input.
+//!
+//! # Hello, timer
+//!
+//! ```
+//! use std::time::Duration;
+//! use schedulers::{HeapTimer, Scheduler, SchedulerExt};
+//!
+//! let timer = HeapTimer::new();
+//!
+//! // A one-shot task with a value.
+//! let answer = timer.schedule(Duration::from_millis(5), || 6 * 7)?;
+//!
+//! // A periodic task, cancelled before it ever runs.
+//! let heartbeat = timer.schedule_at_fixed_rate(
+//!     Duration::from_secs(1),
+//!     Duration::from_secs(1),
+//!     || println!("beat"),
+//! )?;
+//! assert!(heartbeat.cancel());
+//!
+//! assert_eq!(answer.get()?, 42);
+//! timer.shutdown();
+//! assert!(timer.await_termination(Duration::from_secs(10)));
+//! # Ok::<(), schedulers::Error>(())
+//! ```
+//!
+//! # Testing in virtual time
+//!
+//! Every scheduler takes a [`Clock`]. With a [`ManualClock`], time moves only
+//! when the test says so, and [`ManualClock::advance`] returns once every due
+//! task has run, so tests need no sleeps:
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use std::time::Duration;
+//! use schedulers::{HeapTimer, ManualClock, SchedulerExt};
+//!
+//! let clock = ManualClock::new();
+//! let timer = HeapTimer::builder().clock(clock.clone()).build();
+//! let log = Arc::new(Mutex::new(Vec::new()));
+//! for (name, secs) in [("b", 2), ("a", 1), ("c", 3)] {
+//!     let log = log.clone();
+//!     timer.schedule(Duration::from_secs(secs), move || log.lock().unwrap().push(name))?;
+//! }
+//! clock.advance(Duration::from_secs(2));
+//! assert_eq!(*log.lock().unwrap(), ["a", "b"]);
+//! # Ok::<(), schedulers::Error>(())
+//! ```
+
+mod clock;
+mod error;
+mod executor;
+mod handle;
+pub mod heap_timer;
+mod scheduler;
+mod task;
+
+pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
+pub use error::Error;
+pub use executor::Executor;
+pub use handle::{ScheduledFuture, TaskHandle};
+pub use heap_timer::{HeapTimer, HeapTimerBuilder};
+pub use scheduler::{Metrics, Scheduler, SchedulerExt};
+pub use task::Task;

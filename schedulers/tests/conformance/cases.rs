@@ -1,0 +1,629 @@
+//! One function per promise of the contract (see `Scheduler`'s docs).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use schedulers::{Scheduler, SchedulerExt, Task};
+
+use super::{ms, secs, Counter, Harness, Log, OverlapDetector, SelfHandle};
+
+// ---- timing -------------------------------------------------------------
+
+pub fn never_early(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let delays = [ms(1), ms(7), ms(250), secs(3), secs(90), secs(3600)];
+    for (i, d) in delays.iter().enumerate() {
+        let (log, clock) = (log.clone(), h.clock.clone());
+        s.schedule(*d, move || log.record(&clock, i)).unwrap();
+    }
+    for (i, d) in delays.iter().enumerate() {
+        // Just before the deadline nothing due later has started.
+        let before = *d - Duration::from_nanos(1);
+        if before > h.now() {
+            h.advance(before - h.now());
+        }
+        assert_eq!(log.len(), i, "task {i} (due {d:?}) or a later one started early");
+        h.advance_past(*d);
+        assert_eq!(log.len(), i + 1, "task {i} (due {d:?}) did not start within the granularity");
+    }
+    for (i, (label, at)) in log.entries().into_iter().enumerate() {
+        assert_eq!(label, i);
+        h.assert_on_time(at, delays[i]);
+    }
+}
+
+pub fn fires_within_granularity_across_delays(h: &Harness) {
+    // Deadlines on, just before and just after tick boundaries, and across
+    // several wheel revolutions.
+    let s = h.scheduler();
+    let log = Log::new();
+    let mut delays = Vec::new();
+    for base in [1u64, 10, 64, 100, 512, 1000, 5_000, 65_536] {
+        for nudge in [-1i64, 0, 1] {
+            let us = (base * 1000) as i64 + nudge * 500;
+            delays.push(Duration::from_micros(us as u64));
+        }
+    }
+    for (i, d) in delays.iter().enumerate() {
+        let (log, clock) = (log.clone(), h.clock.clone());
+        s.schedule(*d, move || log.record(&clock, i)).unwrap();
+    }
+    let mut step = Duration::ZERO;
+    while log.len() < delays.len() && step < secs(200) {
+        h.advance(Duration::from_micros(250));
+        step += Duration::from_micros(250);
+    }
+    let entries = log.entries();
+    assert_eq!(entries.len(), delays.len());
+    for (i, at) in entries {
+        h.assert_on_time(at, delays[i]);
+    }
+}
+
+pub fn one_shot_runs_exactly_once(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let r = runs.clone();
+    let handle = s.schedule(ms(100), move || r.bump()).unwrap();
+    for _ in 0..10 {
+        h.advance_ms(100);
+    }
+    assert_eq!(runs.get(), 1);
+    assert!(handle.is_done());
+    assert!(!handle.is_cancelled());
+    assert!(!handle.is_pending());
+    assert_eq!(handle.remaining(), Duration::ZERO);
+}
+
+pub fn one_shot_returns_its_value(h: &Harness) {
+    let s = h.scheduler();
+    let future = s.schedule(secs(1), || String::from("forty-two")).unwrap();
+    h.advance_past(secs(1));
+    assert!(future.is_done());
+    assert_eq!(future.wait_timeout(secs(10)).map(|()| "ok").unwrap(), "ok");
+    assert_eq!(future.get().unwrap(), "forty-two");
+}
+
+pub fn zero_delay_runs_at_once(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    s.schedule(Duration::ZERO, move || l.record(&clock, ())).unwrap();
+    h.advance_past(Duration::ZERO);
+    assert_eq!(log.len(), 1);
+    h.assert_on_time(log.times()[0], Duration::ZERO);
+}
+
+// ---- cancel -------------------------------------------------------------
+
+pub fn cancel_before_fire_prevents_the_run(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let r = runs.clone();
+    let handle = s.schedule(secs(5), move || r.bump()).unwrap();
+    let periodic = {
+        let r = runs.clone();
+        s.schedule_at_fixed_rate(secs(1), secs(1), move || r.bump()).unwrap()
+    };
+    h.advance(secs(4));
+    assert_eq!(runs.get(), 4, "the periodic task ran at 1, 2, 3 and 4 s");
+    assert!(handle.cancel(), "the first cancel of a pending task stops it");
+    assert!(periodic.cancel());
+    assert!(!handle.cancel(), "a second cancel stops nothing");
+    assert!(!periodic.cancel());
+    assert!(handle.is_cancelled() && handle.is_done());
+    assert!(periodic.is_cancelled() && periodic.is_done());
+    h.advance(secs(60));
+    assert_eq!(runs.get(), 4, "nothing ran after a successful cancel");
+    assert!(handle.wait().unwrap_err().is_cancelled());
+    assert!(periodic.wait().unwrap_err().is_cancelled());
+}
+
+pub fn cancel_after_fire_returns_false(h: &Harness) {
+    let s = h.scheduler();
+    let handle = s.schedule(ms(10), || ()).unwrap();
+    h.advance_past(ms(10));
+    assert!(!handle.cancel());
+    assert!(!handle.is_cancelled());
+    assert!(handle.is_done());
+    assert!(handle.wait().is_ok());
+}
+
+pub fn cancel_one_shot_from_inside_returns_false(h: &Harness) {
+    let s = h.scheduler();
+    let me: SelfHandle = Arc::new(OnceLock::new());
+    let m = me.clone();
+    let handle = s
+        .schedule(ms(10), move || m.get().map(|h| h.cancel()))
+        .unwrap();
+    me.set((*handle).clone()).unwrap();
+    h.advance_past(ms(10));
+    assert_eq!(handle.get().unwrap(), Some(false), "a running one-shot has no future run to stop");
+}
+
+pub fn cancel_periodic_from_inside_stops_it(h: &Harness) {
+    let s = h.scheduler();
+    let me: SelfHandle = Arc::new(OnceLock::new());
+    let results = Log::new();
+    let (m, r, clock) = (me.clone(), results.clone(), h.clock.clone());
+    let handle = s
+        .schedule_at_fixed_rate(ms(10), ms(10), move || {
+            if r.len() == 2 {
+                let stopped = m.get().map(|h| h.cancel()).unwrap_or(false);
+                r.record(&clock, stopped);
+            } else {
+                r.record(&clock, false);
+            }
+        })
+        .unwrap();
+    me.set(handle.clone()).unwrap();
+    h.advance_past(ms(100));
+    assert_eq!(results.labels(), [false, false, true], "the third run cancelled the task");
+    assert!(handle.is_cancelled());
+    assert!(handle.is_done());
+}
+
+// ---- reset --------------------------------------------------------------
+
+pub fn reset_moves_the_deadline_later(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let handle = s.schedule(secs(10), move || l.record(&clock, ())).unwrap();
+    h.advance(secs(8));
+    assert!(handle.reset(secs(10)).unwrap(), "a pending task can be moved");
+    h.advance_past(secs(10));
+    assert_eq!(log.len(), 0, "the old deadline no longer fires");
+    h.advance_past(secs(18));
+    assert_eq!(log.len(), 1);
+    h.assert_on_time(log.times()[0], secs(18));
+    h.advance(secs(60));
+    assert_eq!(log.len(), 1, "moved, not copied");
+}
+
+pub fn reset_moves_the_deadline_earlier(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let handle = s.schedule(secs(3600), move || l.record(&clock, ())).unwrap();
+    h.advance(secs(1));
+    assert!(handle.reset(secs(2)).unwrap());
+    assert_eq!(handle.remaining(), secs(2));
+    h.advance_past(secs(3));
+    assert_eq!(log.len(), 1);
+    h.assert_on_time(log.times()[0], secs(3));
+    h.advance(secs(7200));
+    assert_eq!(log.len(), 1, "the original deadline does not fire again");
+    assert!(handle.is_done());
+}
+
+pub fn reset_of_finished_or_cancelled_task_changes_nothing(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let r = runs.clone();
+    let done = s.schedule(ms(1), move || r.bump()).unwrap();
+    h.advance_past(ms(1));
+    assert!(!done.reset(secs(1)).unwrap());
+    let r = runs.clone();
+    let cancelled = s.schedule(secs(1), move || r.bump()).unwrap();
+    assert!(cancelled.cancel());
+    assert!(!cancelled.reset(ms(1)).unwrap());
+    h.advance(secs(5));
+    assert_eq!(runs.get(), 1);
+    assert!(cancelled.is_cancelled());
+}
+
+pub fn reset_periodic_continues_on_the_new_grid(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let handle = s.schedule_at_fixed_rate(secs(10), secs(10), move || l.record(&clock, ())).unwrap();
+    h.advance_past(secs(10)); // first run at 10 s; next due at 20 s
+    assert!(handle.reset(secs(3)).unwrap()); // now due at ~13 s
+    h.advance_past(secs(10) + h.granularity + secs(3));
+    h.advance_past(secs(35) + h.granularity * 3);
+    let times = log.times();
+    assert_eq!(times.len(), 4, "10, 13, 23, 33: {times:?}");
+    h.assert_on_time(times[0], secs(10));
+    assert!(times[1] >= times[0] + secs(3) && times[1] <= times[0] + secs(3) + h.granularity);
+    for k in 2..4 {
+        assert!(times[k] >= times[1] + secs(10) * (k as u32 - 1));
+    }
+    assert!(handle.cancel());
+}
+
+pub fn remaining_counts_down(h: &Harness) {
+    let s = h.scheduler();
+    let handle = s.schedule(secs(10), || ()).unwrap();
+    assert_eq!(handle.remaining(), secs(10));
+    h.advance(secs(4));
+    assert_eq!(handle.remaining(), secs(6));
+    assert!(handle.is_pending());
+    assert!(handle.cancel());
+    assert_eq!(handle.remaining(), Duration::ZERO);
+}
+
+// ---- periodic -----------------------------------------------------------
+
+pub fn fixed_rate_runs_on_its_grid(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let handle = s.schedule_at_fixed_rate(ms(5), ms(10), move || l.record(&clock, ())).unwrap();
+    for _ in 0..100 {
+        h.advance_ms(1);
+    }
+    let times = log.times();
+    assert_eq!(times.len(), 10, "5, 15, …, 95 ms: {times:?}");
+    for (k, at) in times.iter().enumerate() {
+        h.assert_on_time(*at, ms(5 + 10 * k as u64));
+    }
+    assert!(handle.cancel());
+}
+
+/// Java's `[0,350,350,350,400,500]`: the first run takes 350 ms of a 100 ms
+/// period; the three missed runs follow back to back, then the grid resumes.
+pub fn fixed_rate_catches_up_after_a_slow_run(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let handle = s
+        .schedule_at_fixed_rate(Duration::ZERO, ms(100), move || {
+            l.record(&clock, ());
+            if l.len() == 1 {
+                clock.advance(ms(350)); // a slow first run
+            }
+        })
+        .unwrap();
+    h.advance(Duration::ZERO);
+    h.advance_past(ms(350));
+    let g = h.granularity;
+    h.advance_past(ms(400) + g * 4);
+    h.advance_past(ms(500) + g * 5);
+    let times = log.times();
+    assert_eq!(times.len(), 6, "{times:?}");
+    h.assert_on_time(times[0], Duration::ZERO);
+    // Runs 2-4 are overdue when the slow run ends at 350 ms.
+    let end_of_slow = times[0] + ms(350);
+    for k in 1..4 {
+        assert!(times[k] >= end_of_slow && times[k] <= end_of_slow + g * k as u32, "{times:?}");
+    }
+    for (k, due) in [(4, ms(400)), (5, ms(500))] {
+        assert!(times[k] >= due && times[k] <= due + g * 5, "{times:?}");
+    }
+    assert!(handle.cancel());
+}
+
+pub fn fixed_rate_runs_never_overlap(h: &Harness) {
+    let s = h.scheduler();
+    let detector = OverlapDetector::default();
+    let runs = Counter::default();
+    let (d, r, clock) = (detector.clone(), runs.clone(), h.clock.clone());
+    let handle = s
+        .schedule_at_fixed_rate(Duration::ZERO, ms(10), move || {
+            d.enter();
+            r.bump();
+            if r.get() <= 10 {
+                clock.advance(ms(25)); // the first ten runs outlast two periods
+            }
+            d.exit();
+        })
+        .unwrap();
+    while runs.get() < 20 {
+        h.advance_ms(5);
+    }
+    assert!(handle.cancel());
+    h.advance(secs(1));
+    assert!(!detector.overlapped(), "two runs of one periodic task overlapped");
+}
+
+/// The executor's rule: the next start is the previous *end* plus the delay
+/// (`[0,450,550,650]` for a 350 ms first run and a 100 ms delay).
+pub fn fixed_delay_counts_from_completion(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let handle = s
+        .schedule_with_fixed_delay(Duration::ZERO, ms(100), move || {
+            l.record(&clock, ());
+            if l.len() == 1 {
+                clock.advance(ms(350));
+            }
+        })
+        .unwrap();
+    h.advance(Duration::ZERO);
+    let g = h.granularity;
+    for step in 0..40 {
+        let _ = step;
+        h.advance_ms(20);
+    }
+    let times = log.times();
+    assert!(times.len() >= 4, "{times:?}");
+    let mut end = times[0] + ms(350);
+    for at in &times[1..] {
+        assert!(*at >= end + ms(100), "started before previous end + delay: {times:?}");
+        assert!(*at <= end + ms(100) + g, "started late: {times:?}");
+        end = *at;
+    }
+    assert!(handle.cancel());
+}
+
+/// Adapted from the JDK's `DelayOverflow`: a period too large for the time
+/// range runs once, then waits "forever", and can still be cancelled.
+pub fn periodic_with_overflowing_period_runs_once(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let (r1, r2) = (runs.clone(), runs.clone());
+    let rate = s.schedule_at_fixed_rate(Duration::ZERO, Duration::MAX, move || r1.bump()).unwrap();
+    let delay = s.schedule_with_fixed_delay(Duration::ZERO, Duration::MAX, move || r2.bump()).unwrap();
+    h.advance_past(Duration::ZERO);
+    h.advance(secs(3600 * 24 * 365));
+    assert_eq!(runs.get(), 2, "each ran exactly once");
+    assert!(rate.cancel(), "still pending, so cancel stops it");
+    assert!(delay.cancel());
+}
+
+// ---- panics -------------------------------------------------------------
+
+pub fn panic_in_one_shot_is_reported_and_survived(h: &Harness) {
+    let s = h.scheduler();
+    let boom = s.schedule(ms(1), || -> u8 { panic!("boom") }).unwrap();
+    let after = s.schedule(ms(2), || 7u8).unwrap();
+    h.advance_past(ms(2));
+    let err = boom.get().unwrap_err();
+    assert!(err.is_panic());
+    assert_eq!(err.panic_message(), Some("boom"));
+    assert_eq!(after.get().unwrap(), 7, "the scheduler survived the panic");
+    let later = s.schedule(ms(1), || 8u8).unwrap();
+    h.advance_past(h.now() + ms(1));
+    assert_eq!(later.get().unwrap(), 8, "and still accepts and runs new work");
+}
+
+pub fn panic_in_periodic_stops_it_and_is_reported(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let others = Counter::default();
+    let r = runs.clone();
+    let failing = s
+        .schedule_at_fixed_rate(ms(10), ms(10), move || {
+            r.bump();
+            if r.get() == 3 {
+                panic!("third run failed");
+            }
+        })
+        .unwrap();
+    let o = others.clone();
+    let healthy = s.schedule_with_fixed_delay(ms(10), ms(10), move || o.bump()).unwrap();
+    for _ in 0..10 {
+        h.advance_ms(10);
+    }
+    assert_eq!(runs.get(), 3, "no runs after the panic");
+    assert!(failing.is_done());
+    assert!(!failing.is_cancelled());
+    assert!(!failing.cancel(), "nothing left to cancel");
+    let err = failing.wait().unwrap_err();
+    assert!(err.is_panic());
+    assert_eq!(err.panic_message(), Some("third run failed"));
+    assert!(others.get() >= 8, "other periodic tasks keep running: {}", others.get());
+    assert!(healthy.cancel());
+}
+
+// ---- ordering -----------------------------------------------------------
+
+pub fn ties_run_in_submission_order(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    for i in 0..20 {
+        let (l, clock) = (log.clone(), h.clock.clone());
+        s.schedule(secs(1), move || l.record(&clock, i)).unwrap();
+    }
+    // Same deadline reached through different delays.
+    h.advance(ms(500));
+    for i in 20..30 {
+        let (l, clock) = (log.clone(), h.clock.clone());
+        s.schedule(ms(500), move || l.record(&clock, i)).unwrap();
+    }
+    h.advance_past(secs(1));
+    assert_eq!(log.labels(), (0..30).collect::<Vec<_>>());
+}
+
+// ---- shutdown -----------------------------------------------------------
+
+pub fn shutdown_rejects_new_work(h: &Harness) {
+    let s = h.scheduler();
+    assert!(!s.is_shutdown());
+    s.shutdown();
+    assert!(s.is_shutdown());
+    assert!(s.schedule(ms(1), || ()).unwrap_err().is_shutdown());
+    assert!(s.schedule_at_fixed_rate(ms(1), ms(1), || ()).unwrap_err().is_shutdown());
+    assert!(s.schedule_with_fixed_delay(ms(1), ms(1), || ()).unwrap_err().is_shutdown());
+    assert!(s.submit(ms(1), Task::once(|| ())).unwrap_err().is_shutdown());
+    s.shutdown(); // idempotent
+    let _ = s.shutdown_now();
+    assert!(s.schedule(ms(1), || ()).unwrap_err().is_shutdown());
+    h.advance(Duration::ZERO);
+    assert!(s.await_termination(secs(30)));
+    assert!(s.is_terminated());
+}
+
+pub fn shutdown_runs_pending_one_shots_and_stops_periodic(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let ticks = Counter::default();
+    let r = runs.clone();
+    let one_shot = s.schedule(secs(5), move || r.bump()).unwrap();
+    let t = ticks.clone();
+    let periodic = s.schedule_at_fixed_rate(secs(1), secs(1), move || t.bump()).unwrap();
+    h.advance_past(secs(1));
+    assert_eq!(ticks.get(), 1);
+    s.shutdown();
+    assert!(periodic.is_cancelled(), "periodic tasks stop at shutdown");
+    assert!(!one_shot.is_done());
+    assert!(!s.is_terminated(), "a pending one-shot keeps it alive");
+    h.advance_past(secs(5));
+    assert_eq!(runs.get(), 1, "the pending one-shot still ran");
+    assert_eq!(ticks.get(), 1, "the periodic task did not run again");
+    assert!(s.await_termination(secs(30)));
+    assert!(s.is_terminated());
+    assert_eq!(s.metrics().pending, 0);
+}
+
+pub fn shutdown_now_returns_what_never_ran(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let mut handles = Vec::new();
+    for i in 0..9 {
+        let r = runs.clone();
+        handles.push(s.schedule(secs(10 + i), move || r.bump()).unwrap());
+    }
+    let r = runs.clone();
+    let periodic = s.schedule_at_fixed_rate(secs(1), secs(1), move || r.bump()).unwrap();
+    let r = runs.clone();
+    let ran = s.schedule(ms(1), move || r.bump()).unwrap();
+    h.advance_past(ms(1));
+    assert_eq!(runs.get(), 1);
+    let never_ran = s.shutdown_now();
+    assert_eq!(never_ran.len(), 10, "nine one-shots and the periodic task");
+    for handle in never_ran.iter() {
+        assert!(!handle.is_done(), "returned tasks are not done");
+        assert!(!handle.is_cancelled(), "returned tasks are not cancelled");
+        assert!(handle.wait().unwrap_err().is_abandoned());
+    }
+    assert!(handles.iter().all(|h| !h.cancel()), "nothing left to cancel");
+    assert!(!periodic.cancel());
+    assert!(ran.is_done());
+    h.advance(secs(60));
+    assert_eq!(runs.get(), 1, "nothing returned by shutdown_now ran");
+    assert!(s.await_termination(secs(30)));
+    assert_eq!(s.metrics().pending, 0);
+    assert!(s.shutdown_now().is_empty());
+}
+
+pub fn drop_is_a_graceful_shutdown(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let r = runs.clone();
+    let handle = s.schedule(secs(1), move || r.bump()).unwrap();
+    drop(s);
+    h.advance_past(secs(1));
+    assert_eq!(runs.get(), 1, "dropping the scheduler does not lose a pending task");
+    assert!(handle.is_done());
+}
+
+// ---- bad input ----------------------------------------------------------
+
+pub fn zero_period_is_an_error(h: &Harness) {
+    let s = h.scheduler();
+    let ran = Counter::default();
+    let r = ran.clone();
+    assert!(s.schedule_at_fixed_rate(ms(1), Duration::ZERO, move || r.bump()).unwrap_err().is_zero_period());
+    let r = ran.clone();
+    assert!(s.schedule_with_fixed_delay(ms(1), Duration::ZERO, move || r.bump()).unwrap_err().is_zero_period());
+    assert!(Task::fixed_rate(Duration::ZERO, || ()).unwrap_err().is_zero_period());
+    h.advance(secs(1));
+    assert_eq!(ran.get(), 0);
+    assert_eq!(s.metrics().pending, 0);
+}
+
+pub fn delay_overflow_is_an_error(h: &Harness) {
+    let s = h.scheduler();
+    let e = s.schedule(Duration::MAX, || ()).unwrap_err();
+    assert!(e.is_delay_overflow(), "{e}");
+    assert!(s.schedule_at_fixed_rate(Duration::MAX, ms(1), || ()).unwrap_err().is_delay_overflow());
+    assert!(s.schedule_with_fixed_delay(Duration::MAX, ms(1), || ()).unwrap_err().is_delay_overflow());
+    assert!(s.schedule(Duration::from_secs(u64::MAX / 2), || ()).unwrap_err().is_delay_overflow());
+    let handle = s.schedule(secs(1), || ()).unwrap();
+    assert!(handle.reset(Duration::MAX).unwrap_err().is_delay_overflow());
+    assert!(handle.is_pending(), "a failed reset leaves the task where it was");
+    h.advance_past(secs(1));
+    assert!(handle.is_done());
+    assert_eq!(s.metrics().pending, 0);
+    // A due task still runs beside a rejected huge one (JDK DelayOverflow).
+    let runs = Counter::default();
+    let r = runs.clone();
+    s.schedule(Duration::ZERO, move || r.bump()).unwrap();
+    h.advance_past(h.now());
+    assert_eq!(runs.get(), 1);
+}
+
+pub fn pending_limit_rejects_and_frees_capacity(h: &Harness) {
+    let s = h.scheduler_with(Some(3));
+    let runs = Counter::default();
+    let mk = |r: &Counter| {
+        let r = r.clone();
+        move || r.bump()
+    };
+    let a = s.schedule(secs(1), mk(&runs)).unwrap();
+    let _b = s.schedule(secs(2), mk(&runs)).unwrap();
+    let _c = s.schedule_at_fixed_rate(secs(3), secs(3), mk(&runs)).unwrap();
+    let err = s.schedule(secs(1), mk(&runs)).unwrap_err();
+    assert!(err.is_pending_limit(), "{err}");
+    assert!(s.schedule_with_fixed_delay(secs(1), secs(1), mk(&runs)).unwrap_err().is_pending_limit());
+    assert_eq!(s.metrics().pending, 3);
+    assert!(a.cancel());
+    let d = s.schedule(secs(4), mk(&runs)).unwrap(); // a cancel frees capacity
+    assert!(s.schedule(secs(1), mk(&runs)).unwrap_err().is_pending_limit());
+    h.advance_past(secs(2)); // b fires: frees one
+    let _e = s.schedule(secs(10), mk(&runs)).unwrap();
+    assert!(s.schedule(secs(1), mk(&runs)).unwrap_err().is_pending_limit());
+    h.advance_past(secs(4));
+    assert_eq!(runs.get(), 3, "b, the periodic task once, and d; nothing rejected ran");
+    assert!(d.is_done());
+}
+
+pub fn metrics_count_pending_fired_cancelled(h: &Harness) {
+    let s = h.scheduler();
+    let handles: Vec<_> = (0..10).map(|i| s.schedule(secs(1 + i), || ()).unwrap()).collect();
+    let periodic = s.schedule_at_fixed_rate(ms(500), secs(1), || ()).unwrap();
+    assert_eq!(s.metrics().pending, 11);
+    assert!(handles[9].cancel());
+    assert!(handles[8].cancel());
+    h.advance_past(ms(3500)); // one-shots at 1, 2, 3 s; periodic at 0.5, 1.5, 2.5, 3.5 s
+    let m = s.metrics();
+    assert_eq!(m.fired, 7);
+    assert_eq!(m.cancelled, 2);
+    assert_eq!(m.pending, 11 - 2 - 3);
+    assert!(periodic.cancel());
+    assert_eq!(s.metrics().cancelled, 3);
+    assert_eq!(s.metrics().pending, 5);
+}
+
+pub fn works_as_a_trait_object(h: &Harness) {
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let s = s.clone();
+            std::thread::spawn(move || s.schedule(ms(i), move || i * 2).unwrap())
+        })
+        .collect();
+    let futures: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    h.advance_past(ms(4));
+    let values: Vec<u64> = futures.into_iter().map(|f| f.get().unwrap()).collect();
+    assert_eq!(values, [0, 2, 4, 6]);
+}
+
+/// The same scenario twice gives the same history, to the nanosecond.
+pub fn virtual_time_is_deterministic(h: &Harness) {
+    fn run(h: &Harness) -> Vec<(usize, Duration)> {
+        let h2 = h.fresh();
+        let clock = h2.clock.clone();
+        let s = h2.scheduler();
+        let log = Log::new();
+        for i in 0..50usize {
+            let (l, c) = (log.clone(), clock.clone());
+            let d = Duration::from_micros(((i * 7919) % 997) as u64 * 1000 + 17);
+            s.schedule(d, move || l.record(&c, i)).unwrap();
+        }
+        let (l, c) = (log.clone(), clock.clone());
+        let p = s.schedule_at_fixed_rate(ms(3), ms(50), move || l.record(&c, 1000)).unwrap();
+        for _ in 0..120 {
+            h2.advance_ms(9);
+        }
+        p.cancel();
+        log.entries()
+    }
+    let first = run(h);
+    assert_eq!(first.len(), 50 + 22);
+    assert_eq!(first, run(h));
+}

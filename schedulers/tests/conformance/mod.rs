@@ -1,0 +1,245 @@
+//! The conformance suite: the whole [`Scheduler`] contract, written once and
+//! instantiated for every scheduler with one line of [`conformance!`].
+//!
+//! Every case runs in virtual time on a [`ManualClock`]: no sleeps, and the
+//! same result on a loaded machine. `advance` returns once every due task has
+//! run, so assertions follow it directly.
+//!
+//! A scheduler may fire up to its `granularity` late (one tick on a wheel,
+//! zero on a heap) and never early; every timing assertion allows exactly
+//! that window. Factories for pool-backed schedulers should use a single
+//! worker, so that the start order the FIFO case observes is the dispatch
+//! order.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use schedulers::{ManualClock, Scheduler, SchedulerExt, TaskHandle};
+
+pub mod cases;
+pub mod stress;
+
+/// What a factory may be asked to set on the scheduler it builds.
+#[derive(Clone, Debug, Default)]
+pub struct Opts {
+    pub clock: ManualClock,
+    pub pending_limit: Option<usize>,
+}
+
+/// One scheduler under test.
+pub struct Harness {
+    pub clock: ManualClock,
+    make: fn(Opts) -> Box<dyn Scheduler>,
+    /// The most a task may start after its deadline, in virtual time.
+    pub granularity: Duration,
+}
+
+impl Harness {
+    pub fn new(make: fn(Opts) -> Box<dyn Scheduler>, granularity: Duration) -> Harness {
+        Harness { clock: ManualClock::new(), make, granularity }
+    }
+
+    /// A new harness for the same scheduler, with its own clock.
+    pub fn fresh(&self) -> Harness {
+        Harness::new(self.make, self.granularity)
+    }
+
+    /// A scheduler with default settings on this harness's clock.
+    pub fn scheduler(&self) -> Box<dyn Scheduler> {
+        self.scheduler_with(None)
+    }
+
+    pub fn scheduler_with(&self, pending_limit: Option<usize>) -> Box<dyn Scheduler> {
+        (self.make)(Opts { clock: self.clock.clone(), pending_limit })
+    }
+
+    pub fn advance(&self, d: Duration) {
+        self.clock.advance(d);
+    }
+
+    pub fn advance_ms(&self, ms: u64) {
+        self.clock.advance(Duration::from_millis(ms));
+    }
+
+    /// Advances to `at` after the clock's start plus the granularity: every
+    /// task due by `at` has started when this returns.
+    pub fn advance_past(&self, at: Duration) {
+        let target = at + self.granularity;
+        let now = self.clock.elapsed();
+        if target > now {
+            self.clock.advance(target - now);
+        } else {
+            self.clock.settle();
+        }
+    }
+
+    pub fn now(&self) -> Duration {
+        self.clock.elapsed()
+    }
+
+    /// Asserts that something started at `at`, due at `due`: not early, at
+    /// most one granularity late.
+    #[track_caller]
+    pub fn assert_on_time(&self, at: Duration, due: Duration) {
+        assert!(at >= due, "started early: at {at:?}, due {due:?}");
+        assert!(
+            at <= due + self.granularity,
+            "started late: at {at:?}, due {due:?}, granularity {:?}",
+            self.granularity
+        );
+    }
+}
+
+/// Records what ran when, in virtual time.
+#[derive(Clone, Default)]
+pub struct Log<T> {
+    entries: Arc<Mutex<Vec<(T, Duration)>>>,
+}
+
+impl<T: Clone + Send + 'static> Log<T> {
+    pub fn new() -> Log<T> {
+        Log { entries: Arc::new(Mutex::new(Vec::new())) }
+    }
+
+    /// A closure-ready recorder: records `label` at the clock's time.
+    pub fn record(&self, clock: &ManualClock, label: T) {
+        self.entries.lock().unwrap().push((label, clock.elapsed()));
+    }
+
+    pub fn entries(&self) -> Vec<(T, Duration)> {
+        self.entries.lock().unwrap().clone()
+    }
+
+    pub fn labels(&self) -> Vec<T> {
+        self.entries().into_iter().map(|(l, _)| l).collect()
+    }
+
+    pub fn times(&self) -> Vec<Duration> {
+        self.entries().into_iter().map(|(_, t)| t).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap().len()
+    }
+}
+
+/// A counter a task can bump.
+#[derive(Clone, Default)]
+pub struct Counter(Arc<AtomicUsize>);
+
+impl Counter {
+    pub fn bump(&self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+    pub fn get(&self) -> usize {
+        self.0.load(SeqCst)
+    }
+}
+
+/// Detects two runs of the same task at once.
+#[derive(Clone, Default)]
+pub struct OverlapDetector {
+    running: Arc<AtomicUsize>,
+    overlapped: Arc<AtomicBool>,
+}
+
+impl OverlapDetector {
+    pub fn enter(&self) {
+        if self.running.fetch_add(1, SeqCst) != 0 {
+            self.overlapped.store(true, SeqCst);
+        }
+    }
+    pub fn exit(&self) {
+        self.running.fetch_sub(1, SeqCst);
+    }
+    pub fn overlapped(&self) -> bool {
+        self.overlapped.load(SeqCst)
+    }
+}
+
+/// A slot for a task's own handle, filled after scheduling.
+pub type SelfHandle = Arc<OnceLock<TaskHandle>>;
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// Keeps an unused-import lint quiet for helpers only some cases use.
+#[allow(dead_code)]
+fn _uses(s: &dyn Scheduler) {
+    let _ = s.schedule(Duration::ZERO, || ());
+}
+
+/// Instantiates the whole suite for one scheduler:
+/// `conformance!(name, granularity, |opts| -> Box<dyn Scheduler> { .. });`
+#[macro_export]
+macro_rules! conformance {
+    ($name:ident, $granularity:expr, $make:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            use $crate::conformance::{cases, stress, Harness, Opts};
+
+            fn harness() -> Harness {
+                let make: fn(Opts) -> Box<dyn schedulers::Scheduler> = $make;
+                Harness::new(make, $granularity)
+            }
+
+            $crate::conformance_cases!(
+                cases::never_early,
+                cases::fires_within_granularity_across_delays,
+                cases::one_shot_runs_exactly_once,
+                cases::one_shot_returns_its_value,
+                cases::zero_delay_runs_at_once,
+                cases::cancel_before_fire_prevents_the_run,
+                cases::cancel_after_fire_returns_false,
+                cases::cancel_one_shot_from_inside_returns_false,
+                cases::cancel_periodic_from_inside_stops_it,
+                cases::reset_moves_the_deadline_later,
+                cases::reset_moves_the_deadline_earlier,
+                cases::reset_of_finished_or_cancelled_task_changes_nothing,
+                cases::reset_periodic_continues_on_the_new_grid,
+                cases::remaining_counts_down,
+                cases::fixed_rate_runs_on_its_grid,
+                cases::fixed_rate_catches_up_after_a_slow_run,
+                cases::fixed_rate_runs_never_overlap,
+                cases::fixed_delay_counts_from_completion,
+                cases::periodic_with_overflowing_period_runs_once,
+                cases::panic_in_one_shot_is_reported_and_survived,
+                cases::panic_in_periodic_stops_it_and_is_reported,
+                cases::ties_run_in_submission_order,
+                cases::shutdown_rejects_new_work,
+                cases::shutdown_runs_pending_one_shots_and_stops_periodic,
+                cases::shutdown_now_returns_what_never_ran,
+                cases::drop_is_a_graceful_shutdown,
+                cases::zero_period_is_an_error,
+                cases::delay_overflow_is_an_error,
+                cases::pending_limit_rejects_and_frees_capacity,
+                cases::metrics_count_pending_fired_cancelled,
+                cases::works_as_a_trait_object,
+                cases::virtual_time_is_deterministic,
+                stress::concurrent_schedule_cancel_and_fire_match_the_model,
+                stress::shutdown_racing_schedule_loses_nothing,
+                stress::reset_racing_fire_runs_once,
+            );
+        }
+    };
+}
+
+/// Expands to one `#[test]` per case, each on a fresh harness.
+#[macro_export]
+macro_rules! conformance_cases {
+    ($($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $module::$case(&harness());
+            }
+        )*
+    };
+}

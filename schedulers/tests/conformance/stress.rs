@@ -1,0 +1,221 @@
+//! Many threads against one scheduler, checked against a model of what must
+//! have happened: nothing lost, nothing run twice, nothing early, nothing
+//! run after a successful cancel. Virtual time moves on the main thread
+//! while the others schedule, cancel and reset, so the races are real.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use schedulers::{SchedulerExt, TaskHandle};
+
+use super::{ms, secs, Harness};
+
+/// xorshift64*: enough randomness for interleavings, seeded per thread.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// What one task must satisfy.
+struct Record {
+    runs: AtomicUsize,
+    /// Virtual nanoseconds at the start of its (last) run.
+    ran_at: AtomicU64,
+    /// The earliest it may start.
+    not_before: AtomicU64,
+    cancel_won: AtomicUsize,
+}
+
+impl Record {
+    fn new(not_before: Duration) -> Arc<Record> {
+        Arc::new(Record {
+            runs: AtomicUsize::new(0),
+            ran_at: AtomicU64::new(0),
+            not_before: AtomicU64::new(not_before.as_nanos() as u64),
+            cancel_won: AtomicUsize::new(0),
+        })
+    }
+}
+
+fn task(h: &Harness, rec: &Arc<Record>) -> impl FnOnce() + Send + 'static {
+    let (rec, clock) = (rec.clone(), h.clock.clone());
+    move || {
+        rec.ran_at.store(clock.elapsed().as_nanos() as u64, SeqCst);
+        rec.runs.fetch_add(1, SeqCst);
+    }
+}
+
+/// Advances virtual time in small steps until `done` reaches `threads`.
+fn drive(h: &Harness, done: &AtomicUsize, threads: usize) {
+    let mut steps = 0;
+    while done.load(SeqCst) < threads && steps < 200_000 {
+        h.advance(Duration::from_micros(500));
+        steps += 1;
+    }
+}
+
+fn check(records: &[Arc<Record>]) {
+    for (i, rec) in records.iter().enumerate() {
+        let runs = rec.runs.load(SeqCst);
+        if rec.cancel_won.load(SeqCst) > 0 {
+            assert_eq!(runs, 0, "task {i} ran after a successful cancel");
+        } else {
+            assert_eq!(runs, 1, "task {i} ran {runs} times");
+            let (at, bound) = (rec.ran_at.load(SeqCst), rec.not_before.load(SeqCst));
+            assert!(at >= bound, "task {i} ran early: at {at} ns, not before {bound} ns");
+        }
+        assert!(rec.cancel_won.load(SeqCst) <= 1, "two cancels of task {i} returned true");
+    }
+}
+
+pub fn concurrent_schedule_cancel_and_fire_match_the_model(h: &Harness) {
+    const THREADS: usize = 4;
+    const PER_THREAD: usize = 400;
+    let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
+    let done = Arc::new(AtomicUsize::new(0));
+    let all = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (s, done, all) = (s.clone(), done.clone(), all.clone());
+            let h = h.fresh_view();
+            thread::spawn(move || {
+                let mut rng = Rng::new(t as u64 + 1);
+                let mut mine: Vec<(Arc<Record>, TaskHandle)> = Vec::new();
+                for _ in 0..PER_THREAD {
+                    let delay = Duration::from_micros(rng.below(20_000));
+                    let rec = Record::new(h.clock.elapsed() + delay);
+                    let handle = s.schedule(delay, task(&h, &rec)).unwrap().into_handle();
+                    mine.push((rec, handle));
+                    if rng.below(3) == 0 {
+                        let (rec, handle) = &mine[rng.below(mine.len() as u64) as usize];
+                        if handle.cancel() {
+                            rec.cancel_won.fetch_add(1, SeqCst);
+                        }
+                    }
+                    if rng.below(50) == 0 {
+                        thread::yield_now();
+                    }
+                }
+                all.lock().unwrap().extend(mine.into_iter().map(|(r, _)| r));
+                done.fetch_add(1, SeqCst);
+            })
+        })
+        .collect();
+    drive(h, &done, THREADS);
+    for w in workers {
+        w.join().unwrap();
+    }
+    h.advance(secs(1));
+    let records = all.lock().unwrap().clone();
+    assert_eq!(records.len(), THREADS * PER_THREAD);
+    check(&records);
+    let m = s.metrics();
+    let cancelled = records.iter().filter(|r| r.cancel_won.load(SeqCst) > 0).count();
+    assert_eq!(m.cancelled as usize, cancelled);
+    assert_eq!(m.fired as usize, records.len() - cancelled);
+    assert_eq!(m.pending, 0);
+}
+
+pub fn shutdown_racing_schedule_loses_nothing(h: &Harness) {
+    const THREADS: usize = 4;
+    let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
+    let accepted = Arc::new(Mutex::new(Vec::new()));
+    let rejected = Arc::new(Mutex::new(Vec::new()));
+    let started = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (s, accepted, rejected, started) = (s.clone(), accepted.clone(), rejected.clone(), started.clone());
+            let h = h.fresh_view();
+            thread::spawn(move || {
+                let mut rng = Rng::new(100 + t as u64);
+                for _ in 0..100_000 {
+                    let delay = Duration::from_micros(rng.below(5_000));
+                    let rec = Record::new(h.clock.elapsed() + delay);
+                    started.fetch_add(1, SeqCst);
+                    match s.schedule(delay, task(&h, &rec)) {
+                        Ok(_) => accepted.lock().unwrap().push(rec),
+                        Err(e) => {
+                            assert!(e.is_shutdown(), "{e}");
+                            rejected.lock().unwrap().push(rec);
+                            return;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    while started.load(SeqCst) < 2_000 {
+        h.advance(Duration::from_micros(300));
+    }
+    s.shutdown();
+    for w in workers {
+        w.join().unwrap();
+    }
+    h.advance(secs(1));
+    assert!(s.await_termination(secs(60)));
+    let accepted = accepted.lock().unwrap();
+    assert!(accepted.len() >= 1_000);
+    check(&accepted);
+    for rec in rejected.lock().unwrap().iter() {
+        assert_eq!(rec.runs.load(SeqCst), 0, "a rejected task ran");
+    }
+    assert_eq!(s.metrics().pending, 0);
+}
+
+pub fn reset_racing_fire_runs_once(h: &Harness) {
+    const THREADS: usize = 3;
+    const TASKS: usize = 300;
+    let s = h.scheduler();
+    let records: Vec<Arc<Record>> = (0..TASKS).map(|_| Record::new(ms(5))).collect();
+    let handles: Arc<Vec<TaskHandle>> = Arc::new(
+        records.iter().map(|r| s.schedule(ms(5), task(h, r)).unwrap().into_handle()).collect(),
+    );
+    let records = Arc::new(records);
+    let done = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (handles, records, done) = (handles.clone(), records.clone(), done.clone());
+            let h = h.fresh_view();
+            thread::spawn(move || {
+                let mut rng = Rng::new(7 + t as u64);
+                // Each task is reset by one thread only, so "the last
+                // successful reset" is well defined: program order.
+                for _ in 0..2_000 {
+                    let i = (rng.below((TASKS / THREADS) as u64) as usize) * THREADS + t;
+                    let delay = Duration::from_micros(rng.below(8_000));
+                    let bound = (h.clock.elapsed() + delay).as_nanos() as u64;
+                    if handles[i].reset(delay).unwrap() {
+                        records[i].not_before.store(bound, SeqCst);
+                    }
+                }
+                done.fetch_add(1, SeqCst);
+            })
+        })
+        .collect();
+    drive(h, &done, THREADS);
+    for w in workers {
+        w.join().unwrap();
+    }
+    h.advance(secs(1));
+    check(&records);
+    assert_eq!(s.metrics().pending, 0);
+    assert_eq!(s.metrics().fired as usize, TASKS);
+}
+
+impl Harness {
+    /// The same clock, for another thread.
+    fn fresh_view(&self) -> Harness {
+        Harness { clock: self.clock.clone(), ..self.fresh() }
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests, built as one binary.
+
+// Test helpers are `pub` so the suite macro can reach them from any module.
+#![allow(unreachable_pub)]
+
+mod conformance;
+mod heap_timer;
+mod ported_jdk_timer;
+mod smoke;
