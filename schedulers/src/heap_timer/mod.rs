@@ -6,7 +6,7 @@
 //! shape of `Timer`'s `TimerThread.mainLoop`: the thread sleeps until the
 //! earliest deadline (or until a new earliest task arrives), pops every due
 //! task and runs it inline, then re-queues periodic ones. The heap itself is
-//! the pure [`heap`] core.
+//! the pure `heap` core.
 //!
 //! Costs: schedule O(log n) under the lock (O(1) on average for random
 //! deadlines); cancel is one CAS and no lock (lazy removal); reset is a CAS
@@ -28,7 +28,7 @@
 //!   `ScheduledThreadPoolExecutor` does; `Timer` counts from its start.
 //! - **Monotonic time, never early.** `Timer` reads the wall clock in
 //!   milliseconds and can fire up to 1 ms early or jump with the clock; this
-//!   clone waits on a monotonic [`Clock`](crate::Clock) in nanoseconds.
+//!   clone waits on a monotonic [`Clock`] in nanoseconds.
 //! - **Cancelled tasks do not pile up.** `Timer` keeps them until they reach
 //!   the head or `purge()` is called; here they are purged automatically
 //!   once they outnumber live tasks (and at least [`AUTO_PURGE_MIN`] are
