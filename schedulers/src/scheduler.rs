@@ -2,7 +2,7 @@
 //! the generic [`SchedulerExt`] layer over it, and [`Metrics`].
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -189,11 +189,15 @@ pub(crate) struct Base {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) timebase: Timebase,
     seq: AtomicU64,
-    pending: AtomicUsize,
+    /// Signed: a periodic task re-armed by its runner can be cancelled a
+    /// moment before the driver counts it pending again.
+    pending: AtomicIsize,
     fired: AtomicU64,
     cancelled: AtomicU64,
     pending_limit: usize,
     shutdown: AtomicBool,
+    /// Set by `shutdown_now`: nothing runs or repeats any more.
+    stopped: AtomicBool,
     /// Whether periodic tasks keep running after `shutdown` (default false).
     pub(crate) keep_periodic: bool,
     /// Whether pending one-shot tasks still run after `shutdown` (default true).
@@ -210,11 +214,12 @@ impl Base {
             clock,
             timebase,
             seq: AtomicU64::new(0),
-            pending: AtomicUsize::new(0),
+            pending: AtomicIsize::new(0),
             fired: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
             pending_limit: common.pending_limit.unwrap_or(usize::MAX),
             shutdown: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
         }
     }
 
@@ -236,7 +241,8 @@ impl Base {
             return Err(Error::new(Kind::Shutdown));
         }
         let deadline = Timebase::deadline(self.now(), delay)?;
-        if self.pending.fetch_add(1, Relaxed) >= self.pending_limit {
+        let limit = isize::try_from(self.pending_limit).unwrap_or(isize::MAX);
+        if self.pending.fetch_add(1, Relaxed) >= limit {
             self.pending.fetch_sub(1, Relaxed);
             return Err(Error::new(Kind::PendingLimit(self.pending_limit)));
         }
@@ -277,9 +283,16 @@ impl Base {
         !self.shutdown.swap(true, SeqCst)
     }
 
+    /// Sets the shutdown and stopped flags (`shutdown_now`): from now on
+    /// [`Base::drops_at_shutdown`] drops every task, whatever the policy.
+    pub(crate) fn start_shutdown_now(&self) {
+        self.stopped.store(true, SeqCst);
+        self.shutdown.store(true, SeqCst);
+    }
+
     pub(crate) fn metrics(&self) -> Metrics {
         Metrics {
-            pending: self.pending.load(Relaxed),
+            pending: usize::try_from(self.pending.load(Relaxed)).unwrap_or(0),
             fired: self.fired.load(Relaxed),
             cancelled: self.cancelled.load(Relaxed),
         }
@@ -287,7 +300,9 @@ impl Base {
 
     /// Decides, at shutdown, whether a queued task is dropped (cancelled).
     pub(crate) fn drops_at_shutdown(&self, cell: &TaskRef) -> bool {
-        if cell.is_periodic() {
+        if self.stopped.load(SeqCst) {
+            true
+        } else if cell.is_periodic() {
             !self.keep_periodic
         } else {
             !self.run_delayed

@@ -371,7 +371,7 @@ impl Scheduler for HeapTimer {
     fn shutdown_now(&self) -> Vec<TaskHandle> {
         let shared = &self.shared;
         let mut state = lock(&shared.state);
-        shared.base.start_shutdown();
+        shared.base.start_shutdown_now();
         let mut never_ran = Vec::new();
         for e in state.heap.drain_sorted() {
             if e.item.is_live(e.seq) && e.item.abandon() {

@@ -500,6 +500,35 @@ pub fn shutdown_now_returns_what_never_ran(h: &Harness) {
     assert!(s.shutdown_now().is_empty());
 }
 
+/// `shutdown_now` called while a periodic task runs: the run finishes, and
+/// the task does not repeat, whatever the periodic shutdown policy.
+pub fn shutdown_now_stops_a_running_periodic_task(h: &Harness) {
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let me: Arc<OnceLock<Arc<dyn Scheduler>>> = Arc::new(OnceLock::new());
+    let runs = Counter::default();
+    let returned = Counter::default();
+    let (m, r, ret) = (me.clone(), runs.clone(), returned.clone());
+    let periodic = s
+        .schedule_at_fixed_rate(ms(10), ms(10), move || {
+            r.bump();
+            if let Some(s) = m.get() {
+                for _ in s.shutdown_now() {
+                    ret.bump();
+                }
+            }
+        })
+        .unwrap();
+    let _later = s.schedule(secs(1), || ()).unwrap();
+    me.set(s.clone()).unwrap();
+    h.advance_past(ms(10));
+    h.advance(secs(2));
+    assert_eq!(runs.get(), 1, "the running periodic task did not repeat");
+    assert_eq!(returned.get(), 1, "the pending one-shot came back");
+    assert!(periodic.is_done());
+    assert!(s.await_termination(secs(30)));
+    assert_eq!(s.metrics().pending, 0);
+}
+
 pub fn drop_is_a_graceful_shutdown(h: &Harness) {
     let s = h.scheduler();
     let runs = Counter::default();
