@@ -7,8 +7,7 @@
 //! cargo run --release -p schedulers --example cost -- 1000000 heap
 //! ```
 //!
-//! Set `COST_COLD=1` to skip the warm-up round (then first-touch page
-//! faults are part of the schedule cost). A quick probe; the workbench (`cargo run --release -p workbench`) is the
+//! A quick probe; the workbench (`cargo run --release -p workbench`) is the
 //! full measurement. Timers are due in 1 to 2 hours so none fires while it
 //! runs; delays come from a fixed seed.
 
@@ -65,29 +64,33 @@ fn measure(name: &str, n: usize) -> Costs {
     let moves = delays(n, 2);
     let delays = delays(n, 1);
 
-    // Warm up: a first round touches the memory the allocator will reuse, so
-    // the figures are a running server's, not first page faults'.
-    if std::env::var_os("COST_COLD").is_none() {
+    // A cold first round gives the memory per timer (resident growth) and
+    // touches the memory the allocator will reuse, so the timed round below
+    // measures a running server, not first page faults.
+    let bytes_per_timer = {
         let s = make(name).expect("known scheduler");
-        let handles: Vec<TaskHandle> =
-            delays.iter().map(|d| s.schedule(*d, || ()).expect("schedule").into_handle()).collect();
+        let mut handles: Vec<TaskHandle> = Vec::with_capacity(n);
+        let rss_before = rss_bytes();
+        for d in &delays {
+            handles.push(s.schedule(*d, || ()).expect("schedule").into_handle());
+        }
+        // The handles vector is the application's, not the scheduler's: its
+        // pages are first touched here, so take them back out.
+        let handle_bytes = (n * std::mem::size_of::<TaskHandle>()) as u64;
+        let bytes = rss_bytes().saturating_sub(rss_before + handle_bytes) as f64 / n as f64;
         handles.iter().for_each(|h| drop(h.cancel()));
         s.shutdown_now();
-    }
+        bytes
+    };
 
     // Schedule n timers, then cancel them all in a random order.
     let s = make(name).expect("known scheduler");
     let mut handles: Vec<TaskHandle> = Vec::with_capacity(n);
-    let rss_before = rss_bytes();
     let t = now();
     for d in &delays {
         handles.push(s.schedule(*d, || ()).expect("schedule").into_handle());
     }
     let schedule_ns = per_op(t, n);
-    // The handles vector is the application's, not the scheduler's: its
-    // pages are first touched while scheduling, so take them back out.
-    let handle_bytes = (n * std::mem::size_of::<TaskHandle>()) as u64;
-    let bytes_per_timer = rss_bytes().saturating_sub(rss_before + handle_bytes) as f64 / n as f64;
     let order = permutation(n, 3);
     let t = now();
     for &i in &order {

@@ -65,6 +65,29 @@ pub(crate) enum Repeat {
     FixedDelay(u64),
 }
 
+/// Periods are kept in 62 bits (146 years); a longer one is treated as 146
+/// years, which is as good as never.
+const PERIOD_MASK: u64 = (1 << 62) - 1;
+const RATE_BIT: u64 = 1 << 62;
+const DELAY_BIT: u64 = 1 << 63;
+
+/// Packs a `Repeat` into one word: 0 is `Once`, else a kind bit and a period.
+fn pack(repeat: Repeat) -> u64 {
+    match repeat {
+        Repeat::Once => 0,
+        Repeat::FixedRate(p) => RATE_BIT | p.clamp(1, PERIOD_MASK),
+        Repeat::FixedDelay(p) => DELAY_BIT | p.clamp(1, PERIOD_MASK),
+    }
+}
+
+fn unpack(word: u64) -> Repeat {
+    match word & (RATE_BIT | DELAY_BIT) {
+        0 => Repeat::Once,
+        RATE_BIT => Repeat::FixedRate(word & PERIOD_MASK),
+        _ => Repeat::FixedDelay(word & PERIOD_MASK),
+    }
+}
+
 /// The user's closure, type-erased.
 pub(crate) trait Job: Send {
     /// Runs the closure once. A one-shot job keeps its output for `take_output`.
@@ -111,7 +134,8 @@ pub(crate) struct TaskCell<J: ?Sized = dyn Job> {
     word: AtomicU64,
     /// Deadline of the pending run, in the scheduler's ticks.
     deadline: AtomicU64,
-    repeat: Repeat,
+    /// `Repeat`, packed into one word: see `pack`.
+    repeat: u64,
     /// Free for the scheduler: where the live entry sits (heap index, slab key).
     pub(crate) slot: AtomicU64,
     job: Mutex<Slot<J>>,
@@ -134,18 +158,18 @@ impl TaskCell {
         Arc::new(TaskCell {
             word: AtomicU64::new(SCHEDULED),
             deadline: AtomicU64::new(0),
-            repeat,
+            repeat: pack(repeat),
             slot: AtomicU64::new(0),
             job: Mutex::new(Slot { failure: None, job }),
         })
     }
 
     pub(crate) fn repeat(&self) -> Repeat {
-        self.repeat
+        unpack(self.repeat)
     }
 
     pub(crate) fn is_periodic(&self) -> bool {
-        self.repeat != Repeat::Once
+        self.repeat != 0
     }
 
     /// Deadline of the pending run, in ticks.
@@ -212,7 +236,7 @@ impl TaskCell {
             self.finish(PANICKED);
             return Ran::Finished;
         }
-        let next = match self.repeat {
+        let next = match self.repeat() {
             Repeat::Once => {
                 self.finish(DONE);
                 return Ran::Finished;
@@ -383,7 +407,7 @@ impl fmt::Debug for TaskCell {
         };
         f.debug_struct("Task")
             .field("state", &state)
-            .field("repeat", &self.repeat)
+            .field("repeat", &self.repeat())
             .field("deadline", &self.deadline())
             .finish()
     }
