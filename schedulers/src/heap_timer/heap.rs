@@ -86,11 +86,13 @@ impl<T> TimerHeap<T> {
         }
     }
 
-    /// Drops every entry `is_live` rejects; returns how many.
-    pub(crate) fn purge(&mut self, mut is_live: impl FnMut(&Entry<T>) -> bool) -> usize {
-        let before = self.heap.len();
-        self.heap.retain(|Reverse(e)| is_live(e));
-        before - self.heap.len()
+    /// Removes every entry `is_live` rejects, in O(n), and returns them
+    /// (so the caller chooses where they are dropped).
+    pub(crate) fn purge(&mut self, mut is_live: impl FnMut(&Entry<T>) -> bool) -> Vec<Entry<T>> {
+        let mut all = std::mem::take(&mut self.heap).into_vec();
+        let dead: Vec<Entry<T>> = all.extract_if(.., |Reverse(e)| !is_live(e)).map(|Reverse(e)| e).collect();
+        self.heap = BinaryHeap::from(all);
+        dead
     }
 
     /// Empties the heap, earliest first.

@@ -150,8 +150,8 @@ impl HeapTimer {
     /// many, like `Timer.purge()`. Never needed for correctness or memory
     /// (purging also happens automatically), only to release memory early.
     pub fn purge(&self) -> usize {
-        let mut state = lock(&self.shared.state);
-        self.shared.purge(&mut state)
+        let dead = self.shared.purge(&mut lock(&self.shared.state));
+        dead.len() // dropped here, outside the lock
     }
 }
 
@@ -206,16 +206,25 @@ impl Shared {
     /// `TimerThread.mainLoop`: wait for the head, run what is due, repeat.
     fn main_loop(self: Arc<Self>) {
         crate::clock::reduce_timer_slack();
+        // Cells leave the heap under the lock but are dropped outside it: a
+        // task's closure or value may hold the last reference to this timer,
+        // whose `Drop` takes the lock.
+        let mut graveyard: Vec<TaskRef> = Vec::new();
         let mut state = lock(&self.state);
         loop {
             if self.purge_requested.swap(false, AcqRel) {
-                self.purge(&mut state);
+                graveyard.extend(self.purge(&mut state).into_iter().map(|e| e.item));
             }
             let now = self.base.now();
             let head = state.heap.peek().map(|e| e.deadline);
             match head {
+                _ if !graveyard.is_empty() => {
+                    drop(state);
+                    graveyard.clear();
+                    state = lock(&self.state);
+                }
                 None if self.base.is_shutdown() => break,
-                Some(deadline) if deadline <= now => state = self.fire_head(state, now),
+                Some(deadline) if deadline <= now => state = self.fire_head(state, now, &mut graveyard),
                 _ => {
                     self.base.clock.on_idle();
                     state = self.wait(state, head);
@@ -229,29 +238,40 @@ impl Shared {
     }
 
     /// Pops the due head and runs it inline if it is still live.
-    fn fire_head<'a>(&'a self, mut state: MutexGuard<'a, State>, now: u64) -> MutexGuard<'a, State> {
+    fn fire_head<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        now: u64,
+        graveyard: &mut Vec<TaskRef>,
+    ) -> MutexGuard<'a, State> {
         let Some(entry) = state.heap.pop_due(now) else { return state };
         self.queued.store(state.heap.len(), Relaxed);
         let cell = entry.item;
         if !cell.claim(entry.seq) {
             self.dead.fetch_sub(1, Relaxed);
+            graveyard.push(cell);
             return state;
         }
         self.base.fire();
         state.running = true;
         drop(state);
         let ran = cell.run_claimed(entry.deadline, || self.base.now(), || self.base.next_seq());
+        let Ran::Again { deadline, seq } = ran else {
+            drop(cell); // outside the lock
+            let mut state = lock(&self.state);
+            state.running = false;
+            return state;
+        };
         let mut state = lock(&self.state);
         state.running = false;
-        if let Ran::Again { deadline, seq } = ran {
-            self.base.repend();
-            if self.base.is_shutdown() && self.base.drops_at_shutdown(&cell) {
-                let outcome = cell.cancel();
-                self.base.count_cancel(outcome);
-            } else {
-                state.heap.push(deadline, seq, cell);
-                self.queued.store(state.heap.len(), Relaxed);
-            }
+        self.base.repend();
+        if self.base.is_shutdown() && self.base.drops_at_shutdown(&cell) {
+            let outcome = cell.cancel();
+            self.base.count_cancel(outcome);
+            graveyard.push(cell);
+        } else {
+            state.heap.push(deadline, seq, cell);
+            self.queued.store(state.heap.len(), Relaxed);
         }
         state
     }
@@ -284,9 +304,10 @@ impl Shared {
         self.wakeup.notify_one();
     }
 
-    fn purge(&self, state: &mut State) -> usize {
+    /// Removes dead entries; the caller drops them after unlocking.
+    fn purge(&self, state: &mut State) -> Vec<heap::Entry<TaskRef>> {
         let removed = state.heap.purge(|e| e.item.is_live(e.seq));
-        self.dead.fetch_sub(removed as isize, Relaxed);
+        self.dead.fetch_sub(removed.len() as isize, Relaxed);
         self.queued.store(state.heap.len(), Relaxed);
         removed
     }
@@ -377,24 +398,22 @@ impl Scheduler for HeapTimer {
 
     fn shutdown(&self) {
         let shared = &self.shared;
+        let mut graveyard = Vec::new();
         let mut state = lock(&shared.state);
         if shared.base.start_shutdown() {
-            // Keep what the policy keeps; cancel the rest; drop dead entries.
-            let mut dropped = Vec::new();
+            // Keep what the policy keeps; cancel the rest; drop dead entries
+            // (after unlocking, see `main_loop`).
             for e in state.heap.drain_sorted() {
                 if !e.item.is_live(e.seq) {
-                    continue;
-                }
-                if shared.base.drops_at_shutdown(&e.item) {
-                    dropped.push(e.item);
+                    graveyard.push(e.item);
+                } else if shared.base.drops_at_shutdown(&e.item) {
+                    let outcome = e.item.cancel();
+                    if outcome.stopped() {
+                        shared.base.count_cancel(outcome);
+                    }
+                    graveyard.push(e.item);
                 } else {
                     state.heap.push(e.deadline, e.seq, e.item);
-                }
-            }
-            for cell in dropped {
-                let outcome = cell.cancel();
-                if outcome.stopped() {
-                    shared.base.count_cancel(outcome);
                 }
             }
             shared.dead.store(0, Relaxed);
@@ -410,10 +429,13 @@ impl Scheduler for HeapTimer {
         let mut state = lock(&shared.state);
         shared.base.start_shutdown_now();
         let mut never_ran = Vec::new();
+        let mut graveyard = Vec::new();
         for e in state.heap.drain_sorted() {
             if e.item.is_live(e.seq) && e.item.abandon() {
                 shared.base.unpend();
                 never_ran.push(TaskHandle::new(e.item, shared.clone()));
+            } else {
+                graveyard.push(e.item);
             }
         }
         shared.dead.store(0, Relaxed);

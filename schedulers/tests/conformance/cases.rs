@@ -531,6 +531,30 @@ pub fn shutdown_now_stops_a_running_periodic_task(h: &Harness) {
     assert_eq!(s.metrics().pending, 0);
 }
 
+/// Task state may own the last reference to its scheduler (a value, or the
+/// closure of a cancelled task): wherever the scheduler frees it, its `Drop`
+/// (a graceful shutdown) must not deadlock the scheduler's own thread.
+pub fn a_task_may_hold_the_last_reference_to_its_scheduler(h: &Harness) {
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let as_value = s.clone();
+    drop(s.schedule(ms(1), move || as_value).unwrap());
+    let in_closure = s.clone();
+    let cancelled = s.schedule(ms(5), move || drop(in_closure)).unwrap();
+    assert!(cancelled.cancel());
+    drop(cancelled);
+    let periodic_owner = s.clone();
+    let periodic = s.schedule_at_fixed_rate(ms(2), ms(2), move || {
+        let _ = &periodic_owner;
+    });
+    let later = s.schedule(ms(20), || "ran").unwrap();
+    drop(s);
+    h.advance_past(ms(3));
+    assert!(periodic.unwrap().cancel());
+    h.advance_past(ms(20));
+    h.advance(secs(1));
+    assert_eq!(later.get_timeout(secs(30)).unwrap(), "ran");
+}
+
 pub fn drop_is_a_graceful_shutdown(h: &Harness) {
     let s = h.scheduler();
     let runs = Counter::default();

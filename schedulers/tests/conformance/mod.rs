@@ -217,6 +217,7 @@ macro_rules! conformance {
                 cases::shutdown_runs_pending_one_shots_and_stops_periodic,
                 cases::shutdown_now_returns_what_never_ran,
                 cases::shutdown_now_stops_a_running_periodic_task,
+                cases::a_task_may_hold_the_last_reference_to_its_scheduler,
                 cases::drop_is_a_graceful_shutdown,
                 cases::zero_period_is_an_error,
                 cases::delay_overflow_is_an_error,
