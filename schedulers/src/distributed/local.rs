@@ -1,0 +1,152 @@
+//! A throwaway `redis-server` for tests, examples and benchmarks.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::DistError;
+
+/// A `redis-server` child process on a free loopback port, with AOF on
+/// (`appendfsync everysec`), RDB snapshots off, `noeviction`, and its data in
+/// a fresh temporary directory. Killed, and its directory removed, on drop.
+///
+/// The binary is `$REDIS_SERVER` if set, else `redis-server` from `PATH`
+/// (or `/usr/bin`, `/usr/sbin`).
+///
+/// # Examples
+///
+/// ```no_run
+/// use schedulers::distributed::LocalRedis;
+///
+/// let mut redis = LocalRedis::start()?;
+/// println!("up at {}", redis.url());
+/// redis.restart()?; // SIGKILL, then start again on the same port and data
+/// # Ok::<(), schedulers::distributed::DistError>(())
+/// ```
+#[derive(Debug)]
+pub struct LocalRedis {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    binary: PathBuf,
+}
+
+/// Finds the `redis-server` binary, if installed.
+pub fn find_redis_server() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("REDIS_SERVER") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")])
+        .map(|d| d.join("redis-server"))
+        .find(|p| p.is_file())
+}
+
+impl LocalRedis {
+    /// Starts a server and waits (up to 10 s) until it answers.
+    ///
+    /// # Errors
+    ///
+    /// [`DistError::InvalidConfig`] if no `redis-server` is installed or it
+    /// cannot be started; [`DistError::Redis`] if it does not answer.
+    pub fn start() -> Result<LocalRedis, DistError> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let binary = find_redis_server().ok_or(DistError::InvalidConfig("redis-server is not installed"))?;
+        let port = free_port()?;
+        let dir = std::env::temp_dir().join(format!(
+            "schedulers-redis-{}-{}-{port}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).map_err(|_| DistError::InvalidConfig("cannot create a temp dir"))?;
+        let mut me = LocalRedis { child: None, port, dir, binary };
+        me.spawn()?;
+        Ok(me)
+    }
+
+    fn spawn(&mut self) -> Result<(), DistError> {
+        let child = Command::new(&self.binary)
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction"])
+            .args(["--protected-mode", "no", "--daemonize", "no", "--logfile", "redis.log"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|_| DistError::InvalidConfig("cannot start redis-server"))?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let client = redis::Client::open(self.url())?;
+        loop {
+            let r = client
+                .get_connection_with_timeout(Duration::from_millis(500))
+                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+            match r {
+                Ok(_) => return Ok(()),
+                // Loading the AOF answers LOADING: keep waiting.
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// `redis://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The data directory (holds the AOF and `redis.log`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Kills the server with SIGKILL (no shutdown save) and waits for it.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Kills the server with SIGKILL and starts it again on the same port
+    /// and directory: it reloads the AOF.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub fn restart(&mut self) -> Result<(), DistError> {
+        self.kill();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        // Wait until the port is free again.
+        while TcpStream::connect(("127.0.0.1", self.port)).is_ok() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.spawn()
+    }
+}
+
+fn free_port() -> Result<u16, DistError> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|_| DistError::InvalidConfig("no free port"))?;
+    let port = l.local_addr().map_err(|_| DistError::InvalidConfig("no free port"))?.port();
+    Ok(port)
+}
+
+impl Drop for LocalRedis {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
