@@ -28,7 +28,9 @@ use std::fmt;
 pub enum DistError {
     /// Talking to Redis failed (connection refused or dropped, timeout, or a
     /// server error such as OOM under `maxmemory`). The operation may or may
-    /// not have been applied; every operation is safe to retry.
+    /// not have been applied; every operation is safe to retry (a retried
+    /// schedule that had been applied reports [`DistError::AlreadyScheduled`]).
+    /// A broken connection is re-opened by the next call.
     Redis(redis::RedisError),
     /// A payload could not be serialised or deserialised.
     Payload(serde_json::Error),

@@ -31,6 +31,7 @@ pub struct LocalRedis {
     port: u16,
     dir: PathBuf,
     binary: PathBuf,
+    fsync: &'static str,
 }
 
 /// Finds the `redis-server` binary, if installed.
@@ -53,6 +54,17 @@ impl LocalRedis {
     /// [`DistError::InvalidConfig`] if no `redis-server` is installed or it
     /// cannot be started; [`DistError::Redis`] if it does not answer.
     pub fn start() -> Result<LocalRedis, DistError> {
+        LocalRedis::start_with_fsync(false)
+    }
+
+    /// Like [`start`](Self::start), with `appendfsync always` when `always`
+    /// is true: every acked write is on disk before Redis replies, even if
+    /// Redis was postponing writes behind a slow fsync.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_with_fsync(always: bool) -> Result<LocalRedis, DistError> {
         static N: AtomicU32 = AtomicU32::new(0);
         let binary = find_redis_server().ok_or(DistError::InvalidConfig("redis-server is not installed"))?;
         let port = free_port()?;
@@ -62,7 +74,8 @@ impl LocalRedis {
             N.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).map_err(|_| DistError::InvalidConfig("cannot create a temp dir"))?;
-        let mut me = LocalRedis { child: None, port, dir, binary };
+        let fsync = if always { "always" } else { "everysec" };
+        let mut me = LocalRedis { child: None, port, dir, binary, fsync };
         me.spawn()?;
         Ok(me)
     }
@@ -70,7 +83,7 @@ impl LocalRedis {
     fn spawn(&mut self) -> Result<(), DistError> {
         let child = Command::new(&self.binary)
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction"])
+            .args(["--appendonly", "yes", "--appendfsync", self.fsync, "--maxmemory-policy", "noeviction"])
             .args(["--protected-mode", "no", "--daemonize", "no", "--logfile", "redis.log"])
             .arg("--dir")
             .arg(&self.dir)

@@ -528,7 +528,7 @@ fn run(sh: &Shared, con: &mut Conn, fire: Fire) {
             Err(e) => (AckOutcome::Error(e.to_string()), 0),
         },
     };
-    if matches!(outcome, AckOutcome::Stale) && !lost.load(Ordering::Acquire) {
+    if matches!(outcome, AckOutcome::Stale) && !lost.swap(true, Ordering::AcqRel) {
         sh.emit(WorkerEvent::LeaseLost { fire: fire.clone() });
     }
     sh.emit(WorkerEvent::Finished { fire, outcome, at_ms, error: result.err() });
@@ -552,8 +552,19 @@ fn heartbeat_loop(sh: &Shared) {
             match sh.store.extend(&mut con, &fire, sh.lease_ms, sh.retry) {
                 Ok(true) => {}
                 Ok(false) => {
-                    lost.store(true, Ordering::Release);
-                    sh.emit(WorkerEvent::LeaseLost { fire });
+                    // A run that ended between the snapshot and the
+                    // extension was acked (its lease is gone for that
+                    // reason); its handler thread reports any real loss.
+                    let key = (fire.shard, fire.id.clone());
+                    let still_running = sh
+                        .running
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(&key)
+                        .is_some_and(|(f, _)| f.fence == fire.fence);
+                    if still_running && !lost.swap(true, Ordering::AcqRel) {
+                        sh.emit(WorkerEvent::LeaseLost { fire });
+                    }
                 }
                 Err(e) => sh.redis_error(&e),
             }
