@@ -22,6 +22,10 @@
 //! time to the last ack) and lateness percentiles (claim time − due time,
 //! both on Redis's clock).
 
+// A process harness and benchmark: it waits and measures in real time. The
+// scheduling decisions themselves are made by the library on Redis's clock.
+#![allow(clippy::disallowed_methods)]
+
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};

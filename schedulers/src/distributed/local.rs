@@ -1,5 +1,9 @@
 //! A throwaway `redis-server` for tests, examples and benchmarks.
 
+// This module supervises a real server process: it must wait in real time
+// for the server to answer. No scheduling decision is made here.
+#![allow(clippy::disallowed_methods)]
+
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -21,7 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
@@ -34,6 +34,8 @@ pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
 type Handler = Arc<dyn Fn(&Fire) -> Result<(), HandlerError> + Send + Sync>;
 type Listener = Arc<dyn Fn(&WorkerEvent) + Send + Sync>;
+/// Runs in progress: (shard, id) → (fire, lease-lost flag).
+type Running = Mutex<HashMap<(u32, String), (Fire, Arc<AtomicBool>)>>;
 
 /// Something a worker did, for logs, metrics and tests. All times are
 /// Redis's clock, ms since the epoch.
@@ -256,6 +258,7 @@ impl WorkerBuilder {
         });
         let (job_tx, job_rx) = bounded::<Fire>(self.threads);
         let (wake_tx, wake_rx) = bounded::<()>(self.threads + 1);
+        let (hb_tx, hb_rx) = bounded::<()>(1);
         let mut joins = Vec::new();
         for i in 0..self.threads {
             let sh = shared.clone();
@@ -266,13 +269,13 @@ impl WorkerBuilder {
         drop(job_rx);
         {
             let sh = shared.clone();
-            joins.push(spawn("dist-heartbeat", move || heartbeat_loop(&sh))?);
+            joins.push(spawn("dist-heartbeat", move || heartbeat_loop(&sh, &hb_rx))?);
         }
         {
             let sh = shared.clone();
             joins.push(spawn("dist-poller", move || poll_loop(&sh, job_tx, &wake_rx))?);
         }
-        Ok(Worker { shared, joins: Mutex::new(joins), wake: wake_tx })
+        Ok(Worker { shared, joins: Mutex::new(joins), wake: wake_tx, heartbeat: hb_tx })
     }
 }
 
@@ -304,8 +307,8 @@ struct Shared {
     stop: AtomicBool,
     /// Claimed and not yet acked.
     busy: AtomicUsize,
-    /// Runs in progress, for the heartbeat: (shard, id) → (fire, lost flag).
-    running: Mutex<HashMap<(u32, String), (Fire, Arc<AtomicBool>)>>,
+    /// Runs in progress, for the heartbeat.
+    running: Running,
 }
 
 impl Shared {
@@ -329,6 +332,7 @@ pub struct Worker {
     shared: Arc<Shared>,
     joins: Mutex<Vec<JoinHandle<()>>>,
     wake: Sender<()>,
+    heartbeat: Sender<()>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -372,6 +376,7 @@ impl Worker {
     pub fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::Release);
         let _ = self.wake.try_send(());
+        let _ = self.heartbeat.try_send(());
     }
 
     /// Waits until every thread of the worker has ended (call
@@ -400,19 +405,24 @@ fn poll_loop(sh: &Shared, jobs: Sender<Fire>, wake: &Receiver<()>) {
     let mut con = sh.store.conn();
     let n = sh.store.shards.len();
     let mut start = (seed() % n as u64) as usize;
-    let reap_every = Duration::from_millis((sh.lease_ms as u64 / 4).max(1));
-    let mut last_reap: Option<Instant> = None;
+    // Reaping is paced on Redis's clock: every quarter lease while busy, on
+    // every idle look otherwise.
+    let reap_every = (sh.lease_ms / 4).max(1);
+    let mut last_reap: Option<i64> = None;
+    let mut last_now = 0i64;
+    let mut idle = true;
     let mut backoff = Duration::from_millis(10);
     while !sh.stopped() {
         let result: Result<Duration, DistError> = (|| {
-            if last_reap.is_none_or(|t| t.elapsed() >= reap_every) {
+            if idle || last_reap.is_none_or(|t| last_now - t >= reap_every) {
                 for s in 0..n {
                     let (now, reaped) = sh.store.reap(&mut con, s, 1000, sh.retry)?;
+                    last_now = now;
                     for r in reaped {
                         sh.emit(WorkerEvent::Reaped { id: r.id, due_ms: r.due_ms, fence: r.fence, outcome: r.outcome, at_ms: now });
                     }
                 }
-                last_reap = Some(Instant::now());
+                last_reap = Some(last_now);
             }
             let mut sleep = sh.poll;
             let mut claimed_any = false;
@@ -423,11 +433,19 @@ fn poll_loop(sh: &Shared, jobs: Sender<Fire>, wake: &Receiver<()>) {
                 }
                 let s = (start + i) % n;
                 let (slices, head) = sh.store.slices(&mut con, s, 4)?;
-                if head.is_none() {
-                    continue;
+                match head {
+                    None => continue,
+                    // Not due yet by the last Redis time we saw (plus a poll
+                    // interval of slack): skip the claim, sleep until then.
+                    Some(h) if h > last_now + sh.poll.as_millis() as i64 => {
+                        sleep = sleep.min(Duration::from_millis((h - last_now) as u64));
+                        continue;
+                    }
+                    Some(_) => {}
                 }
                 let limit = free.min(sh.batch);
                 let (now, next, fires) = sh.store.claim(&mut con, s, &slices, limit, sh.lease_ms, &sh.name)?;
+                last_now = now;
                 if !fires.is_empty() {
                     claimed_any = true;
                 }
@@ -443,6 +461,7 @@ fn poll_loop(sh: &Shared, jobs: Sender<Fire>, wake: &Receiver<()>) {
                 }
             }
             start = (start + 1) % n;
+            idle = !claimed_any;
             Ok(if claimed_any { Duration::ZERO } else { sleep })
         })();
         match result {
@@ -534,11 +553,9 @@ fn run(sh: &Shared, con: &mut Conn, fire: Fire) {
     sh.emit(WorkerEvent::Finished { fire, outcome, at_ms, error: result.err() });
 }
 
-fn heartbeat_loop(sh: &Shared) {
+fn heartbeat_loop(sh: &Shared, stop: &Receiver<()>) {
     let mut con = sh.store.conn();
-    let tick = sh.heartbeat;
     loop {
-        let started = Instant::now();
         let stopping = sh.stopped();
         let running: Vec<(Fire, Arc<AtomicBool>)> =
             sh.running.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
@@ -569,16 +586,9 @@ fn heartbeat_loop(sh: &Shared) {
                 Err(e) => sh.redis_error(&e),
             }
         }
-        let spent = started.elapsed();
-        // Short naps so shutdown is noticed promptly.
-        let mut left = tick.saturating_sub(spent);
-        while !left.is_zero() {
-            let step = left.min(Duration::from_millis(20));
-            std::thread::sleep(step);
-            left -= step;
-            if sh.stopped() && sh.busy.load(Ordering::Acquire) == 0 {
-                break;
-            }
-        }
+        // Wait one heartbeat, or less once shutting down so the thread ends
+        // soon after the last run.
+        let wait = if stopping { sh.heartbeat.min(Duration::from_millis(20)) } else { sh.heartbeat };
+        let _ = stop.recv_timeout(wait);
     }
 }
