@@ -18,15 +18,19 @@
 //! - **Never early.** Every time decision is made inside a Lua script on
 //!   Redis's clock (`TIME`), in milliseconds, so workers' clocks and skew do
 //!   not matter.
-//! - **Catch-up.** A claim takes everything due up to now, oldest first, so
-//!   after any outage all overdue jobs fire. Fixed-rate jobs stay on their
+//! - **Catch-up.** A claim takes everything due up to now, oldest first
+//!   within a shard (the poller visits the shards in turn), so after any
+//!   outage all overdue jobs fire. Fixed-rate jobs stay on their
 //!   original grid (`due + k·period`); runs missed while late are coalesced.
 //! - **Exact, permanent cancel.** [`RedisScheduler::cancel`] either removes a
 //!   pending job (it never runs) or flags a running one (that run is the
 //!   last), and tombstones the id so a late re-schedule cannot revive it.
 //! - **Retries.** A failing handler (error or panic) is retried with
 //!   exponential backoff; after `max_attempts` the job moves to a
-//!   dead-letter set ([`RedisScheduler::dead_letters`]).
+//!   dead-letter set ([`RedisScheduler::dead_letters`]). A lost lease counts
+//!   as an attempt, so a job that kills its workers ends there too. A
+//!   periodic job that exhausts its attempts is dead-lettered as well: its
+//!   schedule stops until it is cancelled and scheduled again.
 //!
 //! # How it works
 //!
@@ -74,6 +78,11 @@
 //! ```
 //!
 //! # Operating it
+//!
+//! The client talks to one Redis node (a standalone server, or a primary
+//! behind a proxy). The key layout is valid on Redis Cluster (one hash tag
+//! per shard) but the sync client used here does not follow `MOVED`
+//! redirections; a cluster deployment needs a cluster-aware connection.
 //!
 //! Run Redis with AOF (`everysec` may lose about a second of acked writes on
 //! power loss) and `maxmemory-policy noeviction` (eviction would silently

@@ -73,9 +73,11 @@ fn kill9_mid_handler_redoes_the_job_with_the_same_fire_id() {
     assert!(runs.len() >= 2, "killed mid-handler, the job must run again: {runs:?}");
     assert_eq!(runs[0].fire_id(), runs[1].fire_id(), "a redelivery keeps the fire id");
     assert!(runs[1].attempt > runs[0].attempt);
+    // Normally the survivor's reaper records it; on a starved machine the
+    // victim may have lost the lease (and recorded it) before the kill.
     assert!(
-        events.iter().any(|e| e.ev == "reaped" && e.id == "slow" && e.fence == runs[0].fence),
-        "the survivor records reaping the dead worker's lease"
+        events.iter().any(|e| (e.ev == "reaped" || e.ev == "lost") && e.id == "slow" && e.fence == runs[0].fence),
+        "the lease loss of the killed run is recorded"
     );
     let sum = check(&events, &jobs);
     assert!(sum.repeated_fires >= 1);

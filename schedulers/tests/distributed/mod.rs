@@ -13,6 +13,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod api;
+mod checker;
 mod faults;
 
 use std::collections::{BTreeMap, HashMap};
