@@ -193,7 +193,12 @@ fn graceful_shutdown_finishes_the_running_job() {
         .unwrap();
     let s = RedisScheduler::connect(&redis.url(), config("shutdown")).unwrap();
     s.schedule_after("slow", "slow", &(), Duration::ZERO).unwrap();
-    assert!(wait_until(Duration::from_secs(10), || w.in_flight() == 1));
+    // Wait until the handler runs (a claimed job not yet started would be
+    // released at shutdown instead).
+    assert!(wait_until(Duration::from_secs(10), || {
+        log.lock().unwrap().iter().any(|e| matches!(e, WorkerEvent::Started { .. }))
+    }));
+    assert_eq!(w.in_flight(), 1);
     w.shutdown();
     w.join();
     assert_eq!(finished(&log, "slow"), [AckOutcome::Done]);
