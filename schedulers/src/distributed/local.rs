@@ -71,17 +71,25 @@ impl LocalRedis {
     pub fn start_with_fsync(always: bool) -> Result<LocalRedis, DistError> {
         static N: AtomicU32 = AtomicU32::new(0);
         let binary = find_redis_server().ok_or(DistError::InvalidConfig("redis-server is not installed"))?;
-        let port = free_port()?;
-        let dir = std::env::temp_dir().join(format!(
-            "schedulers-redis-{}-{}-{port}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).map_err(|_| DistError::InvalidConfig("cannot create a temp dir"))?;
         let fsync = if always { "always" } else { "everysec" };
-        let mut me = LocalRedis { child: None, port, dir, binary, fsync };
-        me.spawn()?;
-        Ok(me)
+        // The port is free when probed but another process may take it
+        // before the server binds it: then the server exits, and we retry.
+        let mut last = DistError::InvalidConfig("cannot start redis-server");
+        for _ in 0..5 {
+            let port = free_port()?;
+            let dir = std::env::temp_dir().join(format!(
+                "schedulers-redis-{}-{}-{port}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).map_err(|_| DistError::InvalidConfig("cannot create a temp dir"))?;
+            let mut me = LocalRedis { child: None, port, dir, binary: binary.clone(), fsync };
+            match me.spawn() {
+                Ok(()) => return Ok(me),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
     }
 
     fn spawn(&mut self) -> Result<(), DistError> {
@@ -99,18 +107,31 @@ impl LocalRedis {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         let client = redis::Client::open(self.url())?;
+        let want = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
         loop {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(_)) = c.try_wait() {
+                    self.child = None;
+                    return Err(DistError::InvalidConfig("redis-server exited at start (port taken?)"));
+                }
+            }
             let r = client
                 .get_connection_with_timeout(Duration::from_millis(500))
-                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+                .and_then(|mut c| redis::cmd("CONFIG").arg("GET").arg("dir").query::<Vec<String>>(&mut c));
             match r {
-                Ok(_) => return Ok(()),
-                // Loading the AOF answers LOADING: keep waiting.
-                Err(e) if Instant::now() < deadline => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(20));
+                // Make sure the server answering is ours, not another one
+                // that holds the port.
+                Ok(v) if v.get(1).map(PathBuf::from).as_ref() == Some(&want) => return Ok(()),
+                Ok(_) => {
+                    self.kill();
+                    return Err(DistError::InvalidConfig("another redis-server answers on the port"));
                 }
-                Err(e) => return Err(e.into()),
+                // Not up yet, or loading the AOF (LOADING): keep waiting.
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => {
+                    self.kill();
+                    return Err(e.into());
+                }
             }
         }
     }
