@@ -79,6 +79,9 @@
 //!
 //! # Operating it
 //!
+//! Redis 6.2 or later is required (`ZADD LT/GT`, `ZRANGE … BYSCORE`); the
+//! tests run against the server they find (7.0 on Debian 12).
+//!
 //! The client talks to one Redis node (a standalone server, or a primary
 //! behind a proxy). The key layout is valid on Redis Cluster (one hash tag
 //! per shard) but the sync client used here does not follow `MOVED`
