@@ -38,10 +38,14 @@ pub struct LocalRedis {
     fsync: &'static str,
 }
 
-/// Finds the `redis-server` binary, if installed.
+/// Finds the `redis-server` binary: `$REDIS_SERVER` if set (and `None` if
+/// that is not a file), else the first `redis-server` on `PATH`, `/usr/bin`,
+/// `/usr/sbin` or `/usr/local/bin`.
 pub fn find_redis_server() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("REDIS_SERVER") {
-        return Some(PathBuf::from(p));
+        // An explicit choice is honoured: no fallback to another binary.
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
