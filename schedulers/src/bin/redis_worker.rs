@@ -105,7 +105,7 @@ impl History {
 }
 
 fn fire_json(ev: &str, w: &str, f: &Fire) -> serde_json::Value {
-    json!({"ev": ev, "w": w, "id": f.id, "due": f.due_ms, "fence": f.fence, "att": f.attempt,
+    json!({"ev": ev, "w": w, "id": f.id, "fire": f.fire_id(), "due": f.due_ms, "fence": f.fence, "att": f.attempt,
            "claimed": f.claimed_ms, "shard": f.shard, "per": f.period_ms})
 }
 

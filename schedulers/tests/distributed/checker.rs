@@ -10,6 +10,7 @@ fn ev(ev: &str, id: &str, due: i64, fence: i64, claimed: i64, outcome: &str) -> 
         ev: ev.into(),
         worker: "w".into(),
         id: id.into(),
+        fire: String::new(),
         due,
         fence,
         attempt: fence,

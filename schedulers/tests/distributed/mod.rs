@@ -180,6 +180,8 @@ pub struct Event {
     pub ev: String,
     pub worker: String,
     pub id: String,
+    /// The fire id the handler was given (empty for `reaped`).
+    pub fire: String,
     pub due: i64,
     pub fence: i64,
     pub attempt: i64,
@@ -207,6 +209,7 @@ pub fn read_history(path: &Path) -> Vec<Event> {
                 ev: s("ev"),
                 worker: s("w"),
                 id: s("id"),
+                fire: s("fire"),
                 due: i("due"),
                 fence: i("fence"),
                 attempt: i("att"),
@@ -265,6 +268,9 @@ pub fn check(events: &[Event], jobs: &BTreeMap<String, Expect>) -> Summary {
     let mut released: HashMap<(String, i64), &str> = HashMap::new();
     let mut summary = Summary::default();
     for e in events {
+        if !e.fire.is_empty() && e.fire != e.fire_id() {
+            bad.push(format!("{}: handler got fire id {} for due {}", e.id, e.fire, e.due));
+        }
         match e.ev.as_str() {
             "start" => starts.entry(&e.id).or_default().push(e),
             "end" => {
