@@ -5,7 +5,7 @@
 //! schedulers-redis-worker work --url URL [--ns NS] [--shards 4] [--slice-ms 60000]
 //!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 100]
 //!     [--batch 64] [--max-attempts 5] [--backoff-ms 1000] [--history FILE] [--name NAME]
-//! schedulers-redis-worker bench [--url URL] [--workers 1] [--jobs 20000]
+//! schedulers-redis-worker bench [--url URL] [--workers 1,2,4] [--jobs 20000]
 //!     [--window-ms 0] [--lead-ms 1000] [--threads 4] [--shards 8]
 //! ```
 //!
@@ -15,8 +15,9 @@
 //! as one JSON line (times are Redis's clock), written before the next step
 //! so a `kill -9` loses nothing already done.
 //!
-//! `bench` starts its own `redis-server` unless `--url` is given, spawns
-//! `--workers` worker processes, schedules `--jobs` no-op jobs due uniformly
+//! `bench` starts its own `redis-server` unless `--url` is given and, for
+//! each count in `--workers` (one run each, in turn, one JSON line each),
+//! spawns that many worker processes, schedules `--jobs` no-op jobs due uniformly
 //! over `--window-ms` starting `--lead-ms` from now, waits until all ran, and
 //! prints one JSON object: jobs/s (jobs over the time from the first due
 //! time to the last ack) and lateness percentiles (claim time − due time,
@@ -195,12 +196,12 @@ impl Drop for Proc {
 }
 
 fn bench(o: &Opts) -> Result<(), String> {
-    let workers = o.num("workers", 1)?;
-    let jobs = o.num("jobs", 20_000)?;
-    let window = o.num("window-ms", 0)? as i64;
-    let lead = o.num("lead-ms", 1000)? as i64;
-    let threads = o.num("threads", 4)?;
-    let shards = o.num("shards", 8)?;
+    let list: Vec<u64> = o
+        .str("workers")
+        .unwrap_or("1")
+        .split(',')
+        .map(|w| w.trim().parse().map_err(|_| format!("--workers wants numbers like 1,2,4, got {w:?}")))
+        .collect::<Result<_, _>>()?;
     let _server;
     let url = match o.str("url") {
         Some(u) => u.to_owned(),
@@ -211,9 +212,24 @@ fn bench(o: &Opts) -> Result<(), String> {
             u
         }
     };
+    for workers in list {
+        if workers == 0 {
+            return Err("--workers must be at least 1".into());
+        }
+        bench_one(o, &url, workers)?;
+    }
+    Ok(())
+}
+
+fn bench_one(o: &Opts, url: &str, workers: u64) -> Result<(), String> {
+    let jobs = o.num("jobs", 20_000)?;
+    let window = o.num("window-ms", 0)? as i64;
+    let lead = o.num("lead-ms", 1000)? as i64;
+    let threads = o.num("threads", 4)?;
+    let shards = o.num("shards", 8)?;
     let ns = format!("bench-{}-{workers}", std::process::id());
     let config = Config::default().namespace(ns.clone()).shards(shards as u32);
-    let dir = std::env::temp_dir().join(format!("schedulers-bench-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("schedulers-bench-{}-{workers}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut procs = Vec::new();
@@ -221,7 +237,7 @@ fn bench(o: &Opts) -> Result<(), String> {
     for i in 0..workers {
         let hist = dir.join(format!("w{i}.jsonl"));
         let mut child = Command::new(&exe)
-            .args(["work", "--url", &url, "--ns", &ns, "--shards", &shards.to_string()])
+            .args(["work", "--url", url, "--ns", &ns, "--shards", &shards.to_string()])
             .args(["--threads", &threads.to_string(), "--lease-ms", "10000", "--poll-ms", "50"])
             .args(["--batch", "256", "--name", &format!("w{i}")])
             .arg("--history")
@@ -236,7 +252,7 @@ fn bench(o: &Opts) -> Result<(), String> {
         procs.push(Proc(child));
         files.push(hist);
     }
-    let sched = RedisScheduler::connect(&url, config).map_err(e2s)?;
+    let sched = RedisScheduler::connect(url, config).map_err(e2s)?;
     let now = sched.now_ms().map_err(e2s)?;
     let start = now + lead;
     let list: Vec<Job> = (0..jobs)
@@ -250,7 +266,7 @@ fn bench(o: &Opts) -> Result<(), String> {
         r.map_err(e2s)?;
     }
     // Wait until every job has been acked: no meta left in any shard.
-    let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
     let mut con = client.get_connection().map_err(|e| e.to_string())?;
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {

@@ -13,6 +13,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod api;
+mod bench;
 mod checker;
 mod faults;
 
