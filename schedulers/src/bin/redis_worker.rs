@@ -75,7 +75,9 @@ impl Opts {
     fn num(&self, k: &str, default: u64) -> Result<u64, String> {
         match self.0.get(k) {
             None => Ok(default),
-            Some(v) => v.parse().map_err(|_| format!("--{k} wants a number, got {v:?}")),
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("--{k} wants a number, got {v:?}")),
         }
     }
     fn config(&self) -> Result<Config, String> {
@@ -124,11 +126,18 @@ fn outcome_str(o: &AckOutcome) -> String {
 
 fn work(o: &Opts) -> Result<(), String> {
     let url = o.str("url").ok_or("--url is required")?;
-    let name = o.str("name").map(str::to_owned).unwrap_or_else(|| format!("w{}", std::process::id()));
+    let name = o
+        .str("name")
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("w{}", std::process::id()));
     let lease = o.num("lease-ms", 30_000)?;
     let history = match o.str("history") {
         Some(p) => Some(History(Mutex::new(
-            OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("{p}: {e}"))?,
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| format!("{p}: {e}"))?,
         ))),
         None => None,
     };
@@ -153,7 +162,12 @@ fn work(o: &Opts) -> Result<(), String> {
         let w = name.clone();
         b = b.on_event(move |e| match e {
             WorkerEvent::Started { fire } => h.write(fire_json("start", &w, fire)),
-            WorkerEvent::Finished { fire, outcome, at_ms, .. } => {
+            WorkerEvent::Finished {
+                fire,
+                outcome,
+                at_ms,
+                ..
+            } => {
                 let mut v = fire_json("end", &w, fire);
                 v["outcome"] = json!(outcome_str(outcome));
                 v["at"] = json!(at_ms);
@@ -161,7 +175,13 @@ fn work(o: &Opts) -> Result<(), String> {
             }
             WorkerEvent::LeaseLost { fire } => h.write(fire_json("lost", &w, fire)),
             WorkerEvent::Released { fire } => h.write(fire_json("released", &w, fire)),
-            WorkerEvent::Reaped { id, due_ms, fence, outcome, at_ms } => h.write(json!({
+            WorkerEvent::Reaped {
+                id,
+                due_ms,
+                fence,
+                outcome,
+                at_ms,
+            } => h.write(json!({
                 "ev": "reaped", "w": w, "id": id, "due": due_ms, "fence": fence,
                 "outcome": outcome, "at": at_ms})),
             WorkerEvent::RedisError { .. } => {}
@@ -200,7 +220,11 @@ fn bench(o: &Opts) -> Result<(), String> {
         .str("workers")
         .unwrap_or("1")
         .split(',')
-        .map(|w| w.trim().parse().map_err(|_| format!("--workers wants numbers like 1,2,4, got {w:?}")))
+        .map(|w| {
+            w.trim()
+                .parse()
+                .map_err(|_| format!("--workers wants numbers like 1,2,4, got {w:?}"))
+        })
         .collect::<Result<_, _>>()?;
     let _server;
     let url = match o.str("url") {
@@ -228,8 +252,11 @@ fn bench_one(o: &Opts, url: &str, workers: u64) -> Result<(), String> {
     let threads = o.num("threads", 4)?;
     let shards = o.num("shards", 8)?;
     let ns = format!("bench-{}-{workers}", std::process::id());
-    let config = Config::default().namespace(ns.clone()).shards(shards as u32);
-    let dir = std::env::temp_dir().join(format!("schedulers-bench-{}-{workers}", std::process::id()));
+    let config = Config::default()
+        .namespace(ns.clone())
+        .shards(shards as u32);
+    let dir =
+        std::env::temp_dir().join(format!("schedulers-bench-{}-{workers}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut procs = Vec::new();
@@ -237,8 +264,23 @@ fn bench_one(o: &Opts, url: &str, workers: u64) -> Result<(), String> {
     for i in 0..workers {
         let hist = dir.join(format!("w{i}.jsonl"));
         let mut child = Command::new(&exe)
-            .args(["work", "--url", url, "--ns", &ns, "--shards", &shards.to_string()])
-            .args(["--threads", &threads.to_string(), "--lease-ms", "10000", "--poll-ms", "50"])
+            .args([
+                "work",
+                "--url",
+                url,
+                "--ns",
+                &ns,
+                "--shards",
+                &shards.to_string(),
+            ])
+            .args([
+                "--threads",
+                &threads.to_string(),
+                "--lease-ms",
+                "10000",
+                "--poll-ms",
+                "50",
+            ])
             .args(["--batch", "256", "--name", &format!("w{i}")])
             .arg("--history")
             .arg(&hist)
@@ -248,7 +290,9 @@ fn bench_one(o: &Opts, url: &str, workers: u64) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         let mut line = String::new();
         let out = child.stdout.take().ok_or("no stdout")?;
-        BufReader::new(out).read_line(&mut line).map_err(|e| e.to_string())?;
+        BufReader::new(out)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
         procs.push(Proc(child));
         files.push(hist);
     }
@@ -257,7 +301,12 @@ fn bench_one(o: &Opts, url: &str, workers: u64) -> Result<(), String> {
     let start = now + lead;
     let list: Vec<Job> = (0..jobs)
         .map(|i| {
-            let due = start + if jobs > 1 { window * i as i64 / (jobs as i64 - 1) } else { 0 };
+            let due = start
+                + if jobs > 1 {
+                    window * i as i64 / (jobs as i64 - 1)
+                } else {
+                    0
+                };
             Job::new(format!("j{i}"), "noop").map(|j| j.at_ms(due))
         })
         .collect::<Result<_, _>>()
@@ -272,7 +321,10 @@ fn bench_one(o: &Opts, url: &str, workers: u64) -> Result<(), String> {
     loop {
         let mut left = 0u64;
         for s in 0..shards {
-            let n: u64 = redis::cmd("HLEN").arg(format!("{{tw:{ns}:{s}}}:m")).query(&mut con).map_err(|e| e.to_string())?;
+            let n: u64 = redis::cmd("HLEN")
+                .arg(format!("{{tw:{ns}:{s}}}:m"))
+                .query(&mut con)
+                .map_err(|e| e.to_string())?;
             left += n;
         }
         if left == 0 {

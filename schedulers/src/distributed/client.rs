@@ -85,7 +85,9 @@ impl Config {
 
     pub(crate) fn validate(&self) -> Result<(), DistError> {
         if self.namespace.is_empty() || self.namespace.contains(['{', '}']) {
-            return Err(DistError::InvalidConfig("namespace must be non-empty and free of braces"));
+            return Err(DistError::InvalidConfig(
+                "namespace must be non-empty and free of braces",
+            ));
         }
         if self.shards == 0 {
             return Err(DistError::InvalidConfig("shards must be at least 1"));
@@ -94,7 +96,9 @@ impl Config {
             return Err(DistError::InvalidConfig("slice must be at least 1 ms"));
         }
         if self.tombstone_ms < 1 {
-            return Err(DistError::InvalidConfig("tombstone ttl must be at least 1 ms"));
+            return Err(DistError::InvalidConfig(
+                "tombstone ttl must be at least 1 ms",
+            ));
         }
         if self.io_timeout.is_zero() {
             return Err(DistError::InvalidConfig("io timeout must not be zero"));
@@ -112,13 +116,19 @@ pub(crate) struct Conn {
 
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conn").field("connected", &self.con.is_some()).finish_non_exhaustive()
+        f.debug_struct("Conn")
+            .field("connected", &self.con.is_some())
+            .finish_non_exhaustive()
     }
 }
 
 impl Conn {
     pub(crate) fn new(client: redis::Client, timeout: Duration) -> Conn {
-        Conn { client, timeout, con: None }
+        Conn {
+            client,
+            timeout,
+            con: None,
+        }
     }
 
     /// Runs `f` on the connection (opening it if needed); drops the
@@ -133,7 +143,10 @@ impl Conn {
             con.set_write_timeout(Some(self.timeout))?;
             self.con = Some(con);
         }
-        let con = self.con.as_mut().ok_or_else(|| DistError::Protocol("no connection".into()))?;
+        let con = self
+            .con
+            .as_mut()
+            .ok_or_else(|| DistError::Protocol("no connection".into()))?;
         let r = f(con);
         if let Err(e) = &r {
             if e.is_connection() {
@@ -174,8 +187,14 @@ impl Store {
     pub(crate) fn new(url: &str, config: Config) -> Result<Store, DistError> {
         config.validate()?;
         let client = redis::Client::open(url)?;
-        let shards = (0..config.shards).map(|s| ShardKeys::new(&config.namespace, s)).collect();
-        Ok(Store { config, shards, client })
+        let shards = (0..config.shards)
+            .map(|s| ShardKeys::new(&config.namespace, s))
+            .collect();
+        Ok(Store {
+            config,
+            shards,
+            client,
+        })
     }
 
     pub(crate) fn conn(&self) -> Conn {
@@ -186,7 +205,11 @@ impl Store {
         &self.shards[shard_of(id, self.config.shards) as usize]
     }
 
-    fn invocation<'a>(&self, script: &'a redis::Script, k: &ShardKeys) -> redis::ScriptInvocation<'a> {
+    fn invocation<'a>(
+        &self,
+        script: &'a redis::Script,
+        k: &ShardKeys,
+    ) -> redis::ScriptInvocation<'a> {
         let mut inv = script.prepare_invoke();
         for key in k.fixed() {
             inv.key(key);
@@ -208,7 +231,9 @@ impl Store {
             When::AtMs(ms) => ms,
             When::After(d) => {
                 let d = i64::try_from(d.as_millis()).map_err(|_| DistError::DelayOverflow)?;
-                self.now_ms(con)?.checked_add(d).ok_or(DistError::DelayOverflow)?
+                self.now_ms(con)?
+                    .checked_add(d)
+                    .ok_or(DistError::DelayOverflow)?
             }
         };
         // Lua numbers are doubles: keep times well inside 2^53.
@@ -219,7 +244,12 @@ impl Store {
         let sl = slice_of(due, self.config.slice_ms);
         let mut inv = self.invocation(&scripts().schedule, k);
         inv.key(k.slice(sl));
-        inv.arg(&job.id).arg(&job.kind).arg(&job.payload).arg(due).arg(job.period_ms).arg(sl);
+        inv.arg(&job.id)
+            .arg(&job.kind)
+            .arg(&job.payload)
+            .arg(due)
+            .arg(job.period_ms)
+            .arg(sl);
         let reply: Value = con.with(|c| Ok(inv.invoke(c)?))?;
         let (status, _now, _) = status_reply(&reply)?;
         match status.as_str() {
@@ -257,7 +287,11 @@ impl Store {
         let tomb = opt_str(items.get(3))?;
         if let Some(meta) = meta {
             let m: serde_json::Value = serde_json::from_str(&meta)?;
-            let num = |f: &str| m.get(f).and_then(serde_json::Value::as_f64).map(|x| x as i64);
+            let num = |f: &str| {
+                m.get(f)
+                    .and_then(serde_json::Value::as_f64)
+                    .map(|x| x as i64)
+            };
             let state = match m.get("st").and_then(|v| v.as_str()) {
                 Some("s") => JobState::Scheduled,
                 Some("l") => JobState::Leased,
@@ -265,7 +299,11 @@ impl Store {
                 other => return Err(DistError::Protocol(format!("state {other:?}"))),
             };
             return Ok(Some(JobInfo::Live {
-                kind: m.get("k").and_then(|v| v.as_str()).unwrap_or_default().to_owned(),
+                kind: m
+                    .get("k")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
                 payload,
                 state,
                 due_ms: num("due").unwrap_or_default(),
@@ -280,7 +318,9 @@ impl Store {
         }
         match tomb {
             Some(t) => {
-                let until: f64 = t.parse().map_err(|_| DistError::Protocol(format!("tombstone {t}")))?;
+                let until: f64 = t
+                    .parse()
+                    .map_err(|_| DistError::Protocol(format!("tombstone {t}")))?;
                 let until = until as i64;
                 Ok((until > now).then_some(JobInfo::Tombstone { until_ms: until }))
             }
@@ -290,7 +330,12 @@ impl Store {
 
     /// The first `k` slices of a shard's index, oldest first, with the
     /// earliest run time of the first.
-    pub(crate) fn slices(&self, con: &mut Conn, shard: usize, k: usize) -> Result<(Vec<String>, Option<i64>), DistError> {
+    pub(crate) fn slices(
+        &self,
+        con: &mut Conn,
+        shard: usize,
+        k: usize,
+    ) -> Result<(Vec<String>, Option<i64>), DistError> {
         let keys = &self.shards[shard];
         con.with(|c| {
             let v: Vec<(String, f64)> = redis::cmd("ZRANGE")
@@ -318,7 +363,9 @@ impl Store {
         let k = &self.shards[shard];
         let mut inv = self.invocation(&scripts().claim, k);
         for s in slices {
-            let n: i64 = s.parse().map_err(|_| DistError::Protocol(format!("slice {s}")))?;
+            let n: i64 = s
+                .parse()
+                .map_err(|_| DistError::Protocol(format!("slice {s}")))?;
             inv.key(k.slice(n));
         }
         inv.arg(limit).arg(lease_ms).arg(worker);
@@ -362,26 +409,54 @@ impl Store {
         status_reply(&reply)
     }
 
-    pub(crate) fn extend(&self, con: &mut Conn, fire: &Fire, lease_ms: i64, p: RetryPolicy) -> Result<bool, DistError> {
+    pub(crate) fn extend(
+        &self,
+        con: &mut Conn,
+        fire: &Fire,
+        lease_ms: i64,
+        p: RetryPolicy,
+    ) -> Result<bool, DistError> {
         let ttl = self.config.tombstone_ms;
         let (s, _, _) = self.holder_call(con, &scripts().extend, fire, |inv| {
-            inv.arg(lease_ms).arg(ttl).arg(p.max_attempts).arg(p.backoff_base_ms).arg(p.backoff_max_ms);
+            inv.arg(lease_ms)
+                .arg(ttl)
+                .arg(p.max_attempts)
+                .arg(p.backoff_base_ms)
+                .arg(p.backoff_max_ms);
         })?;
         Ok(s == "OK")
     }
 
     /// Acks a run: (status, Redis now, next due for a periodic job).
-    pub(crate) fn ack(&self, con: &mut Conn, fire: &Fire, p: RetryPolicy) -> Result<(String, i64, Option<i64>), DistError> {
+    pub(crate) fn ack(
+        &self,
+        con: &mut Conn,
+        fire: &Fire,
+        p: RetryPolicy,
+    ) -> Result<(String, i64, Option<i64>), DistError> {
         let ttl = self.config.tombstone_ms;
         self.holder_call(con, &scripts().ack, fire, |inv| {
-            inv.arg(ttl).arg(p.max_attempts).arg(p.backoff_base_ms).arg(p.backoff_max_ms);
+            inv.arg(ttl)
+                .arg(p.max_attempts)
+                .arg(p.backoff_base_ms)
+                .arg(p.backoff_max_ms);
         })
     }
 
-    pub(crate) fn fail(&self, con: &mut Conn, fire: &Fire, p: RetryPolicy, reason: &str) -> Result<(String, i64), DistError> {
+    pub(crate) fn fail(
+        &self,
+        con: &mut Conn,
+        fire: &Fire,
+        p: RetryPolicy,
+        reason: &str,
+    ) -> Result<(String, i64), DistError> {
         let ttl = self.config.tombstone_ms;
         let (s, now, _) = self.holder_call(con, &scripts().fail, fire, |inv| {
-            inv.arg(ttl).arg(p.max_attempts).arg(p.backoff_base_ms).arg(p.backoff_max_ms).arg(reason);
+            inv.arg(ttl)
+                .arg(p.max_attempts)
+                .arg(p.backoff_base_ms)
+                .arg(p.backoff_max_ms)
+                .arg(reason);
         })?;
         Ok((s, now))
     }
@@ -394,17 +469,32 @@ impl Store {
         Ok((s, now))
     }
 
-    pub(crate) fn reap(&self, con: &mut Conn, shard: usize, limit: usize, p: RetryPolicy) -> Result<(i64, Vec<Reaped>), DistError> {
+    pub(crate) fn reap(
+        &self,
+        con: &mut Conn,
+        shard: usize,
+        limit: usize,
+        p: RetryPolicy,
+    ) -> Result<(i64, Vec<Reaped>), DistError> {
         let k = &self.shards[shard];
         let mut inv = self.invocation(&scripts().reap, k);
-        inv.arg(limit).arg(self.config.tombstone_ms).arg(p.max_attempts).arg(p.backoff_base_ms).arg(p.backoff_max_ms);
+        inv.arg(limit)
+            .arg(self.config.tombstone_ms)
+            .arg(p.max_attempts)
+            .arg(p.backoff_base_ms)
+            .arg(p.backoff_max_ms);
         let reply: Value = con.with(|c| Ok(inv.invoke(c)?))?;
         let items = array(&reply)?;
         let now = int(items.first())?;
         let mut out = Vec::new();
         for it in items.iter().skip(1) {
             let f = array(it)?;
-            out.push(Reaped { id: string(f.first())?, due_ms: int(f.get(1))?, fence: int(f.get(2))?, outcome: string(f.get(3))? });
+            out.push(Reaped {
+                id: string(f.first())?,
+                due_ms: int(f.get(1))?,
+                fence: int(f.get(2))?,
+                outcome: string(f.get(3))?,
+            });
         }
         Ok((now, out))
     }
@@ -413,7 +503,9 @@ impl Store {
 fn array(v: &Value) -> Result<&[Value], DistError> {
     match v {
         Value::Array(a) => Ok(a),
-        other => Err(DistError::Protocol(format!("expected an array, got {other:?}"))),
+        other => Err(DistError::Protocol(format!(
+            "expected an array, got {other:?}"
+        ))),
     }
 }
 
@@ -425,7 +517,9 @@ fn int(v: Option<&Value>) -> Result<i64, DistError> {
             .and_then(|s| s.parse::<f64>().ok())
             .map(|f| f as i64)
             .ok_or_else(|| DistError::Protocol("expected a number".into())),
-        other => Err(DistError::Protocol(format!("expected an integer, got {other:?}"))),
+        other => Err(DistError::Protocol(format!(
+            "expected an integer, got {other:?}"
+        ))),
     }
 }
 
@@ -434,7 +528,9 @@ fn string(v: Option<&Value>) -> Result<String, DistError> {
         Some(Value::BulkString(b)) => Ok(String::from_utf8_lossy(b).into_owned()),
         Some(Value::SimpleString(s)) => Ok(s.clone()),
         Some(Value::Int(i)) => Ok(i.to_string()),
-        other => Err(DistError::Protocol(format!("expected a string, got {other:?}"))),
+        other => Err(DistError::Protocol(format!(
+            "expected a string, got {other:?}"
+        ))),
     }
 }
 
@@ -491,7 +587,10 @@ impl RedisScheduler {
         Ok(RedisScheduler { store, con })
     }
 
-    fn with<T>(&self, f: impl FnOnce(&Store, &mut Conn) -> Result<T, DistError>) -> Result<T, DistError> {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&Store, &mut Conn) -> Result<T, DistError>,
+    ) -> Result<T, DistError> {
         let mut con = self.con.lock().unwrap_or_else(|p| p.into_inner());
         f(&self.store, &mut con)
     }
@@ -553,7 +652,11 @@ impl RedisScheduler {
         initial_delay: Duration,
         period: Duration,
     ) -> Result<i64, DistError> {
-        self.schedule(&Job::new(id, kind)?.payload(payload)?.at_fixed_rate(initial_delay, period)?)
+        self.schedule(
+            &Job::new(id, kind)?
+                .payload(payload)?
+                .at_fixed_rate(initial_delay, period)?,
+        )
     }
 
     /// Schedules many jobs, pipelined (one round trip per batch). Returns
@@ -580,7 +683,9 @@ impl RedisScheduler {
                 for job in chunk {
                     let due = match job.when {
                         When::AtMs(ms) => ms,
-                        When::After(d) => now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+                        When::After(d) => {
+                            now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+                        }
                     };
                     if !(0..(1i64 << 52)).contains(&due) {
                         dues.push(Err(DistError::DelayOverflow));
@@ -594,7 +699,12 @@ impl RedisScheduler {
                         cmd.arg(key);
                     }
                     cmd.arg(k.slice(sl)).arg(&k.prefix).arg(s.config.slice_ms);
-                    cmd.arg(&job.id).arg(&job.kind).arg(&job.payload).arg(due).arg(job.period_ms).arg(sl);
+                    cmd.arg(&job.id)
+                        .arg(&job.kind)
+                        .arg(&job.payload)
+                        .arg(due)
+                        .arg(job.period_ms)
+                        .arg(sl);
                     pipe.add_command(cmd);
                     dues.push(Ok(due));
                 }
@@ -602,7 +712,9 @@ impl RedisScheduler {
                 let mut replies = replies.into_iter();
                 for (job, due) in chunk.iter().zip(dues) {
                     let r = due.and_then(|due| {
-                        let v = replies.next().ok_or_else(|| DistError::Protocol("short pipeline reply".into()))?;
+                        let v = replies
+                            .next()
+                            .ok_or_else(|| DistError::Protocol("short pipeline reply".into()))?;
                         let (status, _, _) = status_reply(&v)?;
                         match status.as_str() {
                             "OK" => Ok(due),
@@ -661,7 +773,12 @@ impl RedisScheduler {
             let mut out = Vec::new();
             for k in &s.shards {
                 let v: Vec<(String, f64)> = c.with(|con| {
-                    Ok(redis::cmd("ZRANGE").arg(&k.dead).arg(0).arg(-1).arg("WITHSCORES").query(con)?)
+                    Ok(redis::cmd("ZRANGE")
+                        .arg(&k.dead)
+                        .arg(0)
+                        .arg(-1)
+                        .arg("WITHSCORES")
+                        .query(con)?)
                 })?;
                 out.extend(v.into_iter().map(|(id, t)| (id, t as i64)));
             }

@@ -63,11 +63,16 @@ impl fmt::Display for DistError {
             DistError::Payload(e) => write!(f, "payload: {e}"),
             DistError::AlreadyScheduled(id) => write!(f, "job {id:?} is already scheduled"),
             DistError::Tombstoned(id) => {
-                write!(f, "job {id:?} finished or was cancelled recently; its id is still reserved")
+                write!(
+                    f,
+                    "job {id:?} finished or was cancelled recently; its id is still reserved"
+                )
             }
             DistError::InvalidId(why) => write!(f, "invalid job id or kind: {why}"),
             DistError::ZeroPeriod => f.write_str("the period of a fixed-rate job must not be zero"),
-            DistError::DelayOverflow => f.write_str("the due time does not fit in i64 milliseconds"),
+            DistError::DelayOverflow => {
+                f.write_str("the due time does not fit in i64 milliseconds")
+            }
             DistError::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
             DistError::Protocol(why) => write!(f, "unexpected reply from redis: {why}"),
             DistError::Shutdown => f.write_str("the worker is shut down"),

@@ -69,7 +69,13 @@ impl Job {
         if kind.is_empty() {
             return Err(DistError::InvalidId("empty kind".into()));
         }
-        Ok(Job { id, kind, payload: "null".into(), when: When::After(Duration::ZERO), period_ms: 0 })
+        Ok(Job {
+            id,
+            kind,
+            payload: "null".into(),
+            when: When::After(Duration::ZERO),
+            period_ms: 0,
+        })
     }
 
     /// Sets the payload, serialised to JSON.
@@ -95,7 +101,10 @@ impl Job {
     /// [`DistError::DelayOverflow`] if `time` is before the epoch or too far
     /// away for i64 milliseconds.
     pub fn at(mut self, time: SystemTime) -> Result<Job, DistError> {
-        let ms = time.duration_since(UNIX_EPOCH).map_err(|_| DistError::DelayOverflow)?.as_millis();
+        let ms = time
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| DistError::DelayOverflow)?
+            .as_millis();
         self.when = When::AtMs(i64::try_from(ms).map_err(|_| DistError::DelayOverflow)?);
         Ok(self)
     }
@@ -114,7 +123,11 @@ impl Job {
     ///
     /// [`DistError::ZeroPeriod`] if `period` is under one millisecond,
     /// [`DistError::DelayOverflow`] if it does not fit in i64 ms.
-    pub fn at_fixed_rate(mut self, initial_delay: Duration, period: Duration) -> Result<Job, DistError> {
+    pub fn at_fixed_rate(
+        mut self,
+        initial_delay: Duration,
+        period: Duration,
+    ) -> Result<Job, DistError> {
         let p = i64::try_from(period.as_millis()).map_err(|_| DistError::DelayOverflow)?;
         if p == 0 {
             return Err(DistError::ZeroPeriod);

@@ -73,7 +73,14 @@ impl ShardKeys {
     /// The six fixed keys, in the order every script expects them as
     /// `KEYS[1..6]`.
     pub(crate) fn fixed(&self) -> [&str; 6] {
-        [&self.idx, &self.meta, &self.data, &self.lease, &self.tomb, &self.dead]
+        [
+            &self.idx,
+            &self.meta,
+            &self.data,
+            &self.lease,
+            &self.tomb,
+            &self.dead,
+        ]
     }
 
     /// The key of time slice `n`.
@@ -103,7 +110,10 @@ mod test {
     #[test]
     fn shards_spread_and_are_stable() {
         // Known FNV-1a 64 value of "a" is 0xaf63dc4c8601ec8c.
-        assert_eq!(shard_of("a", u32::MAX), (0xaf63_dc4c_8601_ec8c_u64 % u64::from(u32::MAX)) as u32);
+        assert_eq!(
+            shard_of("a", u32::MAX),
+            (0xaf63_dc4c_8601_ec8c_u64 % u64::from(u32::MAX)) as u32
+        );
         let mut counts = [0u32; 4];
         for i in 0..4000 {
             counts[shard_of(&format!("job-{i}"), 4) as usize] += 1;

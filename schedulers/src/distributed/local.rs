@@ -49,7 +49,11 @@ pub fn find_redis_server() -> Option<PathBuf> {
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")])
+        .chain([
+            PathBuf::from("/usr/bin"),
+            PathBuf::from("/usr/sbin"),
+            PathBuf::from("/usr/local/bin"),
+        ])
         .map(|d| d.join("redis-server"))
         .find(|p| p.is_file())
 }
@@ -74,7 +78,8 @@ impl LocalRedis {
     /// As [`start`](Self::start).
     pub fn start_with_fsync(always: bool) -> Result<LocalRedis, DistError> {
         static N: AtomicU32 = AtomicU32::new(0);
-        let binary = find_redis_server().ok_or(DistError::InvalidConfig("redis-server is not installed"))?;
+        let binary =
+            find_redis_server().ok_or(DistError::InvalidConfig("redis-server is not installed"))?;
         let fsync = if always { "always" } else { "everysec" };
         // The port is free when probed but another process may take it
         // before the server binds it: then the server exits, and we retry.
@@ -86,8 +91,15 @@ impl LocalRedis {
                 std::process::id(),
                 N.fetch_add(1, Ordering::Relaxed)
             ));
-            std::fs::create_dir_all(&dir).map_err(|_| DistError::InvalidConfig("cannot create a temp dir"))?;
-            let mut me = LocalRedis { child: None, port, dir, binary: binary.clone(), fsync };
+            std::fs::create_dir_all(&dir)
+                .map_err(|_| DistError::InvalidConfig("cannot create a temp dir"))?;
+            let mut me = LocalRedis {
+                child: None,
+                port,
+                dir,
+                binary: binary.clone(),
+                fsync,
+            };
             match me.spawn() {
                 Ok(()) => return Ok(me),
                 Err(e) => last = e,
@@ -98,9 +110,30 @@ impl LocalRedis {
 
     fn spawn(&mut self) -> Result<(), DistError> {
         let child = Command::new(&self.binary)
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "yes", "--appendfsync", self.fsync, "--maxmemory-policy", "noeviction"])
-            .args(["--protected-mode", "no", "--daemonize", "no", "--logfile", "redis.log"])
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                self.fsync,
+                "--maxmemory-policy",
+                "noeviction",
+            ])
+            .args([
+                "--protected-mode",
+                "no",
+                "--daemonize",
+                "no",
+                "--logfile",
+                "redis.log",
+            ])
             .arg("--dir")
             .arg(&self.dir)
             .stdin(Stdio::null())
@@ -116,22 +149,33 @@ impl LocalRedis {
             if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(_)) = c.try_wait() {
                     self.child = None;
-                    return Err(DistError::InvalidConfig("redis-server exited at start (port taken?)"));
+                    return Err(DistError::InvalidConfig(
+                        "redis-server exited at start (port taken?)",
+                    ));
                 }
             }
             let r = client
                 .get_connection_with_timeout(Duration::from_millis(500))
-                .and_then(|mut c| redis::cmd("CONFIG").arg("GET").arg("dir").query::<Vec<String>>(&mut c));
+                .and_then(|mut c| {
+                    redis::cmd("CONFIG")
+                        .arg("GET")
+                        .arg("dir")
+                        .query::<Vec<String>>(&mut c)
+                });
             match r {
                 // Make sure the server answering is ours, not another one
                 // that holds the port.
                 Ok(v) if v.get(1).map(PathBuf::from).as_ref() == Some(&want) => return Ok(()),
                 Ok(_) => {
                     self.kill();
-                    return Err(DistError::InvalidConfig("another redis-server answers on the port"));
+                    return Err(DistError::InvalidConfig(
+                        "another redis-server answers on the port",
+                    ));
                 }
                 // Not up yet, or loading the AOF (LOADING): keep waiting.
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 Err(e) => {
                     self.kill();
                     return Err(e.into());
@@ -181,8 +225,12 @@ impl LocalRedis {
 }
 
 fn free_port() -> Result<u16, DistError> {
-    let l = TcpListener::bind("127.0.0.1:0").map_err(|_| DistError::InvalidConfig("no free port"))?;
-    let port = l.local_addr().map_err(|_| DistError::InvalidConfig("no free port"))?.port();
+    let l =
+        TcpListener::bind("127.0.0.1:0").map_err(|_| DistError::InvalidConfig("no free port"))?;
+    let port = l
+        .local_addr()
+        .map_err(|_| DistError::InvalidConfig("no free port"))?
+        .port();
     Ok(port)
 }
 

@@ -231,16 +231,27 @@ impl WorkerBuilder {
             return Err(DistError::InvalidConfig("lease must be at least 3 ms"));
         }
         if heartbeat.is_zero() || heartbeat >= self.lease {
-            return Err(DistError::InvalidConfig("heartbeat must be non-zero and shorter than the lease"));
+            return Err(DistError::InvalidConfig(
+                "heartbeat must be non-zero and shorter than the lease",
+            ));
         }
         if self.batch == 0 || self.poll.is_zero() {
-            return Err(DistError::InvalidConfig("batch and poll interval must be non-zero"));
+            return Err(DistError::InvalidConfig(
+                "batch and poll interval must be non-zero",
+            ));
         }
-        if self.retry.max_attempts < 1 || self.retry.backoff_base_ms < 0 || self.retry.backoff_max_ms < 0 {
-            return Err(DistError::InvalidConfig("max attempts must be at least 1, backoffs non-negative"));
+        if self.retry.max_attempts < 1
+            || self.retry.backoff_base_ms < 0
+            || self.retry.backoff_max_ms < 0
+        {
+            return Err(DistError::InvalidConfig(
+                "max attempts must be at least 1, backoffs non-negative",
+            ));
         }
         let store = Store::new(&self.url, self.config)?;
-        let name = self.name.unwrap_or_else(|| format!("worker-{}-{:x}", std::process::id(), seed()));
+        let name = self
+            .name
+            .unwrap_or_else(|| format!("worker-{}-{:x}", std::process::id(), seed()));
         let shared = Arc::new(Shared {
             store,
             name,
@@ -264,18 +275,29 @@ impl WorkerBuilder {
             let sh = shared.clone();
             let rx = job_rx.clone();
             let wake = wake_tx.clone();
-            joins.push(spawn(&format!("dist-handler-{i}"), move || handler_loop(&sh, &rx, &wake))?);
+            joins.push(spawn(&format!("dist-handler-{i}"), move || {
+                handler_loop(&sh, &rx, &wake)
+            })?);
         }
         drop(job_rx);
         {
             let sh = shared.clone();
-            joins.push(spawn("dist-heartbeat", move || heartbeat_loop(&sh, &hb_rx))?);
+            joins.push(spawn("dist-heartbeat", move || {
+                heartbeat_loop(&sh, &hb_rx)
+            })?);
         }
         {
             let sh = shared.clone();
-            joins.push(spawn("dist-poller", move || poll_loop(&sh, job_tx, &wake_rx))?);
+            joins.push(spawn("dist-poller", move || {
+                poll_loop(&sh, job_tx, &wake_rx)
+            })?);
         }
-        Ok(Worker { shared, joins: Mutex::new(joins), wake: wake_tx, heartbeat: hb_tx })
+        Ok(Worker {
+            shared,
+            joins: Mutex::new(joins),
+            wake: wake_tx,
+            heartbeat: hb_tx,
+        })
     }
 }
 
@@ -323,7 +345,9 @@ impl Shared {
     }
 
     fn redis_error(&self, e: &DistError) {
-        self.emit(WorkerEvent::RedisError { message: e.to_string() });
+        self.emit(WorkerEvent::RedisError {
+            message: e.to_string(),
+        });
     }
 }
 
@@ -337,7 +361,9 @@ pub struct Worker {
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Worker").field("name", &self.shared.name).finish_non_exhaustive()
+        f.debug_struct("Worker")
+            .field("name", &self.shared.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -353,7 +379,11 @@ impl Worker {
             heartbeat: None,
             poll: Duration::from_millis(100),
             batch: 64,
-            retry: RetryPolicy { max_attempts: 5, backoff_base_ms: 1000, backoff_max_ms: 300_000 },
+            retry: RetryPolicy {
+                max_attempts: 5,
+                backoff_base_ms: 1000,
+                backoff_max_ms: 300_000,
+            },
             handlers: HashMap::new(),
             listener: None,
             name: None,
@@ -419,7 +449,13 @@ fn poll_loop(sh: &Shared, jobs: Sender<Fire>, wake: &Receiver<()>) {
                     let (now, reaped) = sh.store.reap(&mut con, s, 1000, sh.retry)?;
                     last_now = now;
                     for r in reaped {
-                        sh.emit(WorkerEvent::Reaped { id: r.id, due_ms: r.due_ms, fence: r.fence, outcome: r.outcome, at_ms: now });
+                        sh.emit(WorkerEvent::Reaped {
+                            id: r.id,
+                            due_ms: r.due_ms,
+                            fence: r.fence,
+                            outcome: r.outcome,
+                            at_ms: now,
+                        });
                     }
                 }
                 last_reap = Some(last_now);
@@ -444,7 +480,9 @@ fn poll_loop(sh: &Shared, jobs: Sender<Fire>, wake: &Receiver<()>) {
                     Some(_) => {}
                 }
                 let limit = free.min(sh.batch);
-                let (now, next, fires) = sh.store.claim(&mut con, s, &slices, limit, sh.lease_ms, &sh.name)?;
+                let (now, next, fires) =
+                    sh.store
+                        .claim(&mut con, s, &slices, limit, sh.lease_ms, &sh.name)?;
                 last_now = now;
                 if !fires.is_empty() {
                     claimed_any = true;
@@ -509,7 +547,10 @@ fn release(sh: &Shared, con: &mut Conn, fire: Fire) {
 fn run(sh: &Shared, con: &mut Conn, fire: Fire) {
     let key = (fire.shard, fire.id.clone());
     let lost = Arc::new(AtomicBool::new(false));
-    sh.running.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), (fire.clone(), lost.clone()));
+    sh.running
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key.clone(), (fire.clone(), lost.clone()));
     sh.emit(WorkerEvent::Started { fire: fire.clone() });
     let result: Result<(), String> = match sh.handlers.get(&fire.kind) {
         None => Err(format!("no handler for kind {:?}", fire.kind)),
@@ -519,7 +560,10 @@ fn run(sh: &Shared, con: &mut Conn, fire: Fire) {
             Err(p) => Err(crate::Error::from_panic(&*p).to_string()),
         },
     };
-    sh.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+    sh.running
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&key);
     let (outcome, at_ms) = match &result {
         Ok(()) => match sh.store.ack(con, &fire, sh.retry) {
             Ok((s, now, next)) => (
@@ -550,15 +594,25 @@ fn run(sh: &Shared, con: &mut Conn, fire: Fire) {
     if matches!(outcome, AckOutcome::Stale) && !lost.swap(true, Ordering::AcqRel) {
         sh.emit(WorkerEvent::LeaseLost { fire: fire.clone() });
     }
-    sh.emit(WorkerEvent::Finished { fire, outcome, at_ms, error: result.err() });
+    sh.emit(WorkerEvent::Finished {
+        fire,
+        outcome,
+        at_ms,
+        error: result.err(),
+    });
 }
 
 fn heartbeat_loop(sh: &Shared, stop: &Receiver<()>) {
     let mut con = sh.store.conn();
     loop {
         let stopping = sh.stopped();
-        let running: Vec<(Fire, Arc<AtomicBool>)> =
-            sh.running.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let running: Vec<(Fire, Arc<AtomicBool>)> = sh
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
         if stopping && running.is_empty() && sh.busy.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -588,7 +642,11 @@ fn heartbeat_loop(sh: &Shared, stop: &Receiver<()>) {
         }
         // Wait one heartbeat, or less once shutting down so the thread ends
         // soon after the last run.
-        let wait = if stopping { sh.heartbeat.min(Duration::from_millis(20)) } else { sh.heartbeat };
+        let wait = if stopping {
+            sh.heartbeat.min(Duration::from_millis(20))
+        } else {
+            sh.heartbeat
+        };
         let _ = stop.recv_timeout(wait);
     }
 }

@@ -5,13 +5,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use schedulers::distributed::{
-    AckOutcome, CancelOutcome, Config, DistError, Job, JobInfo, JobState, RedisScheduler, Worker, WorkerEvent,
+    AckOutcome, CancelOutcome, Config, DistError, Job, JobInfo, JobState, RedisScheduler, Worker,
+    WorkerEvent,
 };
 
 use super::{server, wait_until};
 
 fn config(ns: &str) -> Config {
-    Config::default().namespace(ns).shards(4).slice(Duration::from_millis(500))
+    Config::default()
+        .namespace(ns)
+        .shards(4)
+        .slice(Duration::from_millis(500))
 }
 
 #[test]
@@ -19,32 +23,71 @@ fn schedule_inspect_cancel_and_typed_errors() {
     let Some(redis) = server() else { return };
     let s = RedisScheduler::connect(&redis.url(), config("api")).unwrap();
     let now = s.now_ms().unwrap();
-    let due = s.schedule_after("a", "noop", &serde_json::json!({"x": 1}), Duration::from_secs(60)).unwrap();
-    assert!(due >= now + 60_000 && due < now + 65_000, "due {due} now {now}");
+    let due = s
+        .schedule_after(
+            "a",
+            "noop",
+            &serde_json::json!({"x": 1}),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    assert!(
+        due >= now + 60_000 && due < now + 65_000,
+        "due {due} now {now}"
+    );
     match s.inspect("a").unwrap() {
-        Some(JobInfo::Live { kind, payload, state, due_ms, period_ms, attempt, fence, .. }) => {
+        Some(JobInfo::Live {
+            kind,
+            payload,
+            state,
+            due_ms,
+            period_ms,
+            attempt,
+            fence,
+            ..
+        }) => {
             assert_eq!((kind.as_str(), payload.as_str()), ("noop", r#"{"x":1}"#));
-            assert_eq!((state, due_ms, period_ms, attempt, fence), (JobState::Scheduled, due, 0, 0, 0));
+            assert_eq!(
+                (state, due_ms, period_ms, attempt, fence),
+                (JobState::Scheduled, due, 0, 0, 0)
+            );
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(s.schedule_after("a", "noop", &(), Duration::ZERO), Err(DistError::AlreadyScheduled(id)) if id == "a"));
+    assert!(
+        matches!(s.schedule_after("a", "noop", &(), Duration::ZERO), Err(DistError::AlreadyScheduled(id)) if id == "a")
+    );
     assert_eq!(s.cancel("a").unwrap(), CancelOutcome::Cancelled);
     assert_eq!(s.cancel("a").unwrap(), CancelOutcome::AlreadyGone);
-    assert!(matches!(s.inspect("a").unwrap(), Some(JobInfo::Tombstone { .. })));
-    assert!(matches!(s.schedule_after("a", "noop", &(), Duration::ZERO), Err(DistError::Tombstoned(_))));
+    assert!(matches!(
+        s.inspect("a").unwrap(),
+        Some(JobInfo::Tombstone { .. })
+    ));
+    assert!(matches!(
+        s.schedule_after("a", "noop", &(), Duration::ZERO),
+        Err(DistError::Tombstoned(_))
+    ));
     assert_eq!(s.cancel("never").unwrap(), CancelOutcome::NotFound);
     assert_eq!(s.inspect("never").unwrap(), None);
 
     assert!(matches!(Job::new("", "k"), Err(DistError::InvalidId(_))));
-    assert!(matches!(Job::new("x".repeat(513), "k"), Err(DistError::InvalidId(_))));
+    assert!(matches!(
+        Job::new("x".repeat(513), "k"),
+        Err(DistError::InvalidId(_))
+    ));
     assert!(matches!(Job::new("ok", ""), Err(DistError::InvalidId(_))));
     assert!(matches!(
         s.schedule_at_fixed_rate("p", "k", &(), Duration::ZERO, Duration::ZERO),
         Err(DistError::ZeroPeriod)
     ));
-    assert!(matches!(s.schedule_after("big", "k", &(), Duration::MAX), Err(DistError::DelayOverflow)));
-    assert!(matches!(s.schedule_at("neg", "k", &(), -5), Err(DistError::DelayOverflow)));
+    assert!(matches!(
+        s.schedule_after("big", "k", &(), Duration::MAX),
+        Err(DistError::DelayOverflow)
+    ));
+    assert!(matches!(
+        s.schedule_at("neg", "k", &(), -5),
+        Err(DistError::DelayOverflow)
+    ));
     assert!(matches!(
         RedisScheduler::connect(&redis.url(), Config::default().shards(0)),
         Err(DistError::InvalidConfig(_))
@@ -54,11 +97,16 @@ fn schedule_inspect_cancel_and_typed_errors() {
         Err(DistError::InvalidConfig(_))
     ));
     assert!(matches!(
-        Worker::builder(&redis.url(), config("api")).threads(0).start(),
+        Worker::builder(&redis.url(), config("api"))
+            .threads(0)
+            .start(),
         Err(DistError::InvalidConfig(_))
     ));
     assert!(matches!(
-        Worker::builder(&redis.url(), config("api")).lease(Duration::from_millis(10)).heartbeat(Duration::from_millis(10)).start(),
+        Worker::builder(&redis.url(), config("api"))
+            .lease(Duration::from_millis(10))
+            .heartbeat(Duration::from_millis(10))
+            .start(),
         Err(DistError::InvalidConfig(_))
     ));
 }
@@ -67,15 +115,19 @@ fn schedule_inspect_cancel_and_typed_errors() {
 fn scripts_are_reloaded_after_script_flush() {
     let Some(redis) = server() else { return };
     let s = RedisScheduler::connect(&redis.url(), config("flush")).unwrap();
-    s.schedule_after("a", "noop", &(), Duration::from_secs(60)).unwrap();
+    s.schedule_after("a", "noop", &(), Duration::from_secs(60))
+        .unwrap();
     let client = redis::Client::open(redis.url()).unwrap();
     let mut con = client.get_connection().unwrap();
     let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
     // EVALSHA now answers NOSCRIPT; the client loads the script and retries.
-    s.schedule_after("b", "noop", &(), Duration::from_secs(60)).unwrap();
+    s.schedule_after("b", "noop", &(), Duration::from_secs(60))
+        .unwrap();
     assert_eq!(s.cancel("a").unwrap(), CancelOutcome::Cancelled);
     let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
-    let batch: Vec<Job> = (0..3).map(|i| Job::new(format!("m{i}"), "noop").unwrap()).collect();
+    let batch: Vec<Job> = (0..3)
+        .map(|i| Job::new(format!("m{i}"), "noop").unwrap())
+        .collect();
     assert!(s.schedule_many(&batch).unwrap().iter().all(Result::is_ok));
 }
 
@@ -121,15 +173,35 @@ fn failures_retry_with_backoff_then_dead_letter() {
         .start()
         .unwrap();
     let s = RedisScheduler::connect(&redis.url(), config("retry")).unwrap();
-    s.schedule_after("flaky", "flaky", &(), Duration::ZERO).unwrap();
+    s.schedule_after("flaky", "flaky", &(), Duration::ZERO)
+        .unwrap();
     s.schedule_after("bad", "bad", &(), Duration::ZERO).unwrap();
-    s.schedule_after("orphan", "nobody-handles-this", &(), Duration::ZERO).unwrap();
-    assert!(wait_until(Duration::from_secs(10), || finished(&log, "flaky").contains(&AckOutcome::Done)));
-    assert_eq!(finished(&log, "flaky"), [AckOutcome::Retry, AckOutcome::Done]);
-    assert!(wait_until(Duration::from_secs(10), || s.dead_letters().unwrap().len() == 2));
-    assert_eq!(finished(&log, "bad"), [AckOutcome::Retry, AckOutcome::Retry, AckOutcome::Dead]);
+    s.schedule_after("orphan", "nobody-handles-this", &(), Duration::ZERO)
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || finished(
+        &log, "flaky"
+    )
+    .contains(&AckOutcome::Done)));
+    assert_eq!(
+        finished(&log, "flaky"),
+        [AckOutcome::Retry, AckOutcome::Done]
+    );
+    assert!(wait_until(Duration::from_secs(10), || s
+        .dead_letters()
+        .unwrap()
+        .len()
+        == 2));
+    assert_eq!(
+        finished(&log, "bad"),
+        [AckOutcome::Retry, AckOutcome::Retry, AckOutcome::Dead]
+    );
     match s.inspect("bad").unwrap() {
-        Some(JobInfo::Live { state: JobState::Dead, attempt: 3, last_error: Some(e), .. }) => assert_eq!(e, "always"),
+        Some(JobInfo::Live {
+            state: JobState::Dead,
+            attempt: 3,
+            last_error: Some(e),
+            ..
+        }) => assert_eq!(e, "always"),
         other => panic!("{other:?}"),
     }
     // A dead job can be cancelled (removed); its id is then a tombstone.
@@ -156,14 +228,35 @@ fn periodic_job_keeps_its_grid_and_cancel_in_flight_is_the_last_run() {
         .start()
         .unwrap();
     let s = RedisScheduler::connect(&redis.url(), config("periodic")).unwrap();
-    let first = s.schedule_at_fixed_rate("t", "tick", &(), Duration::from_millis(50), Duration::from_millis(50)).unwrap();
-    assert!(wait_until(Duration::from_secs(10), || runs.load(Ordering::SeqCst) == 4));
+    let first = s
+        .schedule_at_fixed_rate(
+            "t",
+            "tick",
+            &(),
+            Duration::from_millis(50),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || runs
+        .load(Ordering::SeqCst)
+        == 4));
     assert_eq!(s.cancel("t").unwrap(), CancelOutcome::InFlight);
-    assert!(matches!(s.inspect("t").unwrap(), Some(JobInfo::Live { cancel_requested: true, .. })));
-    assert!(wait_until(Duration::from_secs(10), || finished(&log, "t").len() == 4));
+    assert!(matches!(
+        s.inspect("t").unwrap(),
+        Some(JobInfo::Live {
+            cancel_requested: true,
+            ..
+        })
+    ));
+    assert!(wait_until(Duration::from_secs(10), || finished(&log, "t")
+        .len()
+        == 4));
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(runs.load(Ordering::SeqCst), 4, "no run after the cancel");
-    assert!(matches!(s.inspect("t").unwrap(), Some(JobInfo::Tombstone { .. })));
+    assert!(matches!(
+        s.inspect("t").unwrap(),
+        Some(JobInfo::Tombstone { .. })
+    ));
     let outcomes = finished(&log, "t");
     assert_eq!(outcomes[3], AckOutcome::Done);
     let dues: Vec<i64> = log
@@ -175,7 +268,11 @@ fn periodic_job_keeps_its_grid_and_cancel_in_flight_is_the_last_run() {
             _ => None,
         })
         .collect();
-    assert_eq!(dues, (0..4).map(|k| first + 50 * k).collect::<Vec<_>>(), "fires on the grid");
+    assert_eq!(
+        dues,
+        (0..4).map(|k| first + 50 * k).collect::<Vec<_>>(),
+        "fires on the grid"
+    );
     w.shutdown();
     w.join();
 }
@@ -192,19 +289,33 @@ fn graceful_shutdown_finishes_the_running_job() {
         .start()
         .unwrap();
     let s = RedisScheduler::connect(&redis.url(), config("shutdown")).unwrap();
-    s.schedule_after("slow", "slow", &(), Duration::ZERO).unwrap();
+    s.schedule_after("slow", "slow", &(), Duration::ZERO)
+        .unwrap();
     // Wait until the handler runs (a claimed job not yet started would be
     // released at shutdown instead).
     assert!(wait_until(Duration::from_secs(10), || {
-        log.lock().unwrap().iter().any(|e| matches!(e, WorkerEvent::Started { .. }))
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, WorkerEvent::Started { .. }))
     }));
     assert_eq!(w.in_flight(), 1);
     w.shutdown();
     w.join();
     assert_eq!(finished(&log, "slow"), [AckOutcome::Done]);
-    assert!(matches!(s.inspect("slow").unwrap(), Some(JobInfo::Tombstone { .. })));
+    assert!(matches!(
+        s.inspect("slow").unwrap(),
+        Some(JobInfo::Tombstone { .. })
+    ));
     // A worker that is shut down claims nothing more.
-    s.schedule_after("later", "slow", &(), Duration::ZERO).unwrap();
+    s.schedule_after("later", "slow", &(), Duration::ZERO)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(100));
-    assert!(matches!(s.inspect("later").unwrap(), Some(JobInfo::Live { state: JobState::Scheduled, .. })));
+    assert!(matches!(
+        s.inspect("later").unwrap(),
+        Some(JobInfo::Live {
+            state: JobState::Scheduled,
+            ..
+        })
+    ));
 }

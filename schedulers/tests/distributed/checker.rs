@@ -22,7 +22,14 @@ fn ev(ev: &str, id: &str, due: i64, fence: i64, claimed: i64, outcome: &str) -> 
 }
 
 fn jobs(cancelled_at: Option<i64>) -> BTreeMap<String, Expect> {
-    BTreeMap::from([("a".to_owned(), Expect { due: 100, period: 0, cancelled_at })])
+    BTreeMap::from([(
+        "a".to_owned(),
+        Expect {
+            due: 100,
+            period: 0,
+            cancelled_at,
+        },
+    )])
 }
 
 fn rejects(events: Vec<Event>, jobs: BTreeMap<String, Expect>) -> bool {
@@ -34,7 +41,10 @@ fn rejects(events: Vec<Event>, jobs: BTreeMap<String, Expect>) -> bool {
 
 #[test]
 fn accepts_a_clean_history_and_a_redelivery_after_a_recorded_loss() {
-    let clean = vec![ev("start", "a", 100, 1, 100, ""), ev("end", "a", 100, 1, 100, "done")];
+    let clean = vec![
+        ev("start", "a", 100, 1, 100, ""),
+        ev("end", "a", 100, 1, 100, "done"),
+    ];
     assert_eq!(check(&clean, &jobs(None)).runs["a"], 1);
     let redone = vec![
         ev("start", "a", 100, 1, 100, ""),
@@ -53,11 +63,29 @@ fn rejects_each_violation() {
     // Ran but was never acked.
     assert!(rejects(vec![ev("start", "a", 100, 1, 100, "")], jobs(None)));
     // Early.
-    assert!(rejects(vec![ev("start", "a", 100, 1, 99, ""), ev("end", "a", 100, 1, 99, "done")], jobs(None)));
+    assert!(rejects(
+        vec![
+            ev("start", "a", 100, 1, 99, ""),
+            ev("end", "a", 100, 1, 99, "done")
+        ],
+        jobs(None)
+    ));
     // Fired with another due time than scheduled.
-    assert!(rejects(vec![ev("start", "a", 150, 1, 150, ""), ev("end", "a", 150, 1, 150, "done")], jobs(None)));
+    assert!(rejects(
+        vec![
+            ev("start", "a", 150, 1, 150, ""),
+            ev("end", "a", 150, 1, 150, "done")
+        ],
+        jobs(None)
+    ));
     // Ran after a successful cancel.
-    assert!(rejects(vec![ev("start", "a", 100, 1, 300, ""), ev("end", "a", 100, 1, 300, "done")], jobs(Some(200))));
+    assert!(rejects(
+        vec![
+            ev("start", "a", 100, 1, 300, ""),
+            ev("end", "a", 100, 1, 300, "done")
+        ],
+        jobs(Some(200))
+    ));
     // The same fire twice with no recorded loss.
     assert!(rejects(
         vec![
@@ -69,7 +97,10 @@ fn rejects_each_violation() {
         jobs(None)
     ));
     // A run of an unknown job.
-    let mut events = vec![ev("start", "a", 100, 1, 100, ""), ev("end", "a", 100, 1, 100, "done")];
+    let mut events = vec![
+        ev("start", "a", 100, 1, 100, ""),
+        ev("end", "a", 100, 1, 100, "done"),
+    ];
     events.push(ev("start", "ghost", 1, 1, 1, ""));
     assert!(rejects(events, jobs(None)));
 }

@@ -114,10 +114,30 @@ impl WorkerProc {
         let n = |x: u64| x.to_string();
         let mut child = Command::new(env!("CARGO_BIN_EXE_schedulers-redis-worker"))
             .args(["work", "--url", url, "--ns", &o.ns, "--name", name])
-            .args(["--shards", &n(o.shards.into()), "--slice-ms", &n(o.slice_ms)])
-            .args(["--threads", &n(o.threads.into()), "--lease-ms", &n(o.lease_ms)])
-            .args(["--heartbeat-ms", &n(o.heartbeat_ms), "--poll-ms", &n(o.poll_ms)])
-            .args(["--backoff-ms", &n(o.backoff_ms), "--max-attempts", &n(o.max_attempts.into())])
+            .args([
+                "--shards",
+                &n(o.shards.into()),
+                "--slice-ms",
+                &n(o.slice_ms),
+            ])
+            .args([
+                "--threads",
+                &n(o.threads.into()),
+                "--lease-ms",
+                &n(o.lease_ms),
+            ])
+            .args([
+                "--heartbeat-ms",
+                &n(o.heartbeat_ms),
+                "--poll-ms",
+                &n(o.poll_ms),
+            ])
+            .args([
+                "--backoff-ms",
+                &n(o.backoff_ms),
+                "--max-attempts",
+                &n(o.max_attempts.into()),
+            ])
             .arg("--history")
             .arg(&history)
             .stdin(Stdio::piped())
@@ -125,10 +145,20 @@ impl WorkerProc {
             .spawn()
             .expect("spawn schedulers-redis-worker");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("read ready line");
-        assert!(line.starts_with("ready"), "worker {name} did not start: {line:?}");
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read ready line");
+        assert!(
+            line.starts_with("ready"),
+            "worker {name} did not start: {line:?}"
+        );
         let stdin = child.stdin.take();
-        WorkerProc { name: name.into(), history, child, stdin }
+        WorkerProc {
+            name: name.into(),
+            history,
+            child,
+            stdin,
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -143,7 +173,11 @@ impl WorkerProc {
 
     /// Sends a signal by name (`STOP`, `CONT`) with kill(1).
     pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill").arg(format!("-{sig}")).arg(self.pid().to_string()).status().expect("kill");
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill");
         assert!(ok.success(), "kill -{sig} failed");
     }
 
@@ -270,13 +304,19 @@ pub fn check(events: &[Event], jobs: &BTreeMap<String, Expect>) -> Summary {
     let mut summary = Summary::default();
     for e in events {
         if !e.fire.is_empty() && e.fire != e.fire_id() {
-            bad.push(format!("{}: handler got fire id {} for due {}", e.id, e.fire, e.due));
+            bad.push(format!(
+                "{}: handler got fire id {} for due {}",
+                e.id, e.fire, e.due
+            ));
         }
         match e.ev.as_str() {
             "start" => starts.entry(&e.id).or_default().push(e),
             "end" => {
                 if e.at != 0 && e.at < e.claimed {
-                    bad.push(format!("{}: acked at {} before its claim at {}", e.id, e.at, e.claimed));
+                    bad.push(format!(
+                        "{}: acked at {} before its claim at {}",
+                        e.id, e.at, e.claimed
+                    ));
                 }
                 if e.outcome == "done" || e.outcome == "next" || e.outcome == "cancelled" {
                     acked.insert(&e.id, true);
@@ -299,22 +339,37 @@ pub fn check(events: &[Event], jobs: &BTreeMap<String, Expect>) -> Summary {
         let runs = starts.get(id.as_str()).cloned().unwrap_or_default();
         summary.runs.insert(id.clone(), runs.len());
         if exp.cancelled_at.is_none() && !acked.get(id.as_str()).copied().unwrap_or(false) {
-            bad.push(format!("{id}: not cancelled, but no acked run ({} starts)", runs.len()));
+            bad.push(format!(
+                "{id}: not cancelled, but no acked run ({} starts)",
+                runs.len()
+            ));
         }
         let mut by_fire: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
         for r in &runs {
             if r.claimed < r.due {
-                bad.push(format!("{id}: claimed at {} before its due time {}", r.claimed, r.due));
+                bad.push(format!(
+                    "{id}: claimed at {} before its due time {}",
+                    r.claimed, r.due
+                ));
             }
             if exp.period == 0 && r.due != exp.due {
-                bad.push(format!("{id}: fire due {} but scheduled for {}", r.due, exp.due));
+                bad.push(format!(
+                    "{id}: fire due {} but scheduled for {}",
+                    r.due, exp.due
+                ));
             }
             if exp.period > 0 && (r.due < exp.due || (r.due - exp.due) % exp.period != 0) {
-                bad.push(format!("{id}: fire due {} is off the grid {} + k·{}", r.due, exp.due, exp.period));
+                bad.push(format!(
+                    "{id}: fire due {} is off the grid {} + k·{}",
+                    r.due, exp.due, exp.period
+                ));
             }
             if let Some(t) = exp.cancelled_at {
                 if r.claimed > t {
-                    bad.push(format!("{id}: claimed at {} after the cancel (done by {t})", r.claimed));
+                    bad.push(format!(
+                        "{id}: claimed at {} after the cancel (done by {t})",
+                        r.claimed
+                    ));
                 }
             }
             by_fire.entry(r.fire_id()).or_default().push(r);
@@ -340,6 +395,11 @@ pub fn check(events: &[Event], jobs: &BTreeMap<String, Expect>) -> Summary {
             bad.push(format!("{id}: ran but was never scheduled"));
         }
     }
-    assert!(bad.is_empty(), "{} invariant violations:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} invariant violations:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
     summary
 }
