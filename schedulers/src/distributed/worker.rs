@@ -564,32 +564,47 @@ fn run(sh: &Shared, con: &mut Conn, fire: Fire) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .remove(&key);
-    let (outcome, at_ms) = match &result {
-        Ok(()) => match sh.store.ack(con, &fire, sh.retry) {
-            Ok((s, now, next)) => (
-                match (s.as_str(), next) {
-                    ("DONE", _) => AckOutcome::Done,
-                    ("NEXT", Some(n)) => AckOutcome::Next(n),
-                    ("STALE", _) => AckOutcome::Stale,
-                    (other, _) => AckOutcome::Error(format!("unexpected ack reply {other}")),
-                },
-                now,
-            ),
-            Err(e) => (AckOutcome::Error(e.to_string()), 0),
-        },
-        Err(why) => match sh.store.fail(con, &fire, sh.retry, why) {
-            Ok((s, now)) => (
-                match s.as_str() {
-                    "RETRY" => AckOutcome::Retry,
-                    "DEAD" => AckOutcome::Dead,
-                    "CANCELLED" => AckOutcome::Cancelled,
-                    "STALE" => AckOutcome::Stale,
-                    other => AckOutcome::Error(format!("unexpected fail reply {other}")),
-                },
-                now,
-            ),
-            Err(e) => (AckOutcome::Error(e.to_string()), 0),
-        },
+    // One call to Redis, repeated once on a fresh connection if the first
+    // one failed at the connection level (a dropped connection, a failover).
+    // If the first call was applied and only its reply was lost, the repeat
+    // answers STALE, so a STALE after a retry means "unknown", not "lost".
+    let call = |con: &mut Conn| match &result {
+        Ok(()) => sh.store.ack(con, &fire, sh.retry).map(|(s, now, next)| {
+            let o = match (s.as_str(), next) {
+                ("DONE", _) => AckOutcome::Done,
+                ("NEXT", Some(n)) => AckOutcome::Next(n),
+                ("STALE", _) => AckOutcome::Stale,
+                (other, _) => AckOutcome::Error(format!("unexpected ack reply {other}")),
+            };
+            (o, now)
+        }),
+        Err(why) => sh.store.fail(con, &fire, sh.retry, why).map(|(s, now)| {
+            let o = match s.as_str() {
+                "RETRY" => AckOutcome::Retry,
+                "DEAD" => AckOutcome::Dead,
+                "CANCELLED" => AckOutcome::Cancelled,
+                "STALE" => AckOutcome::Stale,
+                other => AckOutcome::Error(format!("unexpected fail reply {other}")),
+            };
+            (o, now)
+        }),
+    };
+    let (outcome, at_ms) = match call(con) {
+        Ok(r) => r,
+        Err(e) if e.is_connection() => {
+            sh.redis_error(&e);
+            match call(con) {
+                Ok((AckOutcome::Stale, now)) => (
+                    AckOutcome::Error(format!(
+                        "{e}; the repeated call was refused, so the first one may have been applied"
+                    )),
+                    now,
+                ),
+                Ok(r) => r,
+                Err(e) => (AckOutcome::Error(e.to_string()), 0),
+            }
+        }
+        Err(e) => (AckOutcome::Error(e.to_string()), 0),
     };
     if matches!(outcome, AckOutcome::Stale) && !lost.swap(true, Ordering::AcqRel) {
         sh.emit(WorkerEvent::LeaseLost { fire: fire.clone() });
