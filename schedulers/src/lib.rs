@@ -14,6 +14,12 @@
 //! submission order, panics reported and survived, typed errors for bad
 //! input.
 //!
+//! # Crate features
+//!
+//! | Feature | Default | Adds |
+//! |---|---|---|
+//! | `redis` | off | [`distributed`]: a durable, multi-node scheduler on Redis (jobs as data, leases with fencing, at-least-once, catch-up after outages, exact cancel), the `schedulers-redis-worker` binary and its load benchmark. Pulls in `redis`, `serde`, `serde_json`, and needs Rust 1.88 (the `redis` crate and its `url` dependency), above the crate's 1.85. |
+//!
 //! # Hello, timer
 //!
 //! ```
@@ -62,6 +68,8 @@
 //! # Ok::<(), schedulers::Error>(())
 //! ```
 
+#[cfg(feature = "redis")]
+pub mod distributed;
 mod clock;
 mod error;
 mod executor;

@@ -7,3 +7,5 @@ mod conformance;
 mod heap_timer;
 mod ported_jdk_timer;
 mod smoke;
+#[cfg(feature = "redis")]
+mod distributed;

@@ -1,0 +1,130 @@
+//! Storage layout: which shard a job lives in, and the names of its keys.
+//!
+//! Every key of shard `s` in namespace `ns` starts with the hash tag
+//! `{tw:<ns>:<s>}`, so all keys one script touches hash to the same Redis
+//! Cluster slot:
+//!
+//! | Key | Type | Contents |
+//! |---|---|---|
+//! | `{tw:ns:s}:idx` | zset | slice number → earliest run time (ms) in that slice |
+//! | `{tw:ns:s}:s:<n>` | zset | time slice `n = run_ms / slice_ms`: job id → run time (ms) |
+//! | `{tw:ns:s}:m` | hash | job id → meta (JSON: kind, due, period, attempt, fence, state, …) |
+//! | `{tw:ns:s}:d` | hash | job id → payload (JSON) |
+//! | `{tw:ns:s}:l` | zset | leases: job id → lease expiry (ms) |
+//! | `{tw:ns:s}:x` | zset | tombstones: job id → expiry (ms) |
+//! | `{tw:ns:s}:dead` | zset | dead letters: job id → time of death (ms) |
+//!
+//! Slices only partition storage (no key grows with the whole schedule);
+//! correctness comes from the scores, which are compared with Redis `TIME`.
+
+/// Computes the shard of a job id: FNV-1a (64 bit) of its bytes, modulo the
+/// shard count. The function is stable across processes, platforms and
+/// versions, because every producer and worker must agree on it.
+///
+/// # Examples
+///
+/// ```
+/// use schedulers::distributed::shard_of;
+///
+/// let s = shard_of("invoice-17", 8);
+/// assert!(s < 8);
+/// assert_eq!(s, shard_of("invoice-17", 8));
+/// assert_eq!(shard_of("anything", 1), 0);
+/// ```
+pub fn shard_of(id: &str, shards: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h % u64::from(shards.max(1))) as u32
+}
+
+/// The keys of one shard.
+#[derive(Debug, Clone)]
+pub(crate) struct ShardKeys {
+    /// The shard number.
+    pub(crate) shard: u32,
+    /// `{tw:ns:s}`: the hash-tagged prefix every key of the shard starts with.
+    pub(crate) prefix: String,
+    pub(crate) idx: String,
+    pub(crate) meta: String,
+    pub(crate) data: String,
+    pub(crate) lease: String,
+    pub(crate) tomb: String,
+    pub(crate) dead: String,
+}
+
+impl ShardKeys {
+    pub(crate) fn new(namespace: &str, shard: u32) -> ShardKeys {
+        let prefix = format!("{{tw:{namespace}:{shard}}}");
+        ShardKeys {
+            shard,
+            idx: format!("{prefix}:idx"),
+            meta: format!("{prefix}:m"),
+            data: format!("{prefix}:d"),
+            lease: format!("{prefix}:l"),
+            tomb: format!("{prefix}:x"),
+            dead: format!("{prefix}:dead"),
+            prefix,
+        }
+    }
+
+    /// The six fixed keys, in the order every script expects them as
+    /// `KEYS[1..6]`.
+    pub(crate) fn fixed(&self) -> [&str; 6] {
+        [
+            &self.idx,
+            &self.meta,
+            &self.data,
+            &self.lease,
+            &self.tomb,
+            &self.dead,
+        ]
+    }
+
+    /// The key of time slice `n`.
+    pub(crate) fn slice(&self, n: i64) -> String {
+        format!("{}:s:{n}", self.prefix)
+    }
+}
+
+/// The slice number of a run time.
+pub(crate) fn slice_of(run_ms: i64, slice_ms: i64) -> i64 {
+    run_ms.div_euclid(slice_ms.max(1))
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn keys_share_one_hash_tag() {
+        let k = ShardKeys::new("ns", 3);
+        for key in k.fixed() {
+            assert!(key.starts_with("{tw:ns:3}:"), "{key}");
+        }
+        assert_eq!(k.slice(42), "{tw:ns:3}:s:42");
+    }
+
+    #[test]
+    fn shards_spread_and_are_stable() {
+        // Known FNV-1a 64 value of "a" is 0xaf63dc4c8601ec8c.
+        assert_eq!(
+            shard_of("a", u32::MAX),
+            (0xaf63_dc4c_8601_ec8c_u64 % u64::from(u32::MAX)) as u32
+        );
+        let mut counts = [0u32; 4];
+        for i in 0..4000 {
+            counts[shard_of(&format!("job-{i}"), 4) as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 800), "{counts:?}");
+    }
+
+    #[test]
+    fn slices_floor_toward_minus_infinity() {
+        assert_eq!(slice_of(59_999, 60_000), 0);
+        assert_eq!(slice_of(60_000, 60_000), 1);
+        assert_eq!(slice_of(-1, 60_000), -1);
+    }
+}

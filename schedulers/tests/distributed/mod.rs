@@ -1,0 +1,437 @@
+//! Tests of the Redis-backed scheduler against a real `redis-server`.
+//!
+//! Each test starts its own server (free loopback port, AOF on, temp dir,
+//! killed at the end) and, for the fault tests, worker processes of the
+//! `schedulers-redis-worker` binary. Workers append every event to a
+//! history file (times from Redis `TIME`); [`check`] decides each test from
+//! the histories. Without `redis-server` the tests print why and pass, except
+//! under CI (`CI` set), where they fail.
+
+// Fault tests drive real processes and a real server: they wait in real
+// time (with generous bounds); every decision they check was made on Redis's
+// clock and recorded in the histories.
+#![allow(clippy::disallowed_methods)]
+
+mod api;
+mod bench;
+mod checker;
+mod faults;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use schedulers::distributed::{find_redis_server, Config, LocalRedis};
+
+/// Starts a server, or returns `None` (after saying why) when none is
+/// installed outside CI. Under CI a missing server fails the test.
+pub fn server() -> Option<LocalRedis> {
+    server_with(false)
+}
+
+/// As [`server`], with `appendfsync always` when `always`.
+pub fn server_with(always: bool) -> Option<LocalRedis> {
+    if find_redis_server().is_none() {
+        if std::env::var_os("CI").is_some() {
+            panic!("redis-server is not installed, and CI is set: the distributed tests must run");
+        }
+        // Written to the real stderr (not eprintln!, which the harness
+        // captures) so the skip shows in the test output.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"SKIPPED: redis-server not found (install it or set REDIS_SERVER); distributed test not run\n",
+        );
+        return None;
+    }
+    Some(LocalRedis::start_with_fsync(always).expect("start redis-server"))
+}
+
+/// True when no job of the namespace is left in Redis (all acked or
+/// cancelled): the number of job records over all shards is zero.
+pub fn drained(url: &str, o: &WorkerOpts) -> bool {
+    let client = redis::Client::open(url).unwrap();
+    let Ok(mut con) = client.get_connection() else {
+        return false;
+    };
+    (0..o.shards).all(|s| {
+        redis::cmd("HLEN")
+            .arg(format!("{{tw:{}:{s}}}:m", o.ns))
+            .query::<u64>(&mut con)
+            .is_ok_and(|n| n == 0)
+    })
+}
+
+/// Polls `cond` every 10 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Settings of a worker process.
+#[derive(Clone, Debug)]
+pub struct WorkerOpts {
+    pub ns: String,
+    pub shards: u32,
+    pub slice_ms: u64,
+    pub threads: u32,
+    pub lease_ms: u64,
+    pub heartbeat_ms: u64,
+    pub poll_ms: u64,
+    pub backoff_ms: u64,
+    pub max_attempts: u32,
+}
+
+impl WorkerOpts {
+    pub fn new(ns: &str) -> WorkerOpts {
+        WorkerOpts {
+            ns: ns.into(),
+            shards: 4,
+            slice_ms: 500,
+            threads: 4,
+            lease_ms: 600,
+            heartbeat_ms: 150,
+            poll_ms: 20,
+            backoff_ms: 50,
+            max_attempts: 10,
+        }
+    }
+
+    pub fn config(&self) -> Config {
+        Config::default()
+            .namespace(self.ns.clone())
+            .shards(self.shards)
+            .slice(Duration::from_millis(self.slice_ms))
+    }
+}
+
+/// A worker process. Dropping it kills it.
+pub struct WorkerProc {
+    pub name: String,
+    pub history: PathBuf,
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl WorkerProc {
+    /// Spawns a worker and waits until it says it is ready.
+    pub fn spawn(url: &str, dir: &Path, name: &str, o: &WorkerOpts) -> WorkerProc {
+        let history = dir.join(format!("{name}.jsonl"));
+        let n = |x: u64| x.to_string();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_schedulers-redis-worker"))
+            .args(["work", "--url", url, "--ns", &o.ns, "--name", name])
+            .args([
+                "--shards",
+                &n(o.shards.into()),
+                "--slice-ms",
+                &n(o.slice_ms),
+            ])
+            .args([
+                "--threads",
+                &n(o.threads.into()),
+                "--lease-ms",
+                &n(o.lease_ms),
+            ])
+            .args([
+                "--heartbeat-ms",
+                &n(o.heartbeat_ms),
+                "--poll-ms",
+                &n(o.poll_ms),
+            ])
+            .args([
+                "--backoff-ms",
+                &n(o.backoff_ms),
+                "--max-attempts",
+                &n(o.max_attempts.into()),
+            ])
+            .arg("--history")
+            .arg(&history)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn schedulers-redis-worker");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read ready line");
+        assert!(
+            line.starts_with("ready"),
+            "worker {name} did not start: {line:?}"
+        );
+        let stdin = child.stdin.take();
+        WorkerProc {
+            name: name.into(),
+            history,
+            child,
+            stdin,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `kill -9`.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Sends a signal by name (`STOP`, `CONT`) with kill(1).
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill");
+        assert!(ok.success(), "kill -{sig} failed");
+    }
+
+    /// Graceful stop: closes stdin, waits up to 20 s for the exit.
+    pub fn stop(&mut self) {
+        drop(self.stdin.take());
+        let end = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.kill9();
+        panic!("worker {} did not stop within 20 s", self.name);
+    }
+
+    /// This worker's events so far.
+    pub fn events(&self) -> Vec<Event> {
+        read_history(&self.history)
+    }
+}
+
+impl Drop for WorkerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One line of a worker's history.
+#[derive(Clone, Debug)]
+pub struct Event {
+    /// `start`, `end`, `lost`, `reaped`, `released`.
+    pub ev: String,
+    pub worker: String,
+    pub id: String,
+    /// The fire id the handler was given (empty for `reaped`).
+    pub fire: String,
+    pub due: i64,
+    pub fence: i64,
+    pub attempt: i64,
+    pub claimed: i64,
+    pub shard: u32,
+    pub outcome: String,
+    pub at: i64,
+}
+
+impl Event {
+    pub fn fire_id(&self) -> String {
+        format!("{}:{}", self.id, self.due)
+    }
+}
+
+/// Reads one history file (a line cut by `kill -9` is ignored).
+pub fn read_history(path: &Path) -> Vec<Event> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| {
+            let i = |k: &str| v[k].as_i64().unwrap_or_default();
+            let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+            Event {
+                ev: s("ev"),
+                worker: s("w"),
+                id: s("id"),
+                fire: s("fire"),
+                due: i("due"),
+                fence: i("fence"),
+                attempt: i("att"),
+                claimed: i("claimed"),
+                shard: i("shard") as u32,
+                outcome: s("outcome"),
+                at: i("at"),
+            }
+        })
+        .collect()
+}
+
+/// Every event of every worker.
+pub fn all_events(workers: &[&WorkerProc]) -> Vec<Event> {
+    workers.iter().flat_map(|w| w.events()).collect()
+}
+
+/// What the test knows about a job it scheduled.
+#[derive(Clone, Debug)]
+pub struct Expect {
+    /// The first due time (ms, Redis clock).
+    pub due: i64,
+    /// The period of a fixed-rate job, else 0.
+    pub period: i64,
+    /// Redis time read right after a cancel returned (the cancel ran at or
+    /// before it), if the job was cancelled.
+    pub cancelled_at: Option<i64>,
+}
+
+/// What the checker counted.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Starts per job id.
+    pub runs: HashMap<String, usize>,
+    /// Fire ids that ran more than once.
+    pub repeated_fires: usize,
+    /// Lease losses recorded (reaped, lost, stale).
+    pub lease_losses: usize,
+}
+
+/// The invariant checker. Over the recorded history:
+/// 1. every job that was not cancelled ran at least once and its last run
+///    was acked (`done` or `next`);
+/// 2. no run started before its due time, and a one-shot job's fire has its
+///    scheduled due time; a periodic job's fires are on its grid;
+/// 3. nothing started after a successful cancel;
+/// 4. a fire id ran again only after a recorded lease loss (reaped, lost or
+///    stale ack) or a recorded failure (retry) of the earlier run.
+///
+/// Returns the counts, or panics listing every violation.
+pub fn check(events: &[Event], jobs: &BTreeMap<String, Expect>) -> Summary {
+    check_with(events, jobs, true)
+}
+
+/// [`check`] for a test that drops connections: an ack whose reply was lost
+/// is recorded as an error although Redis applied it, so rule 1 is only
+/// "ran at least once"; the test checks completion in Redis instead.
+pub fn check_lost_replies(events: &[Event], jobs: &BTreeMap<String, Expect>) -> Summary {
+    check_with(events, jobs, false)
+}
+
+fn check_with(events: &[Event], jobs: &BTreeMap<String, Expect>, require_ack: bool) -> Summary {
+    let mut bad = Vec::new();
+    let mut starts: HashMap<&str, Vec<&Event>> = HashMap::new();
+    let mut acked: HashMap<&str, bool> = HashMap::new();
+    // (fire id, fence) pairs whose lease was recorded as lost or failed.
+    let mut released: HashMap<(String, i64), &str> = HashMap::new();
+    let mut summary = Summary::default();
+    for e in events {
+        if !e.fire.is_empty() && e.fire != e.fire_id() {
+            bad.push(format!(
+                "{}: handler got fire id {} for due {}",
+                e.id, e.fire, e.due
+            ));
+        }
+        match e.ev.as_str() {
+            "start" => starts.entry(&e.id).or_default().push(e),
+            "end" => {
+                if e.at != 0 && e.at < e.claimed {
+                    bad.push(format!(
+                        "{}: acked at {} before its claim at {}",
+                        e.id, e.at, e.claimed
+                    ));
+                }
+                if e.outcome == "done" || e.outcome == "next" || e.outcome == "cancelled" {
+                    acked.insert(&e.id, true);
+                }
+                if e.outcome == "stale" || e.outcome == "retry" {
+                    released.insert((e.fire_id(), e.fence), "end");
+                }
+            }
+            "reaped" | "lost" => {
+                released.insert((e.fire_id(), e.fence), "loss");
+            }
+            _ => {}
+        }
+    }
+    summary.lease_losses = events
+        .iter()
+        .filter(|e| e.ev == "reaped" || e.ev == "lost" || (e.ev == "end" && e.outcome == "stale"))
+        .count();
+    for (id, exp) in jobs {
+        let runs = starts.get(id.as_str()).cloned().unwrap_or_default();
+        summary.runs.insert(id.clone(), runs.len());
+        if exp.cancelled_at.is_none() && runs.is_empty() {
+            bad.push(format!("{id}: not cancelled, but never ran"));
+        }
+        if require_ack
+            && exp.cancelled_at.is_none()
+            && !acked.get(id.as_str()).copied().unwrap_or(false)
+        {
+            bad.push(format!(
+                "{id}: not cancelled, but no acked run ({} starts)",
+                runs.len()
+            ));
+        }
+        let mut by_fire: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
+        for r in &runs {
+            if r.claimed < r.due {
+                bad.push(format!(
+                    "{id}: claimed at {} before its due time {}",
+                    r.claimed, r.due
+                ));
+            }
+            if exp.period == 0 && r.due != exp.due {
+                bad.push(format!(
+                    "{id}: fire due {} but scheduled for {}",
+                    r.due, exp.due
+                ));
+            }
+            if exp.period > 0 && (r.due < exp.due || (r.due - exp.due) % exp.period != 0) {
+                bad.push(format!(
+                    "{id}: fire due {} is off the grid {} + k·{}",
+                    r.due, exp.due, exp.period
+                ));
+            }
+            if let Some(t) = exp.cancelled_at {
+                if r.claimed > t {
+                    bad.push(format!(
+                        "{id}: claimed at {} after the cancel (done by {t})",
+                        r.claimed
+                    ));
+                }
+            }
+            by_fire.entry(r.fire_id()).or_default().push(r);
+        }
+        for (fire, mut rs) in by_fire {
+            if rs.len() < 2 {
+                continue;
+            }
+            summary.repeated_fires += 1;
+            rs.sort_by_key(|r| r.fence);
+            for r in &rs[..rs.len() - 1] {
+                if !released.contains_key(&(fire.clone(), r.fence)) {
+                    bad.push(format!(
+                        "{fire}: ran again after fence {} (worker {}) with no recorded lease loss",
+                        r.fence, r.worker
+                    ));
+                }
+            }
+        }
+    }
+    for id in starts.keys() {
+        if !jobs.contains_key(*id) {
+            bad.push(format!("{id}: ran but was never scheduled"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} invariant violations:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    summary
+}
