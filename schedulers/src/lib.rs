@@ -18,7 +18,7 @@
 //!
 //! | Feature | Default | Adds |
 //! |---|---|---|
-//! | `redis` | off | [`distributed`]: a durable, multi-node scheduler on Redis (jobs as data, leases with fencing, at-least-once, catch-up after outages, exact cancel), the `schedulers-redis-worker` binary and its load benchmark. Pulls in `redis`, `serde`, `serde_json`, (the reason the workspace needs Rust 1.88). |
+//! | `redis` | off | [`distributed`]: a durable, multi-node scheduler on Redis (jobs as data, leases with fencing, at-least-once, catch-up after outages, exact cancel), the `schedulers-redis-worker` binary and its load benchmark. Pulls in `redis`, `serde` and `serde_json` (the `redis` crate is why the workspace needs Rust 1.88). |
 //!
 //! # Hello, timer
 //!
