@@ -7,3 +7,4 @@ mod conformance;
 mod heap_timer;
 mod ported_jdk_timer;
 mod smoke;
+mod thread_pool;
