@@ -673,7 +673,10 @@ fn schedule_now(p: &ScheduledThreadPool, run: Sender<()>, how: usize) {
     };
     match how {
         0 => drop(p.schedule(Duration::ZERO, notify).unwrap()),
-        1 => drop(p.submit(Duration::ZERO, Task::once(move || Some(notify()))).unwrap()),
+        1 => drop(p.submit(Duration::ZERO, Task::once(move || {
+            notify();
+            Some(())
+        })).unwrap()),
         2 => drop(p.schedule_with_fixed_delay(Duration::ZERO, Duration::from_nanos(1000), notify).unwrap()),
         _ => drop(p.schedule_at_fixed_rate(Duration::ZERO, ms(1000), notify).unwrap()),
     }
@@ -686,7 +689,10 @@ fn schedule_at_the_end_of_time(p: &ScheduledThreadPool, never: &Arc<AtomicUsize>
     };
     match how {
         0 => drop(p.schedule(end, never_runs).unwrap()),
-        1 => drop(p.submit(end, Task::once(move || Some(never_runs()))).unwrap()),
+        1 => drop(p.submit(end, Task::once(move || {
+            never_runs();
+            Some(())
+        })).unwrap()),
         2 => drop(p.schedule_with_fixed_delay(end, Duration::from_nanos(1000), never_runs).unwrap()),
         _ => drop(p.schedule_at_fixed_rate(end, ms(1000), never_runs).unwrap()),
     }

@@ -218,8 +218,7 @@ mod stress {
                                 let delay = Duration::from_micros(rng.below(8_000));
                                 let rec = Arc::new(Record { runs_at_cancel: AtomicUsize::new(usize::MAX), ..Record::default() });
                                 rec.not_before.store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
-                                let mut f = body(&rec, &clock);
-                                let h = pool.schedule(delay, move || f()).unwrap().into_handle();
+                                let h = pool.schedule(delay, body(&rec, &clock)).unwrap().into_handle();
                                 mine.push((rec, h));
                             }
                             5 => {

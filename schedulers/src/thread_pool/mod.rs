@@ -5,7 +5,7 @@
 //! A fixed set of worker threads takes tasks from one `DelayedWorkQueue`
 //! and runs them, exactly the JDK's shape:
 //!
-//! - **The queue** is the pure [`queue`] core: a binary heap of
+//! - **The queue** is the pure `queue` core: a binary heap of
 //!   `(deadline, seq, task)` entries, ordered by deadline and then by
 //!   sequence number (ties run first-in first-out), in which every task
 //!   knows its heap index, so removing a given task is O(log n).
