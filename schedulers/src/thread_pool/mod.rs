@@ -97,6 +97,13 @@ pub const AUTO_PURGE_MIN: usize = 1024;
 /// See the [module docs](self) for the algorithm and how it differs from
 /// the JDK.
 ///
+/// # Panics
+///
+/// `submit` (and so every `schedule*` method) panics if the operating
+/// system refuses to create the pool's *first* worker thread, since the
+/// task would otherwise never run; a refused later worker is skipped (the
+/// running ones take its share).
+///
 /// # Examples
 ///
 /// ```
