@@ -343,6 +343,69 @@ mod stress {
         mixed_operations_match_the_model(true);
     }
 
+    /// The hand-off itself: six workers, three threads submitting bursts of
+    /// tasks (many sharing a deadline, many becoming the new head while a
+    /// leader waits) as time moves. After every `advance` returns, every
+    /// task submitted before it whose deadline has passed must have run —
+    /// checked against the model, not the pool's own idea of being idle —
+    /// and none may have run early.
+    #[test]
+    fn no_due_task_is_left_waiting_on_many_workers() {
+        const THREADS: usize = 3;
+        const PER_THREAD: usize = 3_000;
+        let clock = ManualClock::new();
+        let pool = Arc::new(ScheduledThreadPool::builder().pool_size(6).clock(clock.clone()).build());
+        // (latest possible deadline, record), pushed once `schedule` returned.
+        let submitted: Arc<Mutex<Vec<(u64, Arc<Record>)>>> = Arc::new(Mutex::new(Vec::new()));
+        let done = Arc::new(AtomicUsize::new(0));
+        let submitters: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (pool, clock, submitted, done) = (pool.clone(), clock.clone(), submitted.clone(), done.clone());
+                thread::spawn(move || {
+                    let mut rng = Rng::new(300 + t as u64);
+                    for i in 0..PER_THREAD {
+                        // Bursts on a coarse grid: ties and new heads.
+                        let delay = Duration::from_micros(if i % 3 == 0 { rng.below(4) * 500 } else { rng.below(3_000) });
+                        let rec = Arc::new(Record::default());
+                        rec.not_before.store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
+                        pool.schedule(delay, body(&rec, &clock)).unwrap();
+                        let latest = (clock.elapsed() + delay).as_nanos() as u64;
+                        submitted.lock().unwrap().push((latest, rec));
+                        if rng.below(16) == 0 {
+                            thread::yield_now();
+                        }
+                    }
+                    done.fetch_add(1, SeqCst);
+                })
+            })
+            .collect();
+        let mut checks = 0usize;
+        let mut steps = 0;
+        loop {
+            let finished = done.load(SeqCst) == THREADS;
+            let before = submitted.lock().unwrap().len();
+            clock.advance(Duration::from_micros(200));
+            steps += 1;
+            let now = clock.elapsed().as_nanos() as u64;
+            let all = submitted.lock().unwrap();
+            for (i, (latest, rec)) in all[..before].iter().enumerate() {
+                if *latest <= now {
+                    assert_eq!(rec.runs.load(SeqCst), 1, "task {i}, due by {latest} ns, not run at {now} ns");
+                    checks += 1;
+                }
+                assert!(!rec.early.load(SeqCst), "task {i} ran early");
+            }
+            if finished && all.iter().all(|(latest, _)| *latest <= now) {
+                break;
+            }
+        }
+        for s in submitters {
+            s.join().unwrap();
+        }
+        assert_eq!(pool.metrics().fired as usize, THREADS * PER_THREAD);
+        eprintln!("stpe hand-off: {} tasks, {steps} steps, {checks} due-and-run checks", THREADS * PER_THREAD);
+    }
+
     /// Periodic tasks on many workers, time moving in 3 ms jumps: each
     /// fixed-rate task runs exactly `(T - initial) / period + 1` times
     /// (catch-up included), each fixed-delay task exactly as a step-by-step
