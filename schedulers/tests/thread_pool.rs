@@ -356,7 +356,8 @@ mod stress {
         let clock = ManualClock::new();
         let pool = Arc::new(ScheduledThreadPool::builder().pool_size(6).clock(clock.clone()).build());
         // (latest possible deadline, record), pushed once `schedule` returned.
-        let submitted: Arc<Mutex<Vec<(u64, Arc<Record>)>>> = Arc::new(Mutex::new(Vec::new()));
+        type Submitted = Mutex<Vec<(u64, Arc<Record>)>>;
+        let submitted: Arc<Submitted> = Arc::new(Mutex::new(Vec::new()));
         let done = Arc::new(AtomicUsize::new(0));
         let submitters: Vec<_> = (0..THREADS)
             .map(|t| {
