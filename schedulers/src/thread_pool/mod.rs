@@ -248,6 +248,24 @@ impl ScheduledThreadPool {
     }
 
     /// Worker threads started and not exited (the JDK's `getPoolSize`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::{ManualClock, SchedulerExt, ScheduledThreadPool};
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPool::builder().pool_size(4).clock(clock.clone()).build();
+    /// assert_eq!(pool.pool_size(), 0); // workers start with the first tasks
+    /// for _ in 0..2 {
+    ///     pool.schedule(Duration::from_secs(1), || ()).unwrap();
+    /// }
+    /// assert_eq!(pool.pool_size(), 2);
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(pool.completed_task_count(), 2);
+    /// assert_eq!(pool.active_count(), 0);
+    /// ```
     pub fn pool_size(&self) -> usize {
         lock(&self.shared.state).alive
     }
