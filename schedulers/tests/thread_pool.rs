@@ -457,12 +457,14 @@ mod stress {
 
     /// Real time, eight workers: four threads schedule short one-shots
     /// (0–2 ms) and cancel recent ones, so many cancels land just as the
-    /// task comes due; then `shutdown` races the still-running submitters.
-    /// Every accepted task that was not cancelled runs exactly once, never
+    /// task comes due; then `shutdown` (or `shutdown_now`) races the
+    /// still-running submitters and the workers' pops. Every accepted task
+    /// that was not cancelled runs exactly once — or, after `shutdown_now`,
+    /// exactly once or never and returned as abandoned, never both — never
     /// before its deadline, and within a generous bound (a lost hand-off
     /// would leave it waiting forever); no rejected or cancelled task runs;
     /// the pool terminates.
-    fn real_time_races(remove_on_cancel: bool) {
+    fn real_time_races(remove_on_cancel: bool, now: bool) {
         const THREADS: usize = 4;
         let pool = Arc::new(ScheduledThreadPool::builder().pool_size(8).remove_on_cancel(remove_on_cancel).build());
         let stop = Arc::new(AtomicBool::new(false));
@@ -522,7 +524,7 @@ mod stress {
             thread::yield_now();
         }
         stop.store(true, SeqCst);
-        pool.shutdown();
+        let returned = if now { pool.shutdown_now() } else { pool.shutdown(); Vec::new() };
         let mut accepted = Vec::new();
         let mut rejected = Vec::new();
         for s in submitters {
@@ -531,12 +533,16 @@ mod stress {
             rejected.extend(r);
         }
         assert!(pool.await_termination(Duration::from_secs(60)), "the pool terminates");
-        let (mut cancelled, mut ran) = (0, 0);
+        let (mut cancelled, mut ran, mut abandoned) = (0, 0, 0);
         for (i, (rec, h)) in accepted.iter().enumerate() {
             let runs = rec.runs.load(SeqCst);
             if rec.cancelled.load(SeqCst) {
                 cancelled += 1;
                 assert_eq!(runs, 0, "task {i} ran after a successful cancel");
+            } else if now && runs == 0 {
+                abandoned += 1;
+                let e = h.wait_timeout(Duration::from_secs(10)).unwrap_err();
+                assert!(e.is_abandoned(), "task {i} neither ran nor was returned: {e}");
             } else {
                 ran += 1;
                 assert_eq!(runs, 1, "task {i} ran {runs} times");
@@ -550,21 +556,29 @@ mod stress {
             assert_eq!(rec.runs.load(SeqCst), 0, "a rejected task ran");
         }
         assert_eq!(rejected.len(), THREADS, "each submitter stopped at its first rejection");
+        assert_eq!(abandoned, returned.len(), "shutdown_now returned exactly the tasks that never ran");
+        assert!(returned.iter().all(|h| !h.is_done() && !h.is_cancelled()));
         assert_eq!(pool.metrics().pending, 0);
         eprintln!(
-            "stpe real-time races (remove_on_cancel={remove_on_cancel}): {} accepted, {ran} ran, {cancelled} cancelled",
+            "stpe real-time races (remove_on_cancel={remove_on_cancel}, shutdown_now={now}): {} accepted, {ran} ran, \
+             {cancelled} cancelled, {abandoned} returned by shutdown_now",
             accepted.len()
         );
     }
 
     #[test]
     fn real_time_cancel_and_shutdown_races_on_eight_workers() {
-        real_time_races(false);
+        real_time_races(false, false);
+    }
+
+    #[test]
+    fn real_time_cancel_and_shutdown_now_races_on_eight_workers() {
+        real_time_races(false, true);
     }
 
     #[test]
     fn real_time_cancel_and_shutdown_races_on_eight_workers_remove_on_cancel() {
-        real_time_races(true);
+        real_time_races(true, false);
     }
 
     /// Pools the test no longer needs must not keep threads: dropping one
