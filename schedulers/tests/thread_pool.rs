@@ -606,3 +606,25 @@ mod stress {
         let _ = SystemClock.now();
     }
 }
+
+/// Destructors of task state run outside the pool's lock: a task whose
+/// value holds the last reference to its own pool drops it on the worker
+/// thread, and the pool shuts down gracefully (a later task still runs and
+/// the worker exits) instead of the worker deadlocking on its own lock.
+#[test]
+fn last_reference_to_the_pool_dropped_by_its_own_task() {
+    use std::sync::Arc;
+
+    use schedulers::SchedulerExt;
+
+    for remove_on_cancel in [false, true] {
+        let pool = Arc::new(ScheduledThreadPool::builder().remove_on_cancel(remove_on_cancel).build());
+        let p = pool.clone();
+        // The task's value is the pool; nobody waits for it.
+        drop(pool.schedule(Duration::from_millis(1), move || p).unwrap());
+        let later = pool.schedule(Duration::from_millis(20), || "ran").unwrap();
+        drop(pool);
+        // A worker stuck on its own lock would never run `later`.
+        assert_eq!(later.get_timeout(Duration::from_secs(30)).unwrap(), "ran");
+    }
+}

@@ -233,7 +233,9 @@ impl ScheduledThreadPool {
     /// ```
     pub fn purge(&self) -> usize {
         let mut state = lock(&self.shared.state);
-        self.shared.purge(&mut state)
+        let garbage = self.shared.purge(&mut state);
+        drop(state);
+        garbage.len()
     }
 
     /// Entries in the queue, cancelled ones not yet removed included (the
@@ -340,7 +342,8 @@ impl Shared {
             state = guard;
             let Some(entry) = entry else { break };
             drop(state);
-            state = self.run(entry);
+            self.run(entry);
+            state = lock(&self.state);
         }
         state.alive -= 1;
         if state.alive == 0 {
@@ -411,7 +414,11 @@ impl Shared {
 
     /// Runs a taken entry if it is still live, re-queues a periodic task
     /// (or cancels it, after shutdown), and marks the worker idle again.
-    fn run(&self, entry: Entry<TaskRef>) -> MutexGuard<'_, State> {
+    ///
+    /// A task cell is never dropped under the lock (here or anywhere): the
+    /// last reference may run the user's destructors, which may touch the
+    /// pool again.
+    fn run(&self, entry: Entry<TaskRef>) {
         let Entry { deadline, seq, item: cell } = entry;
         if !cell.claim(seq) {
             // A stale entry: cancelled (lazily counted as dead) or moved by
@@ -419,9 +426,8 @@ impl Shared {
             if !self.remove_on_cancel && cell.is_cancelled() {
                 self.dead.fetch_sub(1, Relaxed);
             }
-            let mut state = lock(&self.state);
-            state.running -= 1;
-            return state;
+            lock(&self.state).running -= 1;
+            return;
         }
         self.base.fire();
         let ran = cell.run_claimed(deadline, || self.base.now(), || self.base.next_seq());
@@ -436,17 +442,19 @@ impl Shared {
                     self.base.count_cancel(outcome);
                 }
             } else {
-                self.enqueue(&mut state, deadline, seq, cell);
+                self.enqueue(&mut state, deadline, seq, cell.clone());
             }
         }
         state.running -= 1;
-        state
+        drop(state);
+        drop(cell);
     }
 
     /// Queues `cell` at entry `seq`, replacing its old entry, if `seq` is
     /// still its live entry (a newer reset or a cancel may have won the
     /// race to the lock). A new head clears the leader and signals, as the
-    /// JDK's `offer` does.
+    /// JDK's `offer` does. Callers pass a clone and keep their own
+    /// reference, so no cell is ever freed here, under the lock.
     fn enqueue(&self, state: &mut State, deadline: u64, seq: u64, cell: TaskRef) {
         if !cell.is_live(seq) {
             return;
@@ -460,11 +468,13 @@ impl Shared {
         }
     }
 
-    fn purge(&self, state: &mut State) -> usize {
+    /// Removes the dead entries; the caller drops them after unlocking.
+    #[must_use]
+    fn purge(&self, state: &mut State) -> Vec<Entry<TaskRef>> {
         let removed = state.queue.purge(|e| e.item.is_live(e.seq));
-        self.dead.fetch_sub(removed as isize, Relaxed);
+        self.dead.fetch_sub(removed.len() as isize, Relaxed);
         self.queued.store(state.queue.len(), Relaxed);
-        if removed > 0 && state.queue.is_empty() && self.base.is_shutdown() {
+        if !removed.is_empty() && state.queue.is_empty() && self.base.is_shutdown() {
             self.available.notify_all();
         }
         removed
@@ -480,7 +490,9 @@ impl Shared {
             // Checked again: another cancel may have purged meanwhile.
             let dead = usize::try_from(self.dead.load(Relaxed)).unwrap_or(0);
             if dead >= AUTO_PURGE_MIN && dead * 2 > state.queue.len() {
-                self.purge(&mut state);
+                let garbage = self.purge(&mut state);
+                drop(state);
+                drop(garbage);
             }
         }
     }
@@ -526,12 +538,15 @@ impl Core for Shared {
         }
         if self.remove_on_cancel || self.base.is_shutdown() {
             let mut state = lock(&self.state);
-            if state.queue.remove(cell, Arc::ptr_eq).is_some() {
+            let removed = state.queue.remove(cell, Arc::ptr_eq);
+            if removed.is_some() {
                 self.queued.store(state.queue.len(), Relaxed);
                 if state.queue.is_empty() && self.base.is_shutdown() {
                     self.available.notify_all();
                 }
             }
+            drop(state);
+            drop(removed);
         } else {
             self.add_dead();
         }
@@ -576,12 +591,14 @@ impl Scheduler for ScheduledThreadPool {
     fn shutdown(&self) {
         let shared = &self.shared;
         let mut state = lock(&shared.state);
+        let mut garbage = Vec::new();
         if shared.base.start_shutdown() {
             // The JDK's `onShutdown`: drop cancelled entries, periodic tasks
             // unless kept, and one-shots not yet due unless kept.
             let now = shared.base.now();
             for e in state.queue.drain_sorted() {
                 if !e.item.is_live(e.seq) {
+                    garbage.push(e);
                     continue;
                 }
                 let drop = if e.item.is_periodic() {
@@ -595,6 +612,7 @@ impl Scheduler for ScheduledThreadPool {
                     if outcome.stopped() {
                         shared.base.count_cancel(outcome);
                     }
+                    garbage.push(e);
                 } else {
                     state.queue.push(e.deadline, e.seq, e.item);
                 }
@@ -609,6 +627,7 @@ impl Scheduler for ScheduledThreadPool {
         }
         drop(state);
         shared.available.notify_all();
+        drop(garbage); // outside the lock: destructors may use the pool
     }
 
     fn shutdown_now(&self) -> Vec<TaskHandle> {
@@ -617,10 +636,13 @@ impl Scheduler for ScheduledThreadPool {
         shared.base.start_shutdown();
         state.stopped = true;
         let mut never_ran = Vec::new();
+        let mut garbage = Vec::new();
         for e in state.queue.drain_sorted() {
             if e.item.is_live(e.seq) && e.item.abandon() {
                 shared.base.unpend();
                 never_ran.push(TaskHandle::new(e.item, shared.clone()));
+            } else {
+                garbage.push(e);
             }
         }
         shared.dead.store(0, Relaxed);
@@ -631,6 +653,7 @@ impl Scheduler for ScheduledThreadPool {
         }
         drop(state);
         shared.available.notify_all();
+        drop(garbage);
         never_ran
     }
 

@@ -104,18 +104,22 @@ impl<T: Indexed> DelayedWorkQueue<T> {
         }
     }
 
-    /// Drops every entry `keep` rejects, returning how many; O(n).
-    pub(crate) fn purge(&mut self, mut keep: impl FnMut(&Entry<T>) -> bool) -> usize {
-        let before = self.heap.len();
-        self.heap.retain(|e| {
-            let kept = keep(e);
-            if !kept {
-                e.item.set_heap_index(NOT_QUEUED);
+    /// Removes every entry `keep` rejects and returns them, so that the
+    /// caller can drop them (and run their items' destructors) outside its
+    /// lock; O(n).
+    pub(crate) fn purge(&mut self, mut keep: impl FnMut(&Entry<T>) -> bool) -> Vec<Entry<T>> {
+        let mut kept = 0;
+        for i in 0..self.heap.len() {
+            if keep(&self.heap[i]) {
+                self.heap.swap(kept, i);
+                kept += 1;
             }
-            kept
-        });
-        let removed = before - self.heap.len();
-        if removed > 0 {
+        }
+        let removed = self.heap.split_off(kept);
+        for e in &removed {
+            e.item.set_heap_index(NOT_QUEUED);
+        }
+        if !removed.is_empty() {
             self.heapify();
         }
         removed
