@@ -44,10 +44,16 @@
 //!   schedules and cancels long timeouts in a loop runs out of memory (the
 //!   JDK's own `BasicCancelTest` shows it). Here the cancel that makes dead
 //!   entries outnumber live ones (once at least [`AUTO_PURGE_MIN`] are
-//!   dead) purges the queue in one O(n) pass: a cancel stays O(1)
-//!   amortised and lock-free, and the queue holds at most about twice the
-//!   live tasks. `remove_on_cancel` and [`ScheduledThreadPool::purge`] work
-//!   as in the JDK.
+//!   dead) purges the queue itself, in one O(n) pass under the lock: a
+//!   cancel stays O(1) amortised and lock-free, and the queue holds at most
+//!   about twice the live tasks (plus [`AUTO_PURGE_MIN`]). The price is that
+//!   one cancel in many pays for the pass; a program that cannot afford
+//!   that on the cancelling thread sets `remove_on_cancel`, which makes
+//!   every cancel O(log n) under the lock instead. The purge runs on the
+//!   cancelling thread rather than on a worker because the workers may all
+//!   be busy running tasks (`HeapTimer`, with a thread of its own, hands it
+//!   to that thread). `remove_on_cancel` and [`ScheduledThreadPool::purge`]
+//!   work as in the JDK.
 //! - **After shutdown a cancel removes its entry at once**, whatever the
 //!   policy, so a cancelled far-future task cannot keep the pool from
 //!   terminating until its deadline.
