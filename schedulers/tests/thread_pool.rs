@@ -407,6 +407,71 @@ mod stress {
         eprintln!("stpe hand-off: {} tasks, {steps} steps, {checks} due-and-run checks", THREADS * PER_THREAD);
     }
 
+    /// Automatic purges racing everything else: three threads schedule
+    /// timers and cancel most of them (many thousands of dead entries, so
+    /// idle workers are asked to purge again and again, or the cancelling
+    /// thread purges when all workers are busy) while four workers fire the
+    /// rest as time moves. Nothing cancelled runs, everything else runs
+    /// once and not early, and the queue ends up holding no dead entries
+    /// beyond the purge threshold.
+    #[test]
+    fn auto_purge_racing_cancel_and_fire() {
+        const THREADS: usize = 3;
+        const PER_THREAD: usize = 10_000;
+        let clock = ManualClock::new();
+        let pool = Arc::new(ScheduledThreadPool::builder().pool_size(4).clock(clock.clone()).build());
+        let done = Arc::new(AtomicUsize::new(0));
+        let all = Arc::new(Mutex::new(Vec::new()));
+        let submitters: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (pool, clock, done, all) = (pool.clone(), clock.clone(), done.clone(), all.clone());
+                thread::spawn(move || {
+                    let mut rng = Rng::new(500 + t as u64);
+                    let mut mine: Vec<(Arc<Record>, TaskHandle, bool)> = Vec::new();
+                    for i in 0..PER_THREAD {
+                        let delay = Duration::from_micros(rng.below(400_000));
+                        let rec = Arc::new(Record::default());
+                        rec.not_before.store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
+                        let h = pool.schedule(delay, body(&rec, &clock)).unwrap().into_handle();
+                        mine.push((rec, h, false));
+                        // Cancel nine in ten, some at once, some later.
+                        let k = if rng.below(2) == 0 { i } else { rng.below(i as u64 + 1) as usize };
+                        if rng.below(10) != 0 && !mine[k].2 && mine[k].1.cancel() {
+                            mine[k].2 = true;
+                        }
+                    }
+                    all.lock().unwrap().extend(mine);
+                    done.fetch_add(1, SeqCst);
+                })
+            })
+            .collect();
+        let mut steps = 0;
+        while done.load(SeqCst) < THREADS {
+            clock.advance(Duration::from_micros(100));
+            steps += 1;
+        }
+        for s in submitters {
+            s.join().unwrap();
+        }
+        clock.advance(Duration::from_secs(1));
+        let all = std::mem::take(&mut *all.lock().unwrap());
+        let mut cancelled = 0;
+        for (i, (rec, _, won)) in all.iter().enumerate() {
+            let runs = rec.runs.load(SeqCst);
+            if *won {
+                cancelled += 1;
+                assert_eq!(runs, 0, "task {i} ran after a successful cancel");
+            } else {
+                assert_eq!(runs, 1, "task {i} ran {runs} times");
+                assert!(!rec.early.load(SeqCst), "task {i} ran early");
+            }
+        }
+        assert_eq!(pool.metrics().pending, 0);
+        assert_eq!(pool.metrics().cancelled as usize, cancelled);
+        assert!(pool.queue_len() <= 2 * schedulers::thread_pool::AUTO_PURGE_MIN, "{} entries left", pool.queue_len());
+        eprintln!("stpe auto-purge: {} tasks, {cancelled} cancelled, {steps} steps", all.len());
+    }
+
     /// Periodic tasks on many workers, time moving in 3 ms jumps: each
     /// fixed-rate task runs exactly `(T - initial) / period + 1` times
     /// (catch-up included), each fixed-delay task exactly as a step-by-step

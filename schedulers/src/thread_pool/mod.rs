@@ -44,16 +44,16 @@
 //!   schedules and cancels long timeouts in a loop runs out of memory (the
 //!   JDK's own `BasicCancelTest` shows it). Here the cancel that makes dead
 //!   entries outnumber live ones (once at least [`AUTO_PURGE_MIN`] are
-//!   dead) purges the queue itself, in one O(n) pass under the lock: a
-//!   cancel stays O(1) amortised and lock-free, and the queue holds at most
-//!   about twice the live tasks (plus [`AUTO_PURGE_MIN`]). The price is that
-//!   one cancel in many pays for the pass; a program that cannot afford
-//!   that on the cancelling thread sets `remove_on_cancel`, which makes
-//!   every cancel O(log n) under the lock instead. The purge runs on the
-//!   cancelling thread rather than on a worker because the workers may all
-//!   be busy running tasks (`HeapTimer`, with a thread of its own, hands it
-//!   to that thread). `remove_on_cancel` and [`ScheduledThreadPool::purge`]
-//!   work as in the JDK.
+//!   dead) has the queue purged in one O(n) pass under the lock: by an
+//!   idle worker if one is waiting (it is woken for it, as `HeapTimer`
+//!   wakes its thread), else by the cancelling thread itself, since the
+//!   workers may all be busy running tasks for a long time. A cancel stays
+//!   O(1) amortised and lock-free, and the queue holds at most about twice
+//!   the live tasks (plus [`AUTO_PURGE_MIN`]). A program that cannot
+//!   afford an occasional O(n) pass under the lock sets `remove_on_cancel`,
+//!   which makes every cancel O(log n) under the lock instead.
+//!   `remove_on_cancel` and [`ScheduledThreadPool::purge`] work as in the
+//!   JDK.
 //! - **After shutdown a cancel removes its entry at once**, whatever the
 //!   policy, so a cancelled far-future task cannot keep the pool from
 //!   terminating until its deadline.
@@ -79,7 +79,7 @@ mod queue;
 mod test;
 
 use std::fmt;
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -171,6 +171,8 @@ struct Shared {
     dead: AtomicIsize,
     /// Entries in the heap, mirrored for the lock-free cancel path.
     queued: AtomicUsize,
+    /// An idle worker was asked to purge dead entries.
+    purge_requested: AtomicBool,
 }
 
 struct State {
@@ -183,6 +185,8 @@ struct State {
     alive: usize,
     /// Workers between taking an entry and finishing with it.
     running: usize,
+    /// Workers blocked on `available`.
+    waiting: usize,
     /// Entries taken and finished with whose task ran.
     completed: u64,
     /// `shutdown_now` was called: take nothing more.
@@ -320,6 +324,7 @@ impl ScheduledThreadPoolBuilder {
                 started: 0,
                 alive: 0,
                 running: 0,
+                waiting: 0,
                 completed: 0,
                 stopped: false,
                 terminated: false,
@@ -331,6 +336,7 @@ impl ScheduledThreadPoolBuilder {
             thread_name: self.common.thread_name.clone(),
             dead: AtomicIsize::new(0),
             queued: AtomicUsize::new(0),
+            purge_requested: AtomicBool::new(false),
         });
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         shared.base.clock.attach(weak);
@@ -375,6 +381,13 @@ impl Shared {
             if state.stopped {
                 break None;
             }
+            if self.purge_requested.swap(false, AcqRel) {
+                let garbage = self.purge(&mut state);
+                drop(state);
+                drop(garbage); // outside the lock: destructors may use the pool
+                state = lock(&self.state);
+                continue;
+            }
             let Some(head) = state.queue.peek().map(|e| e.deadline) else {
                 if self.base.is_shutdown() {
                     break None;
@@ -407,15 +420,18 @@ impl Shared {
 
     /// Blocks on `available` until `deadline` (ticks) or a signal; `None`
     /// waits untimed (a follower, or any wait on a virtual clock).
-    fn wait<'a>(&'a self, state: MutexGuard<'a, State>, deadline: Option<u64>) -> MutexGuard<'a, State> {
+    fn wait<'a>(&'a self, mut state: MutexGuard<'a, State>, deadline: Option<u64>) -> MutexGuard<'a, State> {
         let real = deadline
             .and_then(|d| self.base.timebase.instant(d))
             .and_then(|at| self.base.clock.wait_for(at));
         self.base.clock.on_idle();
-        match real {
+        state.waiting += 1;
+        let mut state = match real {
             Some(timeout) => self.available.wait_timeout(state, timeout).unwrap_or_else(|e| e.into_inner()).0,
             None => self.available.wait(state).unwrap_or_else(|e| e.into_inner()),
-        }
+        };
+        state.waiting -= 1;
+        state
     }
 
     /// Runs a taken entry if it is still live, re-queues a periodic task
@@ -486,16 +502,26 @@ impl Shared {
         removed
     }
 
-    /// Counts a lazily cancelled entry; the cancel that makes dead entries
-    /// outnumber live ones purges the queue itself.
+    /// Counts a lazily cancelled entry. The cancel that makes dead entries
+    /// outnumber live ones hands the purge to an idle worker, or does it
+    /// itself when every worker is busy running a task.
     fn add_dead(&self) {
         let dead = self.dead.fetch_add(1, Relaxed) + 1;
         let dead = usize::try_from(dead).unwrap_or(0);
-        if dead >= AUTO_PURGE_MIN && dead * 2 > self.queued.load(Relaxed) {
+        if dead >= AUTO_PURGE_MIN
+            && dead * 2 > self.queued.load(Relaxed)
+            && !self.purge_requested.load(Relaxed)
+        {
             let mut state = lock(&self.state);
             // Checked again: another cancel may have purged meanwhile.
             let dead = usize::try_from(self.dead.load(Relaxed)).unwrap_or(0);
-            if dead >= AUTO_PURGE_MIN && dead * 2 > state.queue.len() {
+            if dead < AUTO_PURGE_MIN || dead * 2 <= state.queue.len() || self.purge_requested.load(Relaxed) {
+                return;
+            }
+            if state.waiting > 0 {
+                self.purge_requested.store(true, Release);
+                self.available.notify_all();
+            } else {
                 let garbage = self.purge(&mut state);
                 drop(state);
                 drop(garbage);
@@ -568,7 +594,10 @@ impl Wakeable for Shared {
     fn is_idle(&self, now: Instant) -> bool {
         let now = self.base.timebase.ticks(now);
         let state = lock(&self.state);
-        state.terminated || (state.running == 0 && state.queue.peek().is_none_or(|e| e.deadline > now))
+        state.terminated
+            || (state.running == 0
+                && !self.purge_requested.load(Acquire)
+                && state.queue.peek().is_none_or(|e| e.deadline > now))
     }
 }
 
@@ -624,6 +653,7 @@ impl Scheduler for ScheduledThreadPool {
                 }
             }
             shared.dead.store(0, Relaxed);
+            shared.purge_requested.store(false, Relaxed);
             shared.queued.store(state.queue.len(), Relaxed);
             state.leader = None;
             if state.alive == 0 {
@@ -652,6 +682,7 @@ impl Scheduler for ScheduledThreadPool {
             }
         }
         shared.dead.store(0, Relaxed);
+        shared.purge_requested.store(false, Relaxed);
         shared.queued.store(0, Relaxed);
         if state.alive == 0 && !state.terminated {
             state.terminated = true;
