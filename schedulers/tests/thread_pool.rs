@@ -343,7 +343,7 @@ mod stress {
         mixed_operations_match_the_model(true);
     }
 
-    /// The hand-off itself: six workers, three threads submitting bursts of
+    /// The hand-off itself: two to eight workers, three threads submitting bursts of
     /// tasks (many sharing a deadline, many becoming the new head while a
     /// leader waits) as time moves. After every `advance` returns, every
     /// task submitted before it whose deadline has passed must have run —
@@ -351,10 +351,18 @@ mod stress {
     /// and none may have run early.
     #[test]
     fn no_due_task_is_left_waiting_on_many_workers() {
+        // Several pool sizes and seeds: fewer workers than submitters,
+        // as many, and more.
+        for (workers, seed) in [(2, 300), (3, 310), (6, 320), (8, 330), (6, 340)] {
+            due_tasks_run(workers, seed);
+        }
+    }
+
+    fn due_tasks_run(workers: usize, seed: u64) {
         const THREADS: usize = 3;
-        const PER_THREAD: usize = 3_000;
+        const PER_THREAD: usize = 2_000;
         let clock = ManualClock::new();
-        let pool = Arc::new(ScheduledThreadPool::builder().pool_size(6).clock(clock.clone()).build());
+        let pool = Arc::new(ScheduledThreadPool::builder().pool_size(workers).clock(clock.clone()).build());
         // (latest possible deadline, record), pushed once `schedule` returned.
         type Submitted = Mutex<Vec<(u64, Arc<Record>)>>;
         let submitted: Arc<Submitted> = Arc::new(Mutex::new(Vec::new()));
@@ -363,7 +371,7 @@ mod stress {
             .map(|t| {
                 let (pool, clock, submitted, done) = (pool.clone(), clock.clone(), submitted.clone(), done.clone());
                 thread::spawn(move || {
-                    let mut rng = Rng::new(300 + t as u64);
+                    let mut rng = Rng::new(seed + t as u64);
                     for i in 0..PER_THREAD {
                         // Bursts on a coarse grid: ties and new heads.
                         let delay = Duration::from_micros(if i % 3 == 0 { rng.below(4) * 500 } else { rng.below(3_000) });
@@ -404,7 +412,10 @@ mod stress {
             s.join().unwrap();
         }
         assert_eq!(pool.metrics().fired as usize, THREADS * PER_THREAD);
-        eprintln!("stpe hand-off: {} tasks, {steps} steps, {checks} due-and-run checks", THREADS * PER_THREAD);
+        eprintln!(
+            "stpe hand-off ({workers} workers, seed {seed}): {} tasks, {steps} steps, {checks} due-and-run checks",
+            THREADS * PER_THREAD
+        );
     }
 
     /// Automatic purges racing everything else: three threads schedule
