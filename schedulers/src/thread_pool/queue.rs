@@ -121,6 +121,10 @@ impl<T: Indexed> DelayedWorkQueue<T> {
         }
         if !removed.is_empty() {
             self.heapify();
+            // Give back what a burst left behind, keeping room to grow.
+            if self.heap.capacity() > 4 * self.heap.len() + 64 {
+                self.heap.shrink_to(2 * self.heap.len());
+            }
         }
         removed
     }
@@ -216,6 +220,12 @@ impl<T: Indexed> DelayedWorkQueue<T> {
             self.heap.swap(i, child);
             i = child;
         }
+    }
+
+    /// Room reserved (tests only).
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.heap.capacity()
     }
 
     /// Checks the heap order and every index (tests only).

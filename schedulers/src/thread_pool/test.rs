@@ -118,6 +118,19 @@ fn purge_and_drain() {
     assert!(items.iter().all(|i| i.heap_index() == NOT_QUEUED));
 }
 
+#[test]
+fn purge_gives_back_memory() {
+    let mut q = DelayedWorkQueue::new();
+    let items: Vec<Item> = (0..10_000).map(Item::new).collect();
+    for (i, item) in items.iter().enumerate() {
+        q.push(i as u64, i as u64, item.clone());
+    }
+    assert_eq!(q.purge(|e| e.item.id < 100).len(), 9_900);
+    q.check();
+    assert_eq!(q.len(), 100);
+    assert!(q.capacity() <= 1_000, "capacity {} kept after purging a burst", q.capacity());
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Push(u64),
