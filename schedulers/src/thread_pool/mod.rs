@@ -17,9 +17,19 @@
 //!   worker is a follower and waits *untimed*. A push that makes a new
 //!   head clears the leader and signals one waiter, which becomes the new
 //!   leader for the new deadline. A worker leaving `take` signals a
-//!   successor when there is no leader and the heap is not empty. So at
-//!   most one thread at a time sleeps on a timer, and the others are not
-//!   woken needlessly.
+//!   successor when there is no leader and the heap is not empty. So one
+//!   thread at a time is the leader (a leader displaced by a new head
+//!   finishes its timed wait at the old deadline and rejoins as a
+//!   follower), and the others are not woken needlessly. (A second
+//!   condition variable, not part of the protocol, serves
+//!   `await_termination`, like the JDK's `termination`.)
+//! - **Shutdown** follows the executor: `shutdown` drops cancelled
+//!   entries, periodic tasks unless
+//!   `continue_existing_periodic_tasks_after_shutdown`, and one-shots *not
+//!   yet due* unless `execute_existing_delayed_tasks_after_shutdown` (a due
+//!   one-shot always runs, as in the JDK); workers exit once the queue is
+//!   empty. `shutdown_now` drains the queue and stops the workers after
+//!   their current task.
 //! - **Workers start lazily**: each `submit` starts one more worker until
 //!   `pool_size` are running (the JDK's `ensurePrestart`); a pool size of
 //!   zero still gets one worker, as in the JDK.
@@ -70,9 +80,23 @@
 //!   forever.
 //! - **Reset** ([`TaskHandle::reset`](crate::TaskHandle::reset)) is an
 //!   addition: it moves a pending task to a new deadline.
+//! - **A task's destructors never run under the pool's lock**, so a task
+//!   whose closure or value holds the last reference to its own pool does
+//!   not deadlock the worker that drops it.
 //! - Not cloned: `execute`/`submit` (use `schedule(Duration::ZERO, ..)`),
 //!   `invokeAll`/`invokeAny`, `decorateTask`, thread factories, changing the
 //!   pool size or the shutdown policies after construction.
+
+//!
+//! # Testing
+//!
+//! The pure queue is checked against a sorted-list model by property
+//! tests. The pool runs the whole conformance suite with one worker (each
+//! cancel policy) and with three, the JSR-166 TCK and jtreg ports, and
+//! many-thread stress tests checked against a model: leader hand-off with
+//! two to eight workers (after every step of virtual time, every task due
+//! has run), cancel, reset and automatic purges racing the workers' pops,
+//! and `shutdown`/`shutdown_now` racing submitters on the system clock.
 
 mod queue;
 #[cfg(test)]
