@@ -13,17 +13,19 @@
 
 use std::time::{Duration, Instant};
 
-use schedulers::{HeapTimer, Scheduler, SchedulerExt, TaskHandle};
+use schedulers::{HeapTimer, ScheduledThreadPool, Scheduler, SchedulerExt, TaskHandle};
 
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
         "heap" => Box::new(HeapTimer::new()),
+        "stpe" => Box::new(ScheduledThreadPool::new(1)),
+        "stpe-roc" => Box::new(ScheduledThreadPool::builder().remove_on_cancel(true).build()),
         _ => return None,
     })
 }
 
-const ALL: &[&str] = &["heap"];
+const ALL: &[&str] = &["heap", "stpe", "stpe-roc"];
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -12,17 +12,18 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use schedulers::{Clock, HeapTimer, Scheduler, SchedulerExt, SystemClock};
+use schedulers::{Clock, HeapTimer, ScheduledThreadPool, Scheduler, SchedulerExt, SystemClock};
 
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
         "heap" => Box::new(HeapTimer::new()),
         "heap-spin" => Box::new(HeapTimer::builder().spin(Duration::from_micros(60)).build()),
+        "stpe" => Box::new(ScheduledThreadPool::new(2)),
         _ => return None,
     })
 }
 
-const ALL: &[&str] = &["heap", "heap-spin"];
+const ALL: &[&str] = &["heap", "heap-spin", "stpe"];
 
 fn main() {
     let mut args = std::env::args().skip(1);

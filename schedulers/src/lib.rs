@@ -7,6 +7,7 @@
 //! | Scheduler | Original | Structure | schedule / cancel / expire | Pick it when |
 //! |---|---|---|---|---|
 //! | [`HeapTimer`] | `java.util.Timer` | one thread, binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | few thousand timers, short tasks, lowest lateness |
+//! | [`ScheduledThreadPool`] | `ScheduledThreadPoolExecutor` | N workers, indexed binary heap, one lock, leader/follower hand-off | O(log n) / O(1) lazy or O(log n) with `remove_on_cancel` / O(log n) | tasks that block or take long, several at once |
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
@@ -77,6 +78,7 @@ mod handle;
 pub mod heap_timer;
 mod scheduler;
 mod task;
+pub mod thread_pool;
 
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
 pub use error::Error;
@@ -85,3 +87,4 @@ pub use handle::{ScheduledFuture, TaskHandle};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use scheduler::{Metrics, Scheduler, SchedulerExt};
 pub use task::Task;
+pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};

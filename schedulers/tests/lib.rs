@@ -6,6 +6,8 @@
 mod conformance;
 mod heap_timer;
 mod ported_jdk_timer;
+mod ported_jsr166;
 mod smoke;
+mod thread_pool;
 #[cfg(feature = "redis")]
 mod distributed;
