@@ -298,14 +298,17 @@ impl Base {
         }
     }
 
-    /// Decides, at shutdown, whether a queued task is dropped (cancelled).
+    /// Decides, at shutdown, whether a queued task is dropped (cancelled):
+    /// everything after `shutdown_now`; otherwise periodic tasks unless kept,
+    /// and one-shots not yet due unless delayed tasks are kept (the JDK's
+    /// `onShutdown`: a one-shot already due still runs).
     pub(crate) fn drops_at_shutdown(&self, cell: &TaskRef) -> bool {
         if self.stopped.load(SeqCst) {
             true
         } else if cell.is_periodic() {
             !self.keep_periodic
         } else {
-            !self.run_delayed
+            !self.run_delayed && cell.deadline() > self.now()
         }
     }
 }
