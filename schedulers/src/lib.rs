@@ -7,6 +7,7 @@
 //! | Scheduler | Original | Structure | schedule / cancel / expire | Pick it when |
 //! |---|---|---|---|---|
 //! | [`HeapTimer`] | `java.util.Timer` | one thread, binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | few thousand timers, short tasks, lowest lateness |
+//! | [`HierarchicalWheelTimer`] | Kafka `SystemTimer` | timing wheels with lazy overflow wheels, buckets in a delay queue, driver sleeps until the next bucket, worker pool | O(1) / O(1) unlink / O(levels) cascade | very many timers, mostly cancelled or far away; idle cost independent of count; 1-tick lateness |
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
@@ -67,6 +68,7 @@ mod error;
 mod executor;
 mod handle;
 pub mod heap_timer;
+pub mod hierarchical;
 mod scheduler;
 mod task;
 
@@ -75,5 +77,6 @@ pub use error::Error;
 pub use executor::Executor;
 pub use handle::{ScheduledFuture, TaskHandle};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
+pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
 pub use scheduler::{Metrics, Scheduler, SchedulerExt};
 pub use task::Task;

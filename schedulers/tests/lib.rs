@@ -5,5 +5,6 @@
 
 mod conformance;
 mod heap_timer;
+mod hierarchical;
 mod ported_jdk_timer;
 mod smoke;
