@@ -13,17 +13,18 @@
 
 use std::time::{Duration, Instant};
 
-use schedulers::{HeapTimer, Scheduler, SchedulerExt, TaskHandle};
+use schedulers::{HeapTimer, HierarchicalWheelTimer, Scheduler, SchedulerExt, TaskHandle};
 
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
         "heap" => Box::new(HeapTimer::new()),
+        "hier" => Box::new(HierarchicalWheelTimer::new()),
         _ => return None,
     })
 }
 
-const ALL: &[&str] = &["heap"];
+const ALL: &[&str] = &["heap", "hier"];
 
 fn main() {
     let mut args = std::env::args().skip(1);

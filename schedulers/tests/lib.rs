@@ -6,5 +6,6 @@
 mod conformance;
 mod heap_timer;
 mod hierarchical;
+mod ported_kafka;
 mod ported_jdk_timer;
 mod smoke;

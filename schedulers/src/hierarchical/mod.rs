@@ -9,9 +9,10 @@
 //! works in ticks: a deadline of `d` ns is due at tick `ceil(d / tick)`.
 //!
 //! One driver thread (Kafka's reaper) sleeps until the earliest *bucket*
-//! expires, not from tick to tick: with 10⁵ timers an hour away it wakes a
-//! handful of times in that hour (the first wheel of 20 × 1 ms cascades from
-//! overflow wheels of 20 ms, 400 ms, 8 s, 160 s, 53 min…). When it wakes it
+//! expires, not from tick to tick. A bucket expires at its earliest timer
+//! (Kafka: at the start of its range), so with 10⁵ timers an hour away the
+//! driver does not wake at all in that hour, and when they come due it wakes
+//! at most once per millisecond that holds a deadline. When it wakes it
 //! advances the wheels, which re-insert the timers of each expired bucket
 //! into finer wheels, and hands the timers now due to the [`Executor`], a
 //! worker pool by default as in Kafka, so a slow task does not hold up the

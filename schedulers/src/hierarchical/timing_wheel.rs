@@ -10,12 +10,12 @@
 //! (its *interval*). Each level has a current time, always a multiple of its
 //! unit. A timer due at tick `e` goes to the finest level whose span still
 //! reaches it: level `L` if `e < current_L + interval_L`, in bucket
-//! `(e / unit_L) % size`, whose expiration is `(e / unit_L) * unit_L`. A timer
+//! `(e / unit_L) % size`. A bucket expires at its earliest timer. A timer
 //! beyond the top level's span creates the next level (lazily, as Kafka's
 //! `overflowWheel`), with unit = the interval below and current time rounded
 //! down to that unit. A bucket only ever holds timers of one revolution, and
-//! it is offered to the delay queue when its expiration changes, that is,
-//! when it gets its first timer in a revolution.
+//! it is offered to the delay queue when it gets its first timer in a
+//! revolution (and moved up if it later gets an earlier one).
 //!
 //! [`TimingWheels::advance`] polls the delay queue: for each bucket expired
 //! at `now`, it advances every level's clock to the bucket's expiration and
@@ -32,6 +32,17 @@
 //! - **Submission order within a tick.** The expired timers of one `advance`
 //!   come back sorted by `(tick, seq)`; Kafka runs a bucket in list order,
 //!   which a cascade can scramble.
+//! - **A bucket expires at its earliest timer**, not at the start of its
+//!   range. Kafka flushes an overflow bucket at its start, which costs a
+//!   wake-up for a cascade that may only move timers one level down; here the
+//!   flush waits for the first timer that needs it, and re-inserting then
+//!   finds that timer due. With 10⁵ timers spread over an hour at 1 ms, this
+//!   halves the driver's wake-ups (one per occupied millisecond instead of
+//!   one per occupied millisecond plus one per occupied 20 ms bucket), and a
+//!   timer an hour away wakes nobody before its hour. A removal may leave the
+//!   expiration earlier than the earliest remaining timer: that costs an
+//!   early cascade, never a late timer. It stays sound because a bucket's
+//!   index is only reused a whole revolution later, after its range ended.
 //! - **Empty buckets leave the queue.** A removal that empties a bucket takes
 //!   it out of the delay queue, so the driver does not wake for nothing.
 //! - **Wide ticks.** Units and intervals are checked for overflow: the level
@@ -204,12 +215,14 @@ impl<T> TimingWheels<T> {
             let level = self.levels[l];
             // `e > current_0 >= current_l`, so the subtraction cannot wrap.
             if level.interval.is_none_or(|span| e - level.current < span) {
-                let id = e / level.unit;
-                let b = level.first + (id % self.size) as usize;
-                let expiration = id * level.unit;
-                if self.expirations[b] != expiration {
-                    self.expirations[b] = expiration;
-                    self.queue.offer(b as u32, expiration);
+                let b = level.first + ((e / level.unit) % self.size) as usize;
+                // The bucket expires at its earliest timer: offered when it
+                // gets its first timer of the revolution, moved earlier when
+                // it gets an earlier one.
+                let expiration = self.expirations[b];
+                if expiration == NONE || e < expiration {
+                    self.expirations[b] = e;
+                    self.queue.offer(b as u32, e);
                 }
                 return self.sentinels[b];
             }
