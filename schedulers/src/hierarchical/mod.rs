@@ -3,9 +3,9 @@
 //!
 //! # Implementation
 //!
-//! The pure core is in [`timing_wheel`] (wheels with lazily created overflow
-//! levels), [`bucket`] (Kafka's `TimerTaskList`s as index-linked lists in one
-//! slab) and [`delay_queue`] (buckets keyed by their expiration). The core
+//! The pure core is in `timing_wheel` (wheels with lazily created overflow
+//! levels), `bucket` (Kafka's `TimerTaskList`s as index-linked lists in one
+//! slab) and `delay_queue` (buckets keyed by their expiration). The core
 //! works in ticks: a deadline of `d` ns is due at tick `ceil(d / tick)`.
 //!
 //! One driver thread (Kafka's reaper) sleeps until the earliest *bucket*
@@ -30,7 +30,7 @@
 //! # Differences from Kafka's `SystemTimer`
 //!
 //! - **Never early, at most one tick late.** Kafka may run a task up to a
-//!   tick early (see [`timing_wheel`]); here deadlines round up to the tick.
+//!   tick early (see `timing_wheel`); here deadlines round up to the tick.
 //! - **No polling reaper.** Kafka's reaper polls the delay queue every
 //!   200 ms at most; this driver blocks until the earliest bucket, and a
 //!   submit into an earlier bucket wakes it.
