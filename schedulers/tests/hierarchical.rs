@@ -16,3 +16,43 @@ crate::conformance!(conformance, Duration::from_millis(1), |o| {
     }
     Box::new(b.build())
 });
+
+mod on_the_system_clock {
+    //! Real-time smoke tests with generous bounds: precision is tested in
+    //! virtual time and measured by the examples, not here.
+
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use schedulers::{Clock, HierarchicalWheelTimer, Scheduler, SchedulerExt, SystemClock};
+
+    #[test]
+    fn fires_never_early_on_the_worker_pool() {
+        let timer = HierarchicalWheelTimer::new();
+        let mut futures = Vec::new();
+        for i in 0..100u64 {
+            let delay = Duration::from_micros(i * 500);
+            let due = SystemClock.now() + delay;
+            futures.push(timer.schedule(delay, move || SystemClock.now() >= due).unwrap());
+        }
+        for f in futures {
+            assert!(f.get().unwrap(), "fired early");
+        }
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let periodic = timer
+            .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(2), move || {
+                r.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+        while runs.load(SeqCst) < 5 {
+            std::thread::yield_now();
+        }
+        assert!(periodic.cancel());
+        // A far timer keeps nothing alive after shutdown_now.
+        timer.schedule(Duration::from_secs(3600), || ()).unwrap();
+        assert_eq!(timer.shutdown_now().len(), 1);
+        assert!(timer.await_termination(Duration::from_secs(30)));
+    }
+}
