@@ -5,8 +5,9 @@
 //! `TimerTaskList` has a root entry; all nodes, sentinels included, sit in
 //! one `Vec` and point at each other with `u32` indices, so there are no raw
 //! pointers, no `unsafe` and no allocation per timer once the slab has grown.
-//! A node is 32 bytes for an 8-byte item: two links, the expiration (in
-//! ticks), the sequence number and the item.
+//! A node holds two 4-byte links, the expiration (in ticks), the sequence
+//! number and the item: 40 bytes for a task reference (a 16-byte pointer to
+//! a type-erased cell).
 //!
 //! Costs: push to the back, unlink and pop from the front are O(1) and touch
 //! the node and its two neighbours. A freed node goes on a free list and is
@@ -165,6 +166,12 @@ impl<T> Buckets<T> {
         self.free = key;
         self.len -= 1;
         Removed { expiration: node.expiration, seq: node.seq, item }
+    }
+
+    /// Bytes per node, as the slab holds them.
+    #[cfg(test)]
+    pub(crate) fn node_size() -> usize {
+        std::mem::size_of::<Node<T>>()
     }
 
     /// The keys of `list`, front to back (for tests and diagnostics).

@@ -42,8 +42,9 @@
 //!
 //! Schedule O(1) under the lock; cancel one CAS plus an O(1) unlink under the
 //! lock; reset O(1) under the lock; each timer is re-inserted once per wheel
-//! level it descends through. Memory: a 32-byte slab node per pending timer
-//! besides the task cell, and `levels × size` buckets.
+//! level it descends through. Memory: a 40-byte slab node per pending timer
+//! besides the task cell (shared by every scheduler of the crate, about 96
+//! bytes with its allocation), and `levels × size` buckets.
 
 mod bucket;
 mod delay_queue;

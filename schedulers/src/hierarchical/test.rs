@@ -68,6 +68,12 @@ fn kafka_timer_task_list_test_all() {
 }
 
 #[test]
+fn a_node_is_40_bytes() {
+    // Two u32 links, expiration and seq, and a 16-byte `Arc<dyn ..>`.
+    assert_eq!(Buckets::<crate::task::TaskRef>::node_size(), 40);
+}
+
+#[test]
 fn unlink_reports_the_list_it_emptied() {
     let mut b: Buckets<u64> = Buckets::new();
     let list = b.new_list(7);
