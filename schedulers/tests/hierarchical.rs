@@ -55,4 +55,19 @@ mod on_the_system_clock {
         assert_eq!(timer.shutdown_now().len(), 1);
         assert!(timer.await_termination(Duration::from_secs(30)));
     }
+
+    /// The driver sleeps until the bucket an hour away; a submit into an
+    /// earlier bucket must wake it (or the task would wait an hour).
+    #[test]
+    fn an_earlier_submit_wakes_the_sleeping_driver() {
+        let timer = HierarchicalWheelTimer::new();
+        timer.schedule(Duration::from_secs(3600), || ()).unwrap();
+        // Once this has run, the driver has gone back to sleep until the hour.
+        timer.schedule(Duration::ZERO, || ()).unwrap().get().unwrap();
+        for ms in [50, 5, 1] {
+            let soon = timer.schedule(Duration::from_millis(ms), || ()).unwrap();
+            soon.wait_timeout(Duration::from_secs(30)).expect("the driver was not woken");
+        }
+        assert_eq!(timer.metrics().pending, 1);
+    }
 }
