@@ -345,7 +345,7 @@ impl Shared {
                 // A cancel that came between the run's end and this lock
                 // already counted itself; do not queue a dead entry.
                 if cell.is_live(seq) {
-                    self.enqueue(&mut state, deadline, seq, cell);
+                    self.enqueue(&mut state, deadline, seq, &cell);
                 }
             }
         }
@@ -360,10 +360,9 @@ impl Shared {
 
     /// Inserts a live cell and wakes the driver if its bucket is now the
     /// earliest thing to wait for.
-    fn enqueue(&self, state: &mut State, deadline: u64, seq: u64, cell: TaskRef) {
-        let cell_slot = cell.clone();
-        let key = state.wheel.insert(self.tick_of(deadline), seq, cell);
-        cell_slot.slot.store(u64::from(key), Relaxed);
+    fn enqueue(&self, state: &mut State, deadline: u64, seq: u64, cell: &TaskRef) {
+        let key = state.wheel.insert(self.tick_of(deadline), seq, cell.clone());
+        cell.slot.store(u64::from(key), Relaxed);
         self.wake_if_earlier(state);
     }
 
@@ -399,7 +398,7 @@ impl Core for Shared {
                 self.wake_if_earlier(&state);
             }
             // Its node already left the wheel in a flush that lost the race.
-            None => self.enqueue(&mut state, deadline, seq, cell.clone()),
+            None => self.enqueue(&mut state, deadline, seq, cell),
         }
     }
 
@@ -443,7 +442,7 @@ impl Scheduler for HierarchicalWheelTimer {
             shared.base.unpend();
             return Err(Error::new(Kind::Shutdown));
         }
-        shared.enqueue(&mut state, deadline, seq, cell.clone());
+        shared.enqueue(&mut state, deadline, seq, &cell);
         drop(state);
         Ok(TaskHandle::new(cell, shared.clone()))
     }
