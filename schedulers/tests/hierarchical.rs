@@ -17,6 +17,20 @@ crate::conformance!(conformance, Duration::from_millis(1), |o| {
     Box::new(b.build())
 });
 
+// The whole contract again on a deep hierarchy (2 buckets per wheel, so a
+// 1 h timer cascades through ~22 levels) with tasks run inline on the driver.
+crate::conformance!(conformance_tiny_wheels_inline, Duration::from_millis(1), |o| {
+    let mut b = HierarchicalWheelTimer::builder()
+        .clock(o.clock)
+        .tick(Duration::from_millis(1))
+        .wheel_size(2)
+        .executor(Executor::inline());
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build())
+});
+
 mod on_the_system_clock {
     //! Real-time smoke tests with generous bounds: precision is tested in
     //! virtual time and measured by the examples, not here.
