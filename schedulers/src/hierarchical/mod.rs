@@ -31,12 +31,18 @@
 //!
 //! - **Never early, at most one tick late.** Kafka may run a task up to a
 //!   tick early (see `timing_wheel`); here deadlines round up to the tick.
+//! - **A bucket expires at its earliest timer**, not at the start of its
+//!   range, so a cascade never costs a wake-up of its own (see
+//!   `timing_wheel`): a timer an hour away wakes nobody before its hour.
 //! - **No polling reaper.** Kafka's reaper polls the delay queue every
 //!   200 ms at most; this driver blocks until the earliest bucket, and a
 //!   submit into an earlier bucket wakes it.
 //! - **The contract's extras**: periodic tasks, `reset`, typed errors, ties
 //!   in submission order within a tick, panics reported on the handle (Kafka
 //!   swallows them into a `Future` nobody reads), shutdown policies.
+//! - **Bad settings are clamped, not refused**: a zero tick becomes 1 ns,
+//!   a wheel size outside `2..=`[`MAX_WHEEL_SIZE`] the nearest bound, so
+//!   building never fails.
 //!
 //! # Costs
 //!
