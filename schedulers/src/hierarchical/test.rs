@@ -315,3 +315,63 @@ proptest! {
         prop_assert_eq!(w.next_expiration(), None);
     }
 }
+
+// ---- driver, white-box ----------------------------------------------------
+
+mod driver {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::clock::lock;
+    use crate::hierarchical::{HierarchicalWheelTimer, CANCEL_BATCH};
+    use crate::{Executor, ManualClock, Scheduler, SchedulerExt};
+
+    fn nodes(timer: &HierarchicalWheelTimer) -> usize {
+        lock(&timer.shared.state).wheel.len()
+    }
+
+    /// Cancelled nodes are unlinked in batches by the cancelling thread,
+    /// without the driver: at most one unfinished batch stays linked, and
+    /// `next_expiration` unlinks that too. The rest fire once, on time.
+    #[test]
+    fn cancels_unlink_in_batches_and_never_run() {
+        let clock = ManualClock::new();
+        let timer = HierarchicalWheelTimer::builder().clock(clock.clone()).executor(Executor::inline()).build();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..1000)
+            .map(|i| {
+                let runs = runs.clone();
+                timer.schedule(Duration::from_secs(3600) + Duration::from_millis(i), move || runs.fetch_add(1, SeqCst)).unwrap()
+            })
+            .collect();
+        assert_eq!(nodes(&timer), 1000);
+        for h in handles.iter().step_by(5).chain(handles.iter().skip(1).step_by(5)).chain(handles.iter().skip(2).step_by(5)) {
+            assert!(h.cancel());
+        }
+        let linked = nodes(&timer);
+        assert!(linked >= 400 && linked < 400 + CANCEL_BATCH, "{linked} nodes linked after 600 cancels");
+        assert_eq!(timer.metrics().pending, 400);
+        assert!(timer.next_expiration().is_some());
+        assert_eq!(nodes(&timer), 400, "next_expiration unlinks the unfinished batch");
+        clock.advance(Duration::from_secs(3601));
+        assert_eq!(runs.load(SeqCst), 400);
+        assert_eq!(nodes(&timer), 0);
+    }
+
+    /// A periodic task re-enters the wheel in a new node after each run; a
+    /// cancel between runs unlinks that node and nothing else.
+    #[test]
+    fn cancel_between_periodic_runs_unlinks_only_the_current_node() {
+        let clock = ManualClock::new();
+        let timer = HierarchicalWheelTimer::builder().clock(clock.clone()).executor(Executor::inline()).build();
+        let periodic = timer.schedule_at_fixed_rate(Duration::from_millis(1), Duration::from_millis(1), || ()).unwrap();
+        clock.advance(Duration::from_millis(1)); // ran once and re-entered the wheel
+        let other = timer.schedule(Duration::from_millis(5), || 7).unwrap();
+        assert!(periodic.cancel());
+        assert!(timer.next_expiration().is_some()); // unlinks the batch
+        assert_eq!(nodes(&timer), 1, "only the other timer is left");
+        clock.advance(Duration::from_millis(5));
+        assert_eq!(other.get().unwrap(), 7);
+    }
+}
