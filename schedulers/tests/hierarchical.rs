@@ -31,6 +31,23 @@ crate::conformance!(conformance_tiny_wheels_inline, Duration::from_millis(1), |o
     Box::new(b.build())
 });
 
+/// Settings out of range are clamped rather than refused, so `build` never
+/// fails: the timers still work and are never early.
+#[test]
+fn bad_settings_are_clamped_and_still_work() {
+    use schedulers::{ManualClock, SchedulerExt};
+    for (tick, size) in [(Duration::ZERO, 0), (Duration::from_nanos(1), 1), (Duration::from_millis(1), usize::MAX)] {
+        let clock = ManualClock::new();
+        let timer = HierarchicalWheelTimer::builder().clock(clock.clone()).tick(tick).wheel_size(size).build();
+        assert!(timer.tick() >= Duration::from_nanos(1));
+        let f = timer.schedule(Duration::from_millis(3), || 5).unwrap();
+        clock.advance(Duration::from_micros(2999));
+        assert!(!f.is_done(), "early with tick {tick:?}, size {size}");
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(f.get().unwrap(), 5);
+    }
+}
+
 mod on_the_system_clock {
     //! Real-time smoke tests with generous bounds: precision is tested in
     //! virtual time and measured by the examples, not here.
