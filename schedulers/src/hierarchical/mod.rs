@@ -156,7 +156,8 @@ struct Shared {
     wakeups: AtomicU64,
     /// Cells cancelled while pending whose nodes are still linked.
     cancels: SegQueue<TaskRef>,
-    /// Length of `cancels` (it may run ahead of the queue for a moment).
+    /// Length of `cancels`. It may briefly disagree with the queue (even wrap
+    /// below zero while a drain overtakes a push); that only moves a drain.
     cancels_queued: AtomicUsize,
 }
 
