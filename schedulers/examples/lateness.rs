@@ -13,18 +13,20 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use schedulers::{HeapTimer, HierarchicalWheelTimer, Scheduler, SchedulerExt};
+use schedulers::{Executor, HeapTimer, HierarchicalWheelTimer, Scheduler, SchedulerExt};
 
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
         "heap" => Box::new(HeapTimer::new()),
         "hier" => Box::new(HierarchicalWheelTimer::new()),
+        // Tasks on the driver thread: no hand-off to a worker.
+        "hier-inline" => Box::new(HierarchicalWheelTimer::builder().executor(Executor::inline()).build()),
         _ => return None,
     })
 }
 
-const ALL: &[&str] = &["heap", "hier"];
+const ALL: &[&str] = &["heap", "hier", "hier-inline"];
 
 #[allow(clippy::disallowed_methods)] // a probe of real lateness reads real time
 fn now() -> Instant {
