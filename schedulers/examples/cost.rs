@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use schedulers::{HeapTimer, ScheduledThreadPool, Scheduler, SchedulerExt, TaskHandle};
+use schedulers::{HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt, TaskHandle};
 
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
@@ -21,11 +21,12 @@ fn make(name: &str) -> Option<Box<dyn Scheduler>> {
         "heap" => Box::new(HeapTimer::new()),
         "stpe" => Box::new(ScheduledThreadPool::new(1)),
         "stpe-roc" => Box::new(ScheduledThreadPool::builder().remove_on_cancel(true).build()),
+        "hier" => Box::new(HierarchicalWheelTimer::new()),
         _ => return None,
     })
 }
 
-const ALL: &[&str] = &["heap", "stpe", "stpe-roc"];
+const ALL: &[&str] = &["heap", "stpe", "stpe-roc", "hier"];
 
 fn main() {
     let mut args = std::env::args().skip(1);

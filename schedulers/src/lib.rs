@@ -8,6 +8,7 @@
 //! |---|---|---|---|---|
 //! | [`HeapTimer`] | `java.util.Timer` | one thread, binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | few thousand timers, short tasks, lowest lateness |
 //! | [`ScheduledThreadPool`] | `ScheduledThreadPoolExecutor` | N workers, indexed binary heap, one lock, leader/follower hand-off | O(log n) / O(1) lazy or O(log n) with `remove_on_cancel` / O(log n) | tasks that block or take long, several at once |
+//! | [`HierarchicalWheelTimer`] | Kafka `SystemTimer` | timing wheels with lazy overflow wheels, buckets in a delay queue, driver sleeps until the next bucket, worker pool | O(1) / O(1) unlink / O(levels) cascade | very many timers, mostly cancelled or far away; idle cost independent of count; 1-tick lateness |
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
@@ -76,6 +77,7 @@ mod error;
 mod executor;
 mod handle;
 pub mod heap_timer;
+pub mod hierarchical;
 mod scheduler;
 mod task;
 pub mod thread_pool;
@@ -85,6 +87,7 @@ pub use error::Error;
 pub use executor::Executor;
 pub use handle::{ScheduledFuture, TaskHandle};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
+pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
 pub use scheduler::{Metrics, Scheduler, SchedulerExt};
 pub use task::Task;
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};

@@ -5,6 +5,8 @@
 
 mod conformance;
 mod heap_timer;
+mod hierarchical;
+mod ported_kafka;
 mod ported_jdk_timer;
 mod ported_jsr166;
 mod smoke;

@@ -1,0 +1,104 @@
+//! HierarchicalWheelTimer against the conformance suite: a 1 ms tick, so
+//! tasks may start up to one tick late, on a single worker so that the start
+//! order the FIFO case observes is the dispatch order.
+
+use std::time::Duration;
+
+use schedulers::{Executor, HierarchicalWheelTimer};
+
+crate::conformance!(conformance, Duration::from_millis(1), |o| {
+    let mut b = HierarchicalWheelTimer::builder()
+        .clock(o.clock)
+        .tick(Duration::from_millis(1))
+        .executor(Executor::pool(1));
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build())
+});
+
+// The whole contract again on a deep hierarchy (2 buckets per wheel, so a
+// 1 h timer cascades through ~22 levels) with tasks run inline on the driver.
+crate::conformance!(conformance_tiny_wheels_inline, Duration::from_millis(1), |o| {
+    let mut b = HierarchicalWheelTimer::builder()
+        .clock(o.clock)
+        .tick(Duration::from_millis(1))
+        .wheel_size(2)
+        .executor(Executor::inline());
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build())
+});
+
+/// Settings out of range are clamped rather than refused, so `build` never
+/// fails: the timers still work and are never early.
+#[test]
+fn bad_settings_are_clamped_and_still_work() {
+    use schedulers::{ManualClock, SchedulerExt};
+    for (tick, size) in [(Duration::ZERO, 0), (Duration::from_nanos(1), 1), (Duration::from_millis(1), usize::MAX)] {
+        let clock = ManualClock::new();
+        let timer = HierarchicalWheelTimer::builder().clock(clock.clone()).tick(tick).wheel_size(size).build();
+        assert!(timer.tick() >= Duration::from_nanos(1));
+        let f = timer.schedule(Duration::from_millis(3), || 5).unwrap();
+        clock.advance(Duration::from_micros(2999));
+        assert!(!f.is_done(), "early with tick {tick:?}, size {size}");
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(f.get().unwrap(), 5);
+    }
+}
+
+mod on_the_system_clock {
+    //! Real-time smoke tests with generous bounds: precision is tested in
+    //! virtual time and measured by the examples, not here.
+
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use schedulers::{Clock, HierarchicalWheelTimer, Scheduler, SchedulerExt, SystemClock};
+
+    #[test]
+    fn fires_never_early_on_the_worker_pool() {
+        let timer = HierarchicalWheelTimer::new();
+        let mut futures = Vec::new();
+        for i in 0..100u64 {
+            let delay = Duration::from_micros(i * 500);
+            let due = SystemClock.now() + delay;
+            futures.push(timer.schedule(delay, move || SystemClock.now() >= due).unwrap());
+        }
+        for f in futures {
+            assert!(f.get().unwrap(), "fired early");
+        }
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let periodic = timer
+            .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(2), move || {
+                r.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+        while runs.load(SeqCst) < 5 {
+            std::thread::yield_now();
+        }
+        assert!(periodic.cancel());
+        // A far timer keeps nothing alive after shutdown_now.
+        timer.schedule(Duration::from_secs(3600), || ()).unwrap();
+        assert_eq!(timer.shutdown_now().len(), 1);
+        assert!(timer.await_termination(Duration::from_secs(30)));
+    }
+
+    /// The driver sleeps until the bucket an hour away; a submit into an
+    /// earlier bucket must wake it (or the task would wait an hour).
+    #[test]
+    fn an_earlier_submit_wakes_the_sleeping_driver() {
+        let timer = HierarchicalWheelTimer::new();
+        timer.schedule(Duration::from_secs(3600), || ()).unwrap();
+        // Once this has run, the driver has gone back to sleep until the hour.
+        timer.schedule(Duration::ZERO, || ()).unwrap().get().unwrap();
+        for ms in [50, 5, 1] {
+            let soon = timer.schedule(Duration::from_millis(ms), || ()).unwrap();
+            soon.wait_timeout(Duration::from_secs(30)).expect("the driver was not woken");
+        }
+        assert_eq!(timer.metrics().pending, 1);
+    }
+}
