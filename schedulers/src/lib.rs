@@ -7,6 +7,7 @@
 //! | Scheduler | Original | Structure | schedule / cancel / expire | Pick it when |
 //! |---|---|---|---|---|
 //! | [`HeapTimer`] | `java.util.Timer` | one thread, binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | few thousand timers, short tasks, lowest lateness |
+//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker ticking a ring of slots (timers carry rounds), lock-free submit and cancel queues, slab with index-linked slots; inline or pool executor | O(1) / O(1) / O(1) per timer, plus one slot per tick | many timers (1e4–1e7), mostly cancelled or reset (I/O, ack and idle timeouts), a tick (1 ms default) of lateness is fine |
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
@@ -66,6 +67,7 @@ mod clock;
 mod error;
 mod executor;
 mod handle;
+pub mod hashed_wheel;
 pub mod heap_timer;
 mod scheduler;
 mod task;
@@ -74,6 +76,7 @@ pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
 pub use error::Error;
 pub use executor::Executor;
 pub use handle::{ScheduledFuture, TaskHandle};
+pub use hashed_wheel::{HashedWheelTimer, HashedWheelTimerBuilder};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use scheduler::{Metrics, Scheduler, SchedulerExt};
 pub use task::Task;

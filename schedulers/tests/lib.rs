@@ -4,6 +4,7 @@
 #![allow(unreachable_pub)]
 
 mod conformance;
+mod hashed_wheel;
 mod heap_timer;
 mod ported_jdk_timer;
 mod smoke;
