@@ -13,17 +13,18 @@
 
 use std::time::{Duration, Instant};
 
-use schedulers::{HeapTimer, Scheduler, SchedulerExt, TaskHandle};
+use schedulers::{HashedWheelTimer, HeapTimer, Scheduler, SchedulerExt, TaskHandle};
 
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
         "heap" => Box::new(HeapTimer::new()),
+        "wheel" => Box::new(HashedWheelTimer::new()),
         _ => return None,
     })
 }
 
-const ALL: &[&str] = &["heap"];
+const ALL: &[&str] = &["heap", "wheel"];
 
 fn main() {
     let mut args = std::env::args().skip(1);

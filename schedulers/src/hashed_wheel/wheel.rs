@@ -16,8 +16,8 @@
 //! hold the slot number (with a tag bit) instead of a neighbour, so an
 //! entry needs no separate "which slot" field to be unlinked. Freed slab
 //! entries form a free list and are reused, so steady-state churn does not
-//! allocate. An entry is 40 bytes (item pointer, sequence, deadline tick,
-//! two links and its slot).
+//! allocate. An entry is 32 bytes (item pointer, sequence, deadline tick
+//! and two links), two to a cache line.
 //!
 //! # Rounds
 //!
@@ -30,14 +30,15 @@
 //!
 //! # Deferred move (go-zero's `MoveTimer`)
 //!
-//! [`Wheel::reschedule`] changes a timer's deadline. If the timer's current
-//! slot will be visited again no later than the new deadline — always the
-//! case when a keep-alive pushes a timeout further out — only the entry's
-//! deadline and sequence are written; the timer is moved to its new slot
-//! when the cursor next reaches the old one, as go-zero's `TimingWheel`
-//! does with its `diff`. Otherwise (the timer moves earlier than the next
-//! visit of its slot) it is relinked at once. Either way the cost is O(1),
-//! and repeated resets of one timer between two visits cost one write each.
+//! [`Wheel::reschedule`] changes a timer's deadline. When the new deadline
+//! is later — the usual case, a keep-alive pushing a timeout further out —
+//! only the entry's deadline and sequence are written: its current slot is
+//! visited no later than the old deadline, and that visit moves it to the
+//! new slot, as go-zero's `TimingWheel` does with its `diff`. A timer moved
+//! earlier is relinked at once. Either way the cost is O(1), and repeated
+//! resets of one timer between two visits cost one write each, touching
+//! no neighbour. The invariant: a timer sits in the slot of its deadline
+//! tick, or in a slot visited before that tick, or in the ready list.
 //!
 //! # Order
 //!
@@ -67,8 +68,6 @@ struct Entry<T> {
     /// Next entry, or `LIST_TAG | list` for the last one; the next free
     /// entry while free.
     next: u32,
-    /// The list holding the entry: a slot, or `ready`.
-    list: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -174,7 +173,7 @@ impl<T> Wheel<T> {
         } else {
             let key = self.entries.len();
             assert!(key < LIST_TAG as usize, "a timing wheel holds at most 2^31 timers");
-            self.entries.push(Entry { item: Some(item), seq, tick, prev: EMPTY, next: EMPTY, list: 0 });
+            self.entries.push(Entry { item: Some(item), seq, tick, prev: EMPTY, next: EMPTY });
             key as u32
         };
         self.len += 1;
@@ -190,30 +189,24 @@ impl<T> Wheel<T> {
         Some(self.release(key))
     }
 
-    /// Moves a held timer to deadline `tick` under sequence `seq`: O(1),
-    /// deferred when its slot comes round first (see the module docs).
-    /// Returns false if `key` holds no timer.
+    /// Moves a held timer to deadline `tick` under sequence `seq`, in O(1).
+    /// A later deadline is only written down: the timer's slot is visited
+    /// by its old deadline, and that visit moves it (see the module docs).
+    /// An earlier one relinks it at once. Returns false if `key` holds no
+    /// timer.
     pub(crate) fn reschedule(&mut self, key: Key, tick: u64, seq: u64) -> bool {
         let Some(e) = self.entries.get_mut(key as usize) else { return false };
         if e.item.is_none() {
             return false;
         }
+        let later = tick >= e.tick;
         e.seq = seq;
         e.tick = tick;
-        let list = e.list;
-        let target = self.list_for(tick);
-        if list == target {
-            return true;
+        if !later {
+            self.unlink(key);
+            let list = self.list_for(tick);
+            self.link(key, list);
         }
-        if list != self.ready() && tick > self.cursor {
-            // The next visit of the current slot after the cursor.
-            let next_visit = self.cursor + 1 + ((list as u64).wrapping_sub(self.cursor + 1) & self.mask);
-            if next_visit <= tick {
-                return true; // moved when that visit comes
-            }
-        }
-        self.unlink(key);
-        self.link(key, target);
         true
     }
 
@@ -222,8 +215,7 @@ impl<T> Wheel<T> {
     /// Ticks at or before the cursor are not processed again.
     pub(crate) fn advance(&mut self, now: u64, out: &mut Vec<Expired<T>>) {
         let start = out.len();
-        let ready = self.ready();
-        self.drain_list(ready, out);
+        self.drain_ready(now, out);
         if now > self.cursor {
             if self.len == 0 {
                 self.cursor = now;
@@ -291,16 +283,24 @@ impl<T> Wheel<T> {
         }
     }
 
-    fn drain_list(&mut self, list: u32, out: &mut Vec<Expired<T>>) {
-        let mut key = self.lists[list as usize].head;
+    /// Expires the ready list; a timer moved later since it was put there
+    /// goes to its slot instead.
+    fn drain_ready(&mut self, now: u64, out: &mut Vec<Expired<T>>) {
+        let ready = self.ready();
+        let mut key = self.lists[ready as usize].head;
+        self.lists[ready as usize] = List::EMPTY;
         while key != EMPTY && key & LIST_TAG == 0 {
             let e = &self.entries[key as usize];
             let (next, tick, seq) = (e.next, e.tick, e.seq);
-            let item = self.release(key);
-            out.push(Expired { tick, seq, item });
+            if tick <= now {
+                let item = self.release(key);
+                out.push(Expired { tick, seq, item });
+            } else {
+                let list = self.list_for(tick);
+                self.link(key, list);
+            }
             key = next;
         }
-        self.lists[list as usize] = List::EMPTY;
     }
 
     fn list_for(&self, tick: u64) -> u32 {
@@ -316,7 +316,6 @@ impl<T> Wheel<T> {
         let tail = self.lists[list as usize].tail;
         {
             let e = &mut self.entries[key as usize];
-            e.list = list;
             e.next = LIST_TAG | list;
             e.prev = if tail == EMPTY { LIST_TAG | list } else { tail };
         }
