@@ -7,4 +7,5 @@ mod conformance;
 mod hashed_wheel;
 mod heap_timer;
 mod ported_jdk_timer;
+mod ported_netty;
 mod smoke;
