@@ -5,7 +5,7 @@
 //!
 //! Time is cut into ticks of a fixed length ([`HashedWheelTimerBuilder::tick`]).
 //! A timer due at `d` belongs to tick `ceil(d / tick)` and sits in slot
-//! `tick & (slots - 1)` of a ring ([`wheel`] is the pure core: a slab of
+//! `tick & (slots - 1)` of a ring (the private `wheel` module is the pure core: a slab of
 //! timers with index-linked lists per slot). One worker thread wakes at
 //! every tick boundary and, like Netty's `Worker.run`:
 //!
@@ -36,7 +36,7 @@
 //! **Reset** is a CAS to a fresh sequence number plus a push onto the
 //! submit queue; the worker then moves the timer in O(1), deferring the move
 //! until the cursor reaches its old slot when that comes first (go-zero's
-//! `MoveTimer`; see [`wheel`]).
+//! `MoveTimer`; see the `wheel` module).
 //!
 //! # Timing
 //!

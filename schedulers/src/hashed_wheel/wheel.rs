@@ -130,6 +130,7 @@ impl<T> Wheel<T> {
     }
 
     /// Timers held.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
