@@ -72,7 +72,7 @@
 //!   shutdown policies come from the crate's contract; Netty has one-shot
 //!   timeouts only.
 //! - The tick is clamped to at least 1 µs (Netty raises anything under
-//!   1 ms to 1 ms) and the wheel to at most 2^30 slots.
+//!   1 ms to 1 ms) and the wheel to at most 2^24 slots (Netty: 2^30).
 //! - A deadline is rounded *up* to a tick, so a timer is never early, and
 //!   timers of one tick run in submission order even after a reset.
 //! - A panicking task is caught and reported on its handle (Netty logs it).
@@ -254,7 +254,7 @@ impl HashedWheelTimerBuilder {
     }
 
     /// The number of slots (default 1024), rounded up to a power of two
-    /// and clamped to 1 ..= 2^30. One revolution lasts `tick * slots`; a
+    /// and clamped to 1 ..= 2^24. One revolution lasts `tick * slots`; a
     /// pending timer is read once per revolution.
     pub fn wheel_size(mut self, slots: usize) -> Self {
         self.wheel_size = slots;

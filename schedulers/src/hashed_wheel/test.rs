@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::tick_of;
-use super::wheel::{Expired, Key, Wheel};
+use super::wheel::{ring_size, Expired, Key, Wheel};
 
 fn advance(w: &mut Wheel<u32>, now: u64) -> Vec<(u64, u32)> {
     let mut out = Vec::new();
@@ -20,7 +20,8 @@ fn size_is_rounded_up_to_a_power_of_two() {
     assert_eq!(Wheel::<u32>::new(1, 0).slots(), 1);
     assert_eq!(Wheel::<u32>::new(300, 0).slots(), 512);
     assert_eq!(Wheel::<u32>::new(512, 0).slots(), 512);
-    assert_eq!(Wheel::<u32>::new(usize::MAX, 0).slots(), 1 << 30);
+    assert_eq!(ring_size(usize::MAX), 1 << 24);
+    assert_eq!(ring_size((1 << 24) + 1), 1 << 24);
 }
 
 #[test]
@@ -240,5 +241,84 @@ proptest! {
             }
         }
         prop_assert!(w.is_empty());
+    }
+}
+
+// ---- the driver, white-box ------------------------------------------------
+
+mod driver {
+    use std::time::Duration;
+
+    use crate::clock::lock;
+    use crate::hashed_wheel::{HashedWheelTimer, TRANSFER_BATCH};
+    use crate::{ManualClock, Scheduler, SchedulerExt};
+
+    fn timer(clock: &ManualClock) -> HashedWheelTimer {
+        HashedWheelTimer::builder().clock(clock.clone()).tick(Duration::from_millis(1)).wheel_size(64).build()
+    }
+
+    /// Cancelled timers leave the wheel (and free their slab entries) at
+    /// the worker's next tick, not when their slot comes round.
+    #[test]
+    fn cancelled_timers_are_unlinked_at_the_next_tick() {
+        let clock = ManualClock::new();
+        let t = timer(&clock);
+        let handles: Vec<_> = (0..1000).map(|i| t.schedule(Duration::from_secs(60 + i), || ()).unwrap()).collect();
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(lock(&t.shared.state).wheel.len(), 1000);
+        for h in handles.iter().step_by(2) {
+            assert!(h.cancel());
+        }
+        assert_eq!(t.metrics().pending, 500, "capacity is freed by the cancel itself");
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(lock(&t.shared.state).wheel.len(), 500);
+        for h in handles.iter().skip(1).step_by(2) {
+            assert!(h.cancel());
+        }
+        clock.advance(Duration::from_millis(1));
+        assert!(lock(&t.shared.state).wheel.is_empty());
+    }
+
+    /// A flood larger than the per-tick transfer bound is moved in batches
+    /// and all of it still runs on time.
+    #[test]
+    fn a_flood_beyond_the_transfer_batch_all_runs() {
+        let clock = ManualClock::new();
+        let t = timer(&clock);
+        let n = TRANSFER_BATCH * 2 + 7;
+        let ran = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for _ in 0..n {
+            let ran = ran.clone();
+            t.schedule(Duration::from_millis(2), move || {
+                ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            })
+            .unwrap();
+        }
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), 0);
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), n);
+    }
+
+    /// A later reset is a deferred move: the entry stays in its slab slot
+    /// and is moved when its old slot comes round.
+    #[test]
+    fn a_reset_keeps_the_same_slab_entry() {
+        let clock = ManualClock::new();
+        let t = timer(&clock);
+        let h = t.schedule(Duration::from_millis(10), || ()).unwrap();
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(lock(&t.shared.state).wheel.slab_size(), 1);
+        for _ in 0..5 {
+            assert!(h.reset(Duration::from_millis(500)).unwrap());
+            clock.advance(Duration::from_millis(20));
+        }
+        let state = lock(&t.shared.state);
+        assert_eq!((state.wheel.len(), state.wheel.slab_size()), (1, 1), "moved in place, never copied");
+        drop(state);
+        assert!(h.is_pending());
+        clock.advance(Duration::from_millis(500));
+        assert!(h.is_done());
+        assert!(lock(&t.shared.state).wheel.is_empty());
     }
 }

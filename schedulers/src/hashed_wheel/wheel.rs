@@ -52,8 +52,15 @@ pub(crate) type Key = u32;
 
 /// No neighbour: the tag bit marks a link that holds a list number.
 const LIST_TAG: u32 = 1 << 31;
-/// Largest ring the core supports (Netty's limit).
-pub(crate) const MAX_SLOTS: usize = 1 << 30;
+/// Largest ring the core supports: 2^24 slots, 128 MB of slot table
+/// (Netty allows 2^30, an 8 GB table here).
+pub(crate) const MAX_SLOTS: usize = 1 << 24;
+
+/// The ring size for a requested one: rounded up to a power of two,
+/// clamped to 1 ..= [`MAX_SLOTS`].
+pub(crate) fn ring_size(requested: usize) -> usize {
+    requested.clamp(1, MAX_SLOTS).next_power_of_two()
+}
 
 #[derive(Debug)]
 struct Entry<T> {
@@ -109,7 +116,7 @@ impl<T> Wheel<T> {
     /// A wheel of `slots` slots (rounded up to a power of two, at least 1,
     /// at most [`MAX_SLOTS`]) whose ticks up to `now` count as processed.
     pub(crate) fn new(slots: usize, now: u64) -> Wheel<T> {
-        let slots = slots.clamp(1, MAX_SLOTS).next_power_of_two();
+        let slots = ring_size(slots);
         Wheel {
             mask: slots as u64 - 1,
             lists: vec![List::EMPTY; slots + 1],
@@ -133,6 +140,12 @@ impl<T> Wheel<T> {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Slab entries ever allocated (held or free).
+    #[cfg(test)]
+    pub(crate) fn slab_size(&self) -> usize {
+        self.entries.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
