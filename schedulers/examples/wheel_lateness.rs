@@ -2,7 +2,7 @@
 //! worker costs an idle process.
 //!
 //! ```text
-//! cargo run --release -p schedulers --example wheel_lateness -- [TIMERS] [TICK_US] [heap]
+//! cargo run --release -p schedulers --example wheel_lateness -- [TIMERS] [TICK_US] [wheel|heap] [FAR] [SLOTS]
 //! ```
 //!
 //! 1. Lateness: schedules TIMERS (default 100 000) one-shot timers with
@@ -11,9 +11,10 @@
 //!    started; prints p50, p99, p99.9 and the maximum. With `heap`, the
 //!    same load on a `HeapTimer`, for a baseline on the same machine.
 //! 2. Idle cost: the CPU time the process uses over 5 s of real time with
-//!    no timer pending, then with 100 000 timers pending an hour out
-//!    (the worker then wakes every tick and reads 1/1024 of them), from
-//!    `/proc/self/stat`.
+//!    no timer pending, with one, then with FAR (default 100 000) timers
+//!    pending 1 to 2 hours out on a wheel of SLOTS (default 16 384) slots
+//!    (the worker then wakes every tick and reads the timers of one slot),
+//!    from `/proc/self/stat`.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -28,10 +29,12 @@ fn main() {
     let tick = Duration::from_micros(tick_us);
 
     let heap = args.next().as_deref() == Some("heap");
+    let far: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let slots: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(16_384);
     let timer: Box<dyn Scheduler> = if heap {
         Box::new(HeapTimer::new())
     } else {
-        Box::new(HashedWheelTimer::builder().tick(tick).build())
+        Box::new(HashedWheelTimer::builder().tick(tick).wheel_size(slots).build())
     };
     let late: Arc<Vec<AtomicU64>> = Arc::new((0..timers).map(|_| AtomicU64::new(u64::MAX)).collect());
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
@@ -66,19 +69,20 @@ fn main() {
     timer.shutdown();
     drop(timer);
 
-    let idle = HashedWheelTimer::builder().tick(tick).build();
+    let idle = HashedWheelTimer::builder().tick(tick).wheel_size(slots).build();
     let cpu = cpu_over(Duration::from_secs(5));
     println!("idle cost, nothing pending: {:.2} % of a core", cpu * 100.0);
     idle.schedule(Duration::from_secs(3600), || ()).expect("schedule");
     let cpu = cpu_over(Duration::from_secs(5));
     println!("idle cost, 1 timer pending 1 h out (tick {tick:?}): {:.2} % of a core", cpu * 100.0);
-    for _ in 1..100_000 {
-        idle.schedule(Duration::from_secs(3600), || ()).expect("schedule");
+    for i in 1..far {
+        let delay = Duration::from_secs(3600) + Duration::from_micros((i as u64 * 7_919_993) % 3_600_000_000);
+        idle.schedule(delay, || ()).expect("schedule");
     }
     sleep(Duration::from_millis(200));
     let cpu = cpu_over(Duration::from_secs(5));
     println!(
-        "idle cost, 100000 timers pending 1 h out (tick {tick:?}, {} slots): {:.2} % of a core",
+        "idle cost, {far} timers pending 1 to 2 h out (tick {tick:?}, {} slots): {:.2} % of a core",
         idle.wheel_size(),
         cpu * 100.0
     );
