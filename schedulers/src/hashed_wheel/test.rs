@@ -147,6 +147,19 @@ fn drain_returns_everything_sorted() {
     assert!(advance(&mut w, 100).is_empty());
 }
 
+#[test]
+fn next_occupied_finds_the_first_non_empty_slot_within_the_limit() {
+    let mut w = Wheel::new(16, 100);
+    assert_eq!(w.next_occupied(64), 164, "empty: the limit");
+    w.insert(140, 0, 1); // slot 12, first reached at tick 108
+    assert_eq!(w.next_occupied(64), 108, "the slot comes round before its timer is due");
+    assert_eq!(w.next_occupied(4), 104, "never beyond the limit");
+    w.insert(103, 1, 2);
+    assert_eq!(w.next_occupied(64), 103);
+    w.insert(50, 2, 3); // already due: ready list
+    assert_eq!(w.next_occupied(64), 101);
+}
+
 /// One step of a random history.
 #[derive(Clone, Debug)]
 enum Op {
@@ -298,6 +311,24 @@ mod driver {
         assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), 0);
         clock.advance(Duration::from_millis(1));
         assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), n);
+    }
+
+    /// On the real clock a sparse wheel lets the worker sleep many ticks;
+    /// a submission due sooner must wake it (generous real-time bound: it
+    /// would otherwise wait 64 ticks of 10 ms).
+    #[test]
+    fn a_sooner_submission_wakes_a_sleeping_worker() {
+        use crate::{Clock, SystemClock};
+        let t = HashedWheelTimer::builder().tick(Duration::from_millis(10)).wheel_size(1024).build();
+        t.schedule(Duration::from_secs(3600), || ()).unwrap();
+        // Let the worker transfer it and go to sleep for 64 ticks.
+        let settle = t.schedule(Duration::from_millis(1), || ()).unwrap();
+        settle.get().unwrap();
+        let start = SystemClock.now();
+        let soon = t.schedule(Duration::from_millis(10), move || SystemClock.now()).unwrap();
+        let ran = soon.get().unwrap().duration_since(start);
+        assert!(ran >= Duration::from_millis(10), "early: {ran:?}");
+        assert!(ran < Duration::from_millis(400), "the sleeping worker was not woken: {ran:?}");
     }
 
     /// A later reset is a deferred move: the entry stays in its slab slot

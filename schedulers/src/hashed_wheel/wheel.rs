@@ -157,6 +157,22 @@ impl<T> Wheel<T> {
         self.cursor
     }
 
+    /// The first tick after the cursor whose slot holds a timer, looking at
+    /// most `limit` (≥ 1) ticks ahead; `cursor + limit` if none does. A
+    /// timer in the ready list makes it the next tick. The worker sleeps
+    /// until then: no timer can be due earlier.
+    pub(crate) fn next_occupied(&self, limit: u64) -> u64 {
+        let limit = limit.max(1);
+        if self.lists[self.ready() as usize].head != EMPTY {
+            return self.cursor + 1;
+        }
+        let span = limit.min(self.mask + 1);
+        (1..=span)
+            .map(|d| self.cursor + d)
+            .find(|t| self.lists[(t & self.mask) as usize].head != EMPTY)
+            .unwrap_or(self.cursor + limit)
+    }
+
     /// True if a timer is due at or before `now` and not yet returned.
     /// Exact for the ready list; otherwise any timer counts once a tick
     /// is left unprocessed (a cheap, conservative answer).
