@@ -7,7 +7,7 @@
 //! A timer due at `d` belongs to tick `ceil(d / tick)` and sits in slot
 //! `tick & (slots - 1)` of a ring (the private `wheel` module is the pure core: a slab of
 //! timers with index-linked lists per slot). One worker thread wakes at
-//! tick boundaries and, like Netty's `Worker.run`:
+//! tick boundaries (see Costs for which) and, like Netty's `Worker.run`:
 //!
 //! 1. drains the *cancel queue* and unlinks each cancelled timer from its
 //!    slot in O(1) (its slab key is kept in the task cell);
@@ -27,7 +27,9 @@
 //!
 //! **Cancel** is a CAS on the task cell by the handle (the task can never
 //! start after it returned true), plus a push of the cell onto the cancel
-//! queue. The worker unlinks the timer at its next tick. Pending-limit
+//! queue. The worker unlinks the timer when it next wakes (within
+//! [`MAX_IDLE_TICKS`] ticks), freeing its slab entry and dropping its
+//! reference to the task. Pending-limit
 //! capacity is freed by the CAS itself, at once. A queue rather than a
 //! direct unlink under the wheel's lock keeps `cancel` off the worker's
 //! lock and moves the cache misses of unlinking (the entry and its two
@@ -100,6 +102,7 @@
 //!   them unrun); `shutdown_now` returns them, as `stop` does.
 //! - A worker lagging many ticks behind (a virtual clock, a suspended
 //!   process) catches up in one sweep of the ring rather than tick by tick.
+//! - The worker skips runs of empty slots instead of waking every tick.
 
 mod wheel;
 #[cfg(test)]
@@ -375,6 +378,9 @@ impl Shared {
                 && self.submitting.load(SeqCst) == 0
                 && self.submitted.is_empty()
                 && self.outstanding.load(SeqCst) == 0
+                // A reset whose push is still on its way keeps its task
+                // pending: wait for it.
+                && self.base.metrics().pending == 0
             {
                 break;
             }
@@ -417,6 +423,7 @@ impl Shared {
             && state.wheel.is_empty()
             && self.submitting.load(SeqCst) == 0
             && self.outstanding.load(SeqCst) == 0
+            && self.base.metrics().pending == 0
     }
 
     /// Unlinks cancelled timers; true if the batch limit left some queued.
