@@ -152,11 +152,6 @@ impl<T> Wheel<T> {
         self.len == 0
     }
 
-    /// The last tick processed.
-    pub(crate) fn cursor(&self) -> u64 {
-        self.cursor
-    }
-
     /// The first tick after the cursor whose slot holds a timer, looking at
     /// most `limit` (≥ 1) ticks ahead; `cursor + limit` if none does. A
     /// timer in the ready list makes it the next tick. The worker sleeps
