@@ -7,7 +7,7 @@
 //! | Scheduler | Original | Structure | schedule / cancel / expire | Pick it when |
 //! |---|---|---|---|---|
 //! | [`HeapTimer`] | `java.util.Timer` | one thread, binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | few thousand timers, short tasks, lowest lateness |
-//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker ticking a ring of slots (timers carry rounds), lock-free submit and cancel queues, slab with index-linked slots; inline or pool executor | O(1) / O(1) / O(1) per timer, plus one slot per tick | many timers (1e4–1e7), mostly cancelled or reset (I/O, ack and idle timeouts), a tick (1 ms default) of lateness is fine; pending timers cost one slot visit per tick |
+//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker ticking a ring of slots (timers carry rounds), lock-free submit and cancel queues, slab with index-linked slots; inline or pool executor | O(1) / O(1) / O(1) per timer, plus one slot per tick | many timers (1e4–1e6; more with a bigger ring), mostly cancelled or reset (I/O, ack and idle timeouts), a tick (1 ms default) of lateness is fine; each pending timer is read once per revolution |
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
