@@ -58,14 +58,18 @@ fn main() {
     let mut ns: Vec<u64> = late.iter().map(|a| a.load(Relaxed)).collect();
     ns.sort_unstable();
     let pct = |p: f64| ns[((ns.len() - 1) as f64 * p) as usize] as f64 / 1000.0;
+    let bound = tick.as_nanos() as u64 + 100_000;
+    let within = ns.iter().filter(|&&n| n <= bound).count() as f64 / ns.len() as f64;
     println!(
         "lateness of {}, {timers} timers over 2 s, tick {tick:?} (scheduled in {scheduled_in:?}): \
-         p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us",
+         p50 {:.0} us, p90 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us; {:.2} % within tick + 100 us",
         if heap { "HeapTimer" } else { "HashedWheelTimer" },
         pct(0.5),
+        pct(0.9),
         pct(0.99),
         pct(0.999),
-        pct(1.0)
+        pct(1.0),
+        within * 100.0
     );
     timer.shutdown();
     drop(timer);
