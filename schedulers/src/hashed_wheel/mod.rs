@@ -196,6 +196,19 @@ pub struct HashedWheelTimerBuilder {
     executor: Executor,
 }
 
+/// Keeps a field on cache lines of its own, so that the worker's writes
+/// (the wheel's mutex) and the submitters' counters do not share lines
+/// with each other or with the scheduler's `Base` counters.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// A submitted or moved timer on its way to the wheel.
 struct Pending {
     cell: TaskRef,
@@ -207,7 +220,7 @@ struct Shared {
     base: Base,
     tick_ns: u64,
     executor: Executor,
-    state: Mutex<State>,
+    state: Padded<Mutex<State>>,
     /// The worker parks here; `wake` and late submissions notify it.
     wakeup: Condvar,
     /// `await_termination` waits here.
@@ -218,9 +231,9 @@ struct Shared {
     cancels: SegQueue<TaskRef>,
     /// 0 while the worker is awake; else the tick it will wake at by itself
     /// (`u64::MAX` when it waits until notified).
-    wake_at: AtomicU64,
+    wake_at: Padded<AtomicU64>,
     /// Submissions between their shutdown check and their queue push.
-    submitting: AtomicUsize,
+    submitting: Padded<AtomicUsize>,
     /// Tasks handed to a pool executor and not yet back.
     outstanding: AtomicUsize,
 }
@@ -308,11 +321,11 @@ impl HashedWheelTimerBuilder {
         let tick_ns = nanos(self.tick).max(1);
         self.executor.bind(&base.clock);
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
+            state: Padded(Mutex::new(State {
                 wheel: Wheel::new(self.wheel_size, base.now() / tick_ns),
                 running: false,
                 terminated: false,
-            }),
+            })),
             base,
             tick_ns,
             executor: self.executor,
@@ -320,8 +333,8 @@ impl HashedWheelTimerBuilder {
             terminated: Condvar::new(),
             submitted: SegQueue::new(),
             cancels: SegQueue::new(),
-            wake_at: AtomicU64::new(0),
-            submitting: AtomicUsize::new(0),
+            wake_at: Padded(AtomicU64::new(0)),
+            submitting: Padded(AtomicUsize::new(0)),
             outstanding: AtomicUsize::new(0),
         });
         let weak: Weak<Shared> = Arc::downgrade(&shared);
@@ -449,9 +462,13 @@ impl Shared {
     /// Moves up to a batch of submissions into the wheel; true if the
     /// batch limit left some queued.
     fn transfer(&self, state: &mut State) -> bool {
+        // Read once per batch, not per timer (its cache line is the one
+        // submitters update): a `shutdown` landing mid-batch sweeps the
+        // wheel under this same lock afterwards, so nothing escapes it.
+        let shutdown = self.base.is_shutdown();
         for _ in 0..TRANSFER_BATCH {
             let Some(p) = self.submitted.pop() else { return false };
-            self.place(state, p);
+            self.place_with(state, p, shutdown);
         }
         !self.submitted.is_empty()
     }
@@ -459,10 +476,15 @@ impl Shared {
     /// Puts a live timer into the wheel, or moves it there if it already
     /// is; drops stale ones and applies the shutdown policy.
     fn place(&self, state: &mut State, p: Pending) {
+        self.place_with(state, p, self.base.is_shutdown());
+    }
+
+    /// As [`Shared::place`], with the shutdown flag already read.
+    fn place_with(&self, state: &mut State, p: Pending, shutdown: bool) {
         if !p.cell.is_live(p.seq) {
             return; // cancelled, reset again, or abandoned since
         }
-        if self.base.is_shutdown() && self.base.drops_at_shutdown(&p.cell) {
+        if shutdown && self.base.drops_at_shutdown(&p.cell) {
             let outcome = p.cell.cancel();
             if outcome.stopped() {
                 self.base.count_cancel(outcome);
