@@ -209,6 +209,13 @@ impl<T> std::ops::Deref for Padded<T> {
     }
 }
 
+/// The worker's read-only copy of the clock and tick.
+struct WorkerView {
+    clock: Arc<dyn Clock>,
+    timebase: crate::clock::Timebase,
+    tick_ns: u64,
+}
+
 /// A submitted or moved timer on its way to the wheel.
 struct Pending {
     cell: TaskRef,
@@ -218,7 +225,9 @@ struct Pending {
 
 struct Shared {
     base: Base,
-    tick_ns: u64,
+    /// What the worker reads every round, copied out of `base` onto a line
+    /// of its own: `base`'s lines are written by every submission.
+    worker: Padded<WorkerView>,
     executor: Executor,
     state: Padded<Mutex<State>>,
     /// The worker parks here; `wake` and late submissions notify it.
@@ -269,7 +278,7 @@ impl HashedWheelTimer {
 
     /// The tick length: the most a timer fires late, plus wake-up latency.
     pub fn tick(&self) -> Duration {
-        Duration::from_nanos(self.shared.tick_ns)
+        Duration::from_nanos(self.shared.worker.tick_ns)
     }
 
     /// The number of slots in the ring (a power of two).
@@ -326,8 +335,8 @@ impl HashedWheelTimerBuilder {
                 running: false,
                 terminated: false,
             })),
+            worker: Padded(WorkerView { clock: base.clock.clone(), timebase: base.timebase, tick_ns }),
             base,
-            tick_ns,
             executor: self.executor,
             wakeup: Condvar::new(),
             terminated: Condvar::new(),
@@ -355,7 +364,12 @@ fn tick_of(deadline: u64, tick_ns: u64) -> u64 {
 
 impl Shared {
     fn tick_of(&self, deadline: u64) -> u64 {
-        tick_of(deadline, self.tick_ns)
+        tick_of(deadline, self.worker.tick_ns)
+    }
+
+    /// Now, in the wheel's ticks (rounded down).
+    fn now_tick(&self) -> u64 {
+        self.worker.timebase.ticks(self.worker.clock.now()) / self.worker.tick_ns
     }
 
     /// Netty's `Worker.run`: cancels, transfers, expire, run, wait.
@@ -367,7 +381,7 @@ impl Shared {
         loop {
             let cancels_left = self.drain_cancels(&mut state);
             let submissions_left = self.transfer(&mut state);
-            let now = self.base.now() / self.tick_ns;
+            let now = self.now_tick();
             state.wheel.advance(now, &mut expired);
             if !expired.is_empty() {
                 for e in &expired {
@@ -402,9 +416,9 @@ impl Shared {
             // something is submitted.
             let next = (!state.wheel.is_empty()).then(|| state.wheel.next_occupied(MAX_IDLE_TICKS));
             let timeout = next
-                .and_then(|t| t.checked_mul(self.tick_ns))
-                .and_then(|ns| self.base.timebase.instant(ns))
-                .and_then(|at| self.base.clock.wait_for(at));
+                .and_then(|t| t.checked_mul(self.worker.tick_ns))
+                .and_then(|ns| self.worker.timebase.instant(ns))
+                .and_then(|at| self.worker.clock.wait_for(at));
             let wake_at = match (next, timeout) {
                 (Some(t), Some(_)) => t,
                 _ => u64::MAX,
@@ -590,7 +604,7 @@ impl Wakeable for Shared {
     }
 
     fn is_idle(&self, now: Instant) -> bool {
-        let now = self.base.timebase.ticks(now) / self.tick_ns;
+        let now = self.worker.timebase.ticks(now) / self.worker.tick_ns;
         let state = lock(&self.state);
         state.terminated
             || (!state.running
