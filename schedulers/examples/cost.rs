@@ -13,7 +13,9 @@
 
 use std::time::{Duration, Instant};
 
-use schedulers::{HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt, TaskHandle};
+use schedulers::{
+    HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt, TaskHandle,
+};
 
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
@@ -22,11 +24,12 @@ fn make(name: &str) -> Option<Box<dyn Scheduler>> {
         "stpe" => Box::new(ScheduledThreadPool::new(1)),
         "stpe-roc" => Box::new(ScheduledThreadPool::builder().remove_on_cancel(true).build()),
         "hier" => Box::new(HierarchicalWheelTimer::new()),
+        "wheel" => Box::new(HashedWheelTimer::new()),
         _ => return None,
     })
 }
 
-const ALL: &[&str] = &["heap", "stpe", "stpe-roc", "hier"];
+const ALL: &[&str] = &["heap", "stpe", "stpe-roc", "wheel", "hier"];
 
 fn main() {
     let mut args = std::env::args().skip(1);

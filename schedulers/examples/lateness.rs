@@ -12,13 +12,14 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use schedulers::{Clock, Executor, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt, SystemClock};
+use schedulers::{Clock, Executor, HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt, SystemClock};
 
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
         "heap" => Box::new(HeapTimer::new()),
         "heap-spin" => Box::new(HeapTimer::builder().spin(Duration::from_micros(60)).build()),
         "stpe" => Box::new(ScheduledThreadPool::new(2)),
+        "wheel" => Box::new(HashedWheelTimer::new()),
         "hier" => Box::new(HierarchicalWheelTimer::new()),
         // Tasks on the driver thread: no hand-off to a worker.
         "hier-inline" => Box::new(HierarchicalWheelTimer::builder().executor(Executor::inline()).build()),
@@ -26,7 +27,7 @@ fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     })
 }
 
-const ALL: &[&str] = &["heap", "heap-spin", "stpe", "hier", "hier-inline"];
+const ALL: &[&str] = &["heap", "heap-spin", "stpe", "wheel", "hier", "hier-inline"];
 
 fn main() {
     let mut args = std::env::args().skip(1);

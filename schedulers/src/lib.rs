@@ -8,6 +8,7 @@
 //! |---|---|---|---|---|
 //! | [`HeapTimer`] | `java.util.Timer` | one thread, binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | few thousand timers, short tasks, lowest lateness |
 //! | [`ScheduledThreadPool`] | `ScheduledThreadPoolExecutor` | N workers, indexed binary heap, one lock, leader/follower hand-off | O(log n) / O(1) lazy or O(log n) with `remove_on_cancel` / O(log n) | tasks that block or take long, several at once |
+//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker ticking a ring of slots (timers carry rounds), lock-free submit and cancel queues, slab with index-linked slots; inline or pool executor | O(1) / O(1) / O(1) per timer, plus one slot per tick | many timers (1e4–1e6; more with a bigger ring), mostly cancelled or reset (I/O, ack and idle timeouts), a tick (1 ms default) of lateness is fine; each pending timer is read once per revolution |
 //! | [`HierarchicalWheelTimer`] | Kafka `SystemTimer` | timing wheels with lazy overflow wheels, buckets in a delay queue, driver sleeps until the next bucket, worker pool | O(1) / O(1) unlink / O(levels) cascade | very many timers, mostly cancelled or far away; idle cost independent of count; 1-tick lateness |
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
@@ -76,6 +77,7 @@ mod clock;
 mod error;
 mod executor;
 mod handle;
+pub mod hashed_wheel;
 pub mod heap_timer;
 pub mod hierarchical;
 mod scheduler;
@@ -86,6 +88,7 @@ pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
 pub use error::Error;
 pub use executor::Executor;
 pub use handle::{ScheduledFuture, TaskHandle};
+pub use hashed_wheel::{HashedWheelTimer, HashedWheelTimerBuilder};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
 pub use scheduler::{Metrics, Scheduler, SchedulerExt};

@@ -4,11 +4,13 @@
 #![allow(unreachable_pub)]
 
 mod conformance;
+mod hashed_wheel;
 mod heap_timer;
 mod hierarchical;
 mod ported_kafka;
 mod ported_jdk_timer;
 mod ported_jsr166;
+mod ported_netty;
 mod smoke;
 mod thread_pool;
 #[cfg(feature = "redis")]

@@ -693,7 +693,7 @@ impl Scheduler for ScheduledThreadPool {
     fn shutdown_now(&self) -> Vec<TaskHandle> {
         let shared = &self.shared;
         let mut state = lock(&shared.state);
-        shared.base.start_shutdown();
+        shared.base.start_shutdown_now();
         state.stopped = true;
         let mut never_ran = Vec::new();
         let mut garbage = Vec::new();

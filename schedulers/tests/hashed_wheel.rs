@@ -1,0 +1,26 @@
+//! HashedWheelTimer against the conformance suite, with a granularity of
+//! one tick: once with tasks run inline on the worker (Netty's way), once on
+//! a single-worker pool (so start order is dispatch order).
+
+use std::time::Duration;
+
+use schedulers::{Executor, HashedWheelTimer};
+
+/// The tick every instance below uses: the granularity of the suite.
+const TICK: Duration = Duration::from_millis(1);
+
+crate::conformance!(conformance, TICK, |o| {
+    let mut b = HashedWheelTimer::builder().clock(o.clock).tick(TICK).wheel_size(512);
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build())
+});
+
+crate::conformance!(conformance_pool, TICK, |o| {
+    let mut b = HashedWheelTimer::builder().clock(o.clock).tick(TICK).wheel_size(64).executor(Executor::pool(1));
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build())
+});
