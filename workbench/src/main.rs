@@ -1,0 +1,3 @@
+//! The `workbench` command line.
+
+fn main() {}
