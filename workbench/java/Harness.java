@@ -1,35 +1,33 @@
 package peers;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 /**
- * The Java side of the workbench's JDK and Netty peers.
+ * The Java side of the workbench's JDK and Netty peers: one process serves
+ * one peer.
  *
- * <p>Reads a plan (JSON) on stdin:
- * <pre>{"peers": ["jdk-timer", ...], "repeats": 3, "warmup": {"rounds": 3, "timers": 50000},
- *  "workloads": [&lt;serde JSON of workbench::spec::Workload, profile applied&gt;, ...]}</pre>
- * runs every workload {@code repeats} times against each named peer and
- * writes one JSON object per line on stdout: first {@code {"type":"env",...}}
- * (JVM, GC, Netty and HdrHistogram versions), then per peer a
- * {@code {"type":"peer","scheduler":..,"semantics":..}} line (or
- * {@code "skipped": why}), then per (workload, repeat)
- * {@code {"type":"result","scheduler":..,"workload":..,"repeat":k,
- * "measurements":[{"metric":..,"value":..,"unit":..,"size":..},...]}}: the
- * workbench's own {@code Measurement} format. Progress goes to stderr. A bad
- * plan exits with status 2 and a message naming the field, before anything
- * runs. The Rust side is {@code workbench/src/peers/java.rs}.
+ * <p>{@code java peers.Harness PEER [WARMUP_ROUNDS WARMUP_TIMERS]} writes one
+ * JSON object per line on stdout: {@code {"type":"env",...}} (JVM, GC, Netty
+ * and HdrHistogram versions), then {@code {"type":"peer","scheduler":PEER,
+ * "semantics":..}} or {@code {"type":"peer","scheduler":PEER,"skipped":why}}
+ * (and exits), then {@code {"type":"ready"}} once the peer is warmed up. Then
+ * it reads requests on stdin, one per line: the serde JSON of a
+ * {@code workbench::spec::Workload} (profile applied), and answers each with
+ * {@code {"type":"result","workload":..,"measurements":[..]}}, the
+ * workbench's own {@code Measurement} format, or
+ * {@code {"type":"error","message":..}} naming the bad field. It exits at the
+ * end of stdin. Progress and diagnostics go to stderr. The Rust side is
+ * {@code workbench/src/peers/java.rs}.
  *
- * <p>Every peer is warmed up (schedule, reset, cancel, one-shot and periodic
- * fires) before it is measured so the JIT has compiled its hot paths, and
- * every repeat gets a fresh instance of the peer.
+ * <p>The peer is warmed up (schedule, reset, cancel, one-shot and periodic
+ * fires) before anything is measured, so the JIT has compiled its hot paths;
+ * every run gets a fresh instance of the peer.
  */
 public final class Harness {
     private static final PrintStream OUT = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
@@ -38,64 +36,61 @@ public final class Harness {
     }
 
     public static void main(String[] args) throws Exception {
-        String text = new String(readAll(System.in), StandardCharsets.UTF_8);
-        List<Object> peers;
-        List<Timeline.Spec> specs = new ArrayList<>();
-        int repeats;
-        int warmRounds;
-        int warmTimers;
-        try {
-            Map<String, Object> plan = map(Json.parse(text), "plan");
-            peers = list(plan, "peers", "plan");
-            List<Object> workloads = list(plan, "workloads", "plan");
-            repeats = plan.containsKey("repeats") ? (int) num(plan, "repeats", "plan") : 1;
-            Map<String, Object> warm = plan.get("warmup") != null ? map(plan.get("warmup"), "plan.warmup") : Map.of();
-            warmRounds = warm.containsKey("rounds") ? (int) num(warm, "rounds", "plan.warmup") : 3;
-            warmTimers = warm.containsKey("timers") ? Math.max(1, (int) num(warm, "timers", "plan.warmup")) : 50_000;
-            for (int w = 0; w < workloads.size(); w++) {
-                specs.add(new Timeline.Spec(map(workloads.get(w), "workloads[" + w + "]"), "workloads[" + w + "]"));
-            }
-        } catch (IllegalArgumentException e) {
-            System.err.println("java-peers: bad plan: " + e.getMessage());
+        if (args.length != 1 && args.length != 3) {
+            System.err.println("usage: java peers.Harness PEER [WARMUP_ROUNDS WARMUP_TIMERS]");
             System.exit(2);
+        }
+        String name = args[0];
+        int warmRounds = args.length == 3 ? Integer.parseInt(args[1]) : 3;
+        int warmTimers = args.length == 3 ? Math.max(1, Integer.parseInt(args[2])) : 50_000;
+        emitEnv();
+        Peer probe;
+        try {
+            probe = Peer.create(name);
+        } catch (ClassNotFoundException | NoClassDefFoundError e) {
+            skip(name, "Netty's HashedWheelTimer is not on the classpath (install libnetty-java)");
             return;
         }
-
-        emitEnv();
-        for (Object o : peers) {
-            String name = String.valueOf(o);
-            Peer probe;
-            try {
-                probe = Peer.create(name);
-            } catch (ClassNotFoundException | NoClassDefFoundError e) {
-                skip(name, "Netty's HashedWheelTimer is not on the classpath (install libnetty-java)");
-                continue;
-            } catch (Exception e) {
-                skip(name, "cannot start: " + e);
-                continue;
-            }
-            if (probe == null) {
-                skip(name, "unknown Java peer");
-                continue;
-            }
-            OUT.println("{\"type\":\"peer\",\"scheduler\":" + Json.quote(name) + ",\"semantics\":" + Json.quote(probe.semantics()) + "}");
-            OUT.flush();
-            probe.shutdown();
-            long t = System.nanoTime();
-            Timeline.warmup(name, warmRounds, warmTimers);
-            System.err.printf("java-peers: %s: warmed up in %.1f s%n", name, (System.nanoTime() - t) / 1e9);
-            for (Timeline.Spec spec : specs) {
-                for (int r = 0; r < repeats; r++) {
-                    t = System.nanoTime();
-                    String m = Timeline.run(name, spec);
-                    OUT.println("{\"type\":\"result\",\"scheduler\":" + Json.quote(name) + ",\"workload\":" + Json.quote(spec.name)
-                        + ",\"repeat\":" + r + ",\"measurements\":" + m + "}");
-                    OUT.flush();
-                    System.err.printf("java-peers: %s: %s #%d in %.1f s%n", name, spec.name, r + 1, (System.nanoTime() - t) / 1e9);
-                }
-            }
+        if (probe == null) {
+            skip(name, "unknown Java peer");
+            return;
         }
+        OUT.println("{\"type\":\"peer\",\"scheduler\":" + Json.quote(name) + ",\"semantics\":" + Json.quote(probe.semantics()) + "}");
         OUT.flush();
+        probe.shutdown();
+        long t = System.nanoTime();
+        Timeline.warmup(name, warmRounds, warmTimers);
+        System.err.printf("java-peers: %s: warmed up in %.1f s%n", name, (System.nanoTime() - t) / 1e9);
+        OUT.println("{\"type\":\"ready\"}");
+        OUT.flush();
+
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            Timeline.Spec spec;
+            try {
+                spec = new Timeline.Spec(map(Json.parse(line), "workload"), "workload");
+            } catch (IllegalArgumentException e) {
+                OUT.println("{\"type\":\"error\",\"message\":" + Json.quote(e.getMessage()) + "}");
+                OUT.flush();
+                continue;
+            }
+            t = System.nanoTime();
+            String m;
+            try {
+                m = Timeline.run(name, spec);
+            } catch (Exception | OutOfMemoryError e) {
+                OUT.println("{\"type\":\"error\",\"message\":" + Json.quote(name + " on " + spec.name + ": " + e) + "}");
+                OUT.flush();
+                continue;
+            }
+            OUT.println("{\"type\":\"result\",\"workload\":" + Json.quote(spec.name) + ",\"measurements\":" + m + "}");
+            OUT.flush();
+            System.err.printf("java-peers: %s: %s in %.1f s%n", name, spec.name, (System.nanoTime() - t) / 1e9);
+        }
     }
 
     private static void skip(String name, String why) {
@@ -132,16 +127,6 @@ public final class Harness {
             b.append(gc.getName());
         }
         return b.toString();
-    }
-
-    private static byte[] readAll(InputStream in) throws IOException {
-        ByteArrayOutputStream b = new ByteArrayOutputStream();
-        byte[] buf = new byte[8192];
-        int n;
-        while ((n = in.read(buf)) > 0) {
-            b.write(buf, 0, n);
-        }
-        return b.toByteArray();
     }
 
     // Plan accessors: errors name the field.

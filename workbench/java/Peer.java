@@ -33,11 +33,15 @@ abstract class Peer {
     abstract boolean cancel(Object handle);
 
     /**
-     * Moves a pending timer to {@code delayNs} from now. None of the originals
-     * has a reset, so this is what their users write: cancel, schedule anew.
+     * Moves a pending timer to {@code delayNs} from now; returns the new
+     * handle, or null if the timer was no longer pending (fired or
+     * cancelled). None of the originals has a reset, so this is what their
+     * users write: cancel, and if that stopped it, schedule anew.
      */
     Object reset(Object handle, long delayNs, Sink sink, int i, long tag) {
-        cancel(handle);
+        if (!cancel(handle)) {
+            return null;
+        }
         return schedule(delayNs, sink, i, tag);
     }
 

@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Histogram;
@@ -40,8 +41,6 @@ final class Timeline {
     private static final int OP_RESET = 1;
     private static final int OP_CANCEL = 2;
     private static final int IDX_BITS = 28;
-    private static final long IDX_MASK = (1L << IDX_BITS) - 1;
-    private static final long MAX_US = 1L << 33;
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
     private Timeline() {
@@ -173,22 +172,79 @@ final class Timeline {
         }
     }
 
-    /** The operations of a timeline, drawn from the seed, sorted by time. */
+    /**
+     * The operations of a timeline, drawn from the seed exactly as the Rust
+     * runner draws them ({@code runner::timeline::plan}), in time order.
+     */
     static final class Ops {
         int n;
+        int once;
+        int periodic;
+        int cap = 1;
         int[] group;
-        long[] delay;
-        long[] events = new long[1024];
+        int[] slot;
         int ne;
+        long[] at = new long[1024];
+        long[] arg = new long[1024];
+        int[] id = new int[1024];
+        byte[] op = new byte[1024];
 
-        void add(long atNs, int op, int idx) {
-            long us = Math.min(atNs / 1000, MAX_US - 1);
-            if (ne == events.length) {
-                events = Arrays.copyOf(events, events.length * 2);
+        void add(long t, long a, int i, int o) {
+            if (ne == at.length) {
+                int m = ne * 2;
+                at = Arrays.copyOf(at, m);
+                arg = Arrays.copyOf(arg, m);
+                id = Arrays.copyOf(id, m);
+                op = Arrays.copyOf(op, m);
             }
-            events[ne++] = (us << (IDX_BITS + 2)) | ((long) op << IDX_BITS) | idx;
+            at[ne] = t;
+            arg[ne] = a;
+            id[ne] = i;
+            op[ne] = (byte) o;
+            ne++;
+        }
+
+        /** Event indices sorted by time, ties in generation order (a stable sort). */
+        int[] order() {
+            long max = 1;
+            for (int e = 0; e < ne; e++) {
+                max = Math.max(max, at[e]);
+            }
+            int seqBits = 64 - Long.numberOfLeadingZeros(Math.max(1, ne));
+            int timeBits = 63 - seqBits;
+            int shift = Math.max(0, (64 - Long.numberOfLeadingZeros(max)) - timeBits);
+            long[] keys = new long[ne];
+            for (int e = 0; e < ne; e++) {
+                keys[e] = ((at[e] >>> shift) << seqBits) | e;
+            }
+            Arrays.sort(keys);
+            int[] ord = new int[ne];
+            long mask = (1L << seqBits) - 1;
+            for (int e = 0; e < ne; e++) {
+                ord[e] = (int) (keys[e] & mask);
+            }
+            if (shift > 0) {
+                // Coarse keys: restore exact time order, stably, within each run of equal keys.
+                insertionFix(ord);
+            }
+            return ord;
+        }
+
+        private void insertionFix(int[] ord) {
+            for (int k = 1; k < ord.length; k++) {
+                int v = ord[k];
+                int j = k - 1;
+                while (j >= 0 && (at[ord[j]] > at[v] || (at[ord[j]] == at[v] && ord[j] > v))) {
+                    ord[j + 1] = ord[j];
+                    j--;
+                }
+                ord[j + 1] = v;
+            }
         }
     }
+
+    static final int OP_SCHEDULE_AT = 3;
+    static final int OP_PERIODIC = 4;
 
     static Ops draw(Spec s) {
         Ops o = new Ops();
@@ -196,103 +252,96 @@ final class Timeline {
             o.n += g.count;
         }
         o.group = new int[o.n];
-        o.delay = new long[o.n];
-        int base = 0;
+        o.slot = new int[o.n];
+        int idn = 0;
         for (int gi = 0; gi < s.groups.size(); gi++) {
             Group g = s.groups.get(gi);
-            Dist.Rng rng = new Dist.Rng(s.seed, gi);
+            Dist.Rng rng = new Dist.Rng(s.seed, gi + 1);
             double t = 0;
+            if (g.kind != 0) {
+                o.cap = (int) Math.max(o.cap, Math.min(1 << 20, g.runFor / Math.max(1, g.period) + 64));
+            }
             for (int j = 0; j < g.count; j++) {
-                int idx = base + j;
+                int i = idn++;
                 if (g.rate > 0) {
                     t += g.poisson ? -Math.log(1.0 - rng.unit()) / g.rate * 1e9 : 1e9 / g.rate;
                 }
                 long at = (long) t;
-                o.group[idx] = gi;
-                o.delay[idx] = g.delay.sample(rng);
-                o.add(at, OP_SCHEDULE, idx);
+                long delay = g.delay.sample(rng);
+                o.group[i] = gi;
+                if (g.kind != 0) {
+                    o.slot[i] = o.periodic++;
+                    o.add(at, delay, i, OP_PERIODIC);
+                    o.add(Math.max(g.runFor, at), 0, i, OP_CANCEL);
+                    continue;
+                }
+                o.slot[i] = o.once++;
+                o.add(at, delay, i, g.anchorStart ? OP_SCHEDULE_AT : OP_SCHEDULE);
                 if (g.cancelAfter != null && rng.unit() < g.cancelFraction) {
-                    o.add(at + g.cancelAfter.sample(rng), OP_CANCEL, idx);
+                    o.add(at + g.cancelAfter.sample(rng), 0, i, OP_CANCEL);
                 }
                 if (g.every != null) {
-                    long h = at + Math.max(1000, g.every.sample(rng));
-                    while (h < g.until) {
-                        o.add(h, OP_RESET, idx);
-                        h += Math.max(1000, g.every.sample(rng));
+                    long hb = at;
+                    while (true) {
+                        long gap = Math.max(1, g.every.sample(rng));
+                        hb = hb + gap < 0 ? Long.MAX_VALUE : hb + gap;
+                        if (hb > g.until) {
+                            break;
+                        }
+                        o.add(hb, g.resetDelay.sample(rng), i, OP_RESET);
                     }
                 }
-                if (g.kind != 0) {
-                    o.add(at + g.runFor, OP_CANCEL, idx);
-                }
             }
-            base += g.count;
         }
-        Arrays.sort(o.events, 0, o.ne);
         return o;
     }
 
-    /** Where fires land: preallocated logs, one slot claimed per fire. */
-    static final class Log extends Peer.Sink {
-        final byte[] kind;
-        final long[] period;
-        final AtomicLongArray firedTag;
-        final long[] firstIdeal;
-        final long[] prevStart;
-        final long[] lastStart;
-        final int[] runs;
-        final long[] late;
-        final long[] when;
-        final AtomicInteger lateN = new AtomicInteger();
-        final long[] jitter;
-        final AtomicInteger jitterN = new AtomicInteger();
+    /**
+     * Where fires land, as the Rust runner's {@code Probe}: one slot per
+     * one-shot timer (its fire time), a row of {@code cap} slots per periodic
+     * timer (its start times) and a run counter; all allocated before the run.
+     */
+    static final class Probe extends Peer.Sink {
+        final long epoch;
+        final int[] slotOf;
+        final boolean[] periodic;
+        final AtomicLongArray once;
+        final AtomicIntegerArray runs;
+        final AtomicLongArray times;
+        final int cap;
+        final AtomicInteger fired = new AtomicInteger();
 
-        Log(int n, int lateCap, int jitterCap) {
-            kind = new byte[n];
-            period = new long[n];
-            firedTag = new AtomicLongArray(n);
-            firstIdeal = new long[n];
-            prevStart = new long[n];
-            lastStart = new long[n];
-            runs = new int[n];
-            late = new long[lateCap];
-            when = new long[lateCap];
-            jitter = new long[jitterCap];
+        Probe(long epoch, Ops o) {
+            this.epoch = epoch;
+            slotOf = o.slot;
+            periodic = new boolean[o.n];
+            once = new AtomicLongArray(Math.max(1, o.once));
+            runs = new AtomicIntegerArray(Math.max(1, o.periodic));
+            cap = o.cap;
+            times = new AtomicLongArray((int) Math.min(Integer.MAX_VALUE - 8, (long) Math.max(1, o.periodic) * cap));
         }
 
         @Override
         void fired(int i, long tag) {
-            long now = System.nanoTime();
-            if (kind[i] == 0) {
-                int k = lateN.getAndIncrement();
-                if (k < late.length) {
-                    late[k] = now - tag;
-                    when[k] = now;
+            long t = System.nanoTime() - epoch;
+            int s = slotOf[i];
+            if (periodic[i]) {
+                int k = runs.getAndIncrement(s);
+                if (k < cap) {
+                    times.lazySet(s * cap + k, t);
                 }
-                firedTag.lazySet(i, tag);
-                return;
+            } else {
+                once.lazySet(s, t + 1);
+                fired.incrementAndGet();
             }
-            // A periodic task never runs concurrently with itself: plain fields.
-            int r = runs[i];
-            long dev = (kind[i] == 1 || r == 0)
-                ? now - (firstIdeal[i] + (long) r * period[i])
-                : now - prevStart[i] - period[i];
-            if (kind[i] == 1 || r > 0) {
-                int k = jitterN.getAndIncrement();
-                if (k < jitter.length) {
-                    jitter[k] = dev;
-                }
-            }
-            prevStart[i] = now;
-            lastStart[i] = now;
-            runs[i] = r + 1;
         }
     }
 
     static double timingOverhead() {
         double best = Double.MAX_VALUE;
-        for (int r = 0; r < 5; r++) {
+        for (int r = 0; r < 7; r++) {
             long sum = 0;
-            int n = 20_000;
+            int n = 100_000;
             for (int i = 0; i < n; i++) {
                 long a = System.nanoTime();
                 sum += System.nanoTime() - a;
@@ -316,6 +365,16 @@ final class Timeline {
             return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
         }
         return 0;
+    }
+
+    /**
+     * Heap in use, without collecting: live data plus garbage not yet
+     * collected. (Runtime's figure; the memory bean's is only refreshed by G1
+     * at collections.)
+     */
+    static long heapUsed() {
+        Runtime rt = Runtime.getRuntime();
+        return rt.totalMemory() - rt.freeMemory();
     }
 
     /** Measurements of one run, as JSON objects. */
@@ -343,222 +402,256 @@ final class Timeline {
         return s.sizes != null ? sweep(peer, s) : timeline(peer, s);
     }
 
+    /** Cost of one kind of operation: total timed ns and count. */
+    static final class Cost {
+        long total;
+        long n;
+
+        void add(long ns) {
+            total += ns;
+            n++;
+        }
+
+        void put(Out out, String metric, double overhead) {
+            if (n > 0) {
+                out.add(metric, Math.max(0, (double) total / n - overhead), "ns/op");
+            }
+        }
+    }
+
     static String timeline(String peer, Spec s) throws Exception {
         Ops ops = draw(s);
+        int[] ord = ops.order();
         int n = ops.n;
-        int resets = 0;
-        long periodicCap = 0;
-        for (int e = 0; e < ops.ne; e++) {
-            if ((int) ((ops.events[e] >>> IDX_BITS) & 3) == OP_RESET) {
-                resets++;
-            }
-        }
-        for (Group g : s.groups) {
-            if (g.kind != 0) {
-                periodicCap += (long) g.count * (g.runFor / g.period + 3);
-            }
-        }
-        Log log = new Log(n, n + resets, (int) Math.min(Integer.MAX_VALUE - 8, periodicCap));
-        Dist.Rng[] resetRng = new Dist.Rng[s.groups.size()];
-        for (int gi = 0; gi < resetRng.length; gi++) {
-            resetRng[gi] = new Dist.Rng(s.seed, 1000 + gi);
-        }
-        int base = 0;
-        for (Group g : s.groups) {
-            for (int j = 0; j < g.count; j++) {
-                log.kind[base + j] = (byte) g.kind;
-                log.period[base + j] = g.period;
-            }
-            base += g.count;
-        }
-        Object[] h = new Object[n];
-        long[] armed = new long[n];
-        boolean[] stopped = new boolean[n];
-        long[] cancelAt = new long[n];
         double overhead = timingOverhead();
-
+        long[] deadline = new long[n];
+        Arrays.fill(deadline, Long.MAX_VALUE);
+        boolean[] cancelled = new boolean[n];
+        Object[] h = new Object[n];
+        Probe probe = new Probe(System.nanoTime(), ops);
+        for (int i = 0; i < n; i++) {
+            probe.periodic[i] = s.groups.get(ops.group[i]).kind != 0;
+        }
         Peer p = Peer.create(peer);
+        Timeline.usedAfterGc();
+        long heap0 = heapUsed();
         long cpu0 = cpuNanos();
         long thr0 = THREADS.getCurrentThreadCpuTime();
-        long schedNs = 0;
-        long cancelNs = 0;
-        long resetNs = 0;
-        int nSched = 0;
-        int nCancel = 0;
-        int nReset = 0;
-        int cancelLate = 0;
-        long maxDeadline = 0;
-        long t0 = System.nanoTime();
-        for (int e = 0; e < ops.ne; e++) {
-            long ev = ops.events[e];
-            long due = t0 + (ev >>> (IDX_BITS + 2)) * 1000;
-            if (due - System.nanoTime() > 0) {
-                waitUntil(due);
+        long start = System.nanoTime();
+        long offset = start - probe.epoch;
+        Cost sched = new Cost();
+        Cost cancel = new Cost();
+        Cost reset = new Cost();
+        long cancelOk = 0;
+        long cancelLate = 0;
+        long resetLate = 0;
+        long onceOk = 0;
+        long memHeap = -1;
+        long memPending = 0;
+        for (int k = 0; k < ops.ne; k++) {
+            int e = ord[k];
+            long at = ops.at[e];
+            if (at > 0 && memHeap < 0) {
+                memHeap = heapUsed();
+                memPending = Math.max(0, onceOk - cancelOk - probe.fired.get());
             }
-            int op = (int) ((ev >>> IDX_BITS) & 3);
-            int i = (int) (ev & IDX_MASK);
+            waitUntil(start + at);
+            int i = ops.id[e];
             Group g = s.groups.get(ops.group[i]);
-            if (op == OP_SCHEDULE) {
-                long d = ops.delay[i];
-                long a = System.nanoTime();
-                if (g.kind == 0) {
-                    long dl = g.anchorStart ? t0 + d : a + d;
-                    h[i] = p.schedule(Math.max(0, dl - a), log, i, dl);
-                    armed[i] = dl;
-                    maxDeadline = Math.max(maxDeadline, dl);
+            int op = ops.op[e];
+            if (op == OP_SCHEDULE || op == OP_SCHEDULE_AT || op == OP_PERIODIC) {
+                long t0 = System.nanoTime();
+                long delay = op == OP_SCHEDULE_AT ? Math.max(0, ops.arg[e] - (t0 - start)) : ops.arg[e];
+                if (op == OP_PERIODIC) {
+                    h[i] = g.kind == 1 ? p.fixedRate(delay, g.period, probe, i) : p.fixedDelay(delay, g.period, probe, i);
                 } else {
-                    long first = g.anchorStart ? t0 + d : a + d;
-                    log.firstIdeal[i] = first;
-                    long init = Math.max(0, first - a);
-                    h[i] = g.kind == 1 ? p.fixedRate(init, g.period, log, i) : p.fixedDelay(init, g.period, log, i);
+                    h[i] = p.schedule(delay, probe, i, 0);
                 }
-                schedNs += System.nanoTime() - a;
-                nSched++;
+                long t1 = System.nanoTime();
+                sched.add(t1 - t0);
+                deadline[i] = (t0 - probe.epoch) + delay;
+                if (op != OP_PERIODIC) {
+                    onceOk++;
+                }
             } else if (op == OP_CANCEL) {
-                if (stopped[i]) {
-                    continue;
+                long t0 = System.nanoTime();
+                boolean ok = h[i] != null && p.cancel(h[i]);
+                long t1 = System.nanoTime();
+                if (g.kind == 0) {
+                    cancel.add(t1 - t0);
+                    if (ok) {
+                        cancelOk++;
+                    } else {
+                        cancelLate++;
+                    }
                 }
-                long a = System.nanoTime();
-                boolean ok = p.cancel(h[i]);
-                cancelNs += System.nanoTime() - a;
-                nCancel++;
-                cancelAt[i] = a;
-                if (ok) {
-                    stopped[i] = true;
-                } else {
-                    cancelLate++;
-                }
+                cancelled[i] = ok;
             } else {
-                if (stopped[i]) {
-                    continue;
+                long d = ops.arg[e];
+                long t0 = System.nanoTime();
+                Object moved = p.reset(h[i], d, probe, i, 0);
+                long t1 = System.nanoTime();
+                reset.add(t1 - t0);
+                if (moved != null) {
+                    h[i] = moved;
+                    deadline[i] = (t0 - probe.epoch) + d;
+                } else {
+                    resetLate++;
                 }
-                long d = g.resetDelay.sample(resetRng[ops.group[i]]);
-                long a = System.nanoTime();
-                long dl = a + d;
-                h[i] = p.reset(h[i], d, log, i, dl);
-                resetNs += System.nanoTime() - a;
-                nReset++;
-                armed[i] = dl;
-                maxDeadline = Math.max(maxDeadline, dl);
             }
         }
-        long thr1 = THREADS.getCurrentThreadCpuTime();
-        // Wait for every armed one-shot, at most until the last deadline + grace.
-        int[] pend = new int[n];
-        int left = 0;
+        if (memHeap < 0) {
+            memHeap = heapUsed();
+            memPending = Math.max(0, onceOk - cancelOk - probe.fired.get());
+        }
+        long driverCpu = THREADS.getCurrentThreadCpuTime() - thr0;
+
+        // Wait for every timer that should fire, at most until the last deadline + grace.
+        long expected = onceOk - cancelOk;
+        long last = 0;
         for (int i = 0; i < n; i++) {
-            if (log.kind[i] == 0 && !stopped[i]) {
-                pend[left++] = i;
+            if (!probe.periodic[i] && !cancelled[i] && deadline[i] != Long.MAX_VALUE) {
+                last = Math.max(last, deadline[i]);
             }
         }
-        long stop = maxDeadline + s.grace;
-        while (left > 0) {
-            int w = 0;
-            for (int j = 0; j < left; j++) {
-                if (log.firedTag.get(pend[j]) != armed[pend[j]]) {
-                    pend[w++] = pend[j];
-                }
-            }
-            left = w;
-            if (left == 0 || System.nanoTime() - stop > 0) {
-                break;
-            }
-            LockSupport.parkNanos(2_000_000L);
+        long giveUp = probe.epoch + last + s.grace;
+        while (probe.fired.get() < expected && System.nanoTime() - giveUp < 0) {
+            LockSupport.parkNanos(1_000_000L);
         }
-        long cpu1 = cpuNanos();
+        long cpu = cpuNanos() - cpu0;
         p.shutdown();
 
         Out out = new Out();
+        sched.put(out, "schedule", overhead);
+        cancel.put(out, "cancel", overhead);
+        reset.put(out, "reset", overhead);
+        if (cancel.n > 0) {
+            out.add("cancel_late", cancelLate, "count");
+        }
+        if (reset.n > 0) {
+            out.add("reset_late", resetLate, "count");
+        }
+        out.add("cpu", cpu / 1e6, "ms");
+        out.add("cpu_background", Math.max(0, cpu - driverCpu) / 1e6, "ms");
+        if (memPending >= 1000) {
+            // Heap growth without a collection (a GC here would stall the
+            // run): an upper bound on what the pending timers hold.
+            out.add("memory", (double) Math.max(0, memHeap - heap0) / memPending, "B/timer");
+        }
         out.add("timing_overhead", overhead, "ns");
-        if (nSched > 0) {
-            out.add("schedule", Math.max(0, (double) schedNs / nSched - overhead), "ns/op");
+        if (ops.once > 0) {
+            oneShotFigures(ops, s, probe, deadline, cancelled, expected, out);
         }
-        if (nCancel > 0) {
-            out.add("cancel", Math.max(0, (double) cancelNs / nCancel - overhead), "ns/op");
+        if (ops.periodic > 0) {
+            periodicFigures(ops, s, probe, deadline, offset, out);
         }
-        if (nReset > 0) {
-            out.add("reset", Math.max(0, (double) resetNs / nReset - overhead), "ns/op");
+        return out.json();
+    }
+
+    private static void percentiles(Histogram h, String[] names, Out out) {
+        if (h.getTotalCount() == 0) {
+            return;
         }
-        int fires = Math.min(log.lateN.get(), log.late.length);
-        long runs = 0;
-        long nominal = 0;
-        double drift = 0;
-        int driftN = 0;
-        int periodic = 0;
-        for (int i = 0; i < n; i++) {
-            if (log.kind[i] == 0) {
+        for (String name : names) {
+            long v;
+            switch (name.substring(name.lastIndexOf('_') + 1)) {
+                case "p50": v = h.getValueAtPercentile(50); break;
+                case "p90": v = h.getValueAtPercentile(90); break;
+                case "p99": v = h.getValueAtPercentile(99); break;
+                case "p99.9": v = h.getValueAtPercentile(99.9); break;
+                default: v = h.getMaxValue();
+            }
+            out.add(name, v / 1e3, "µs");
+        }
+    }
+
+    private static final String[] LATENESS = {"lateness_p50", "lateness_p90", "lateness_p99", "lateness_p99.9", "lateness_max"};
+    private static final String[] JITTER = {"jitter_p50", "jitter_p99", "jitter_p99.9", "jitter_max"};
+
+    private static void oneShotFigures(Ops ops, Spec s, Probe probe, long[] deadline, boolean[] cancelled, long expected, Out out) {
+        Histogram h = new Histogram(3);
+        long first = Long.MAX_VALUE;
+        long last = 0;
+        long fired = 0;
+        long early = 0;
+        for (int i = 0; i < ops.n; i++) {
+            if (probe.periodic[i]) {
                 continue;
             }
-            periodic++;
-            runs += log.runs[i];
-            long end = cancelAt[i] != 0 ? cancelAt[i] : System.nanoTime();
-            if (end >= log.firstIdeal[i]) {
-                nominal += (end - log.firstIdeal[i]) / log.period[i] + 1;
+            long v = probe.once.get(ops.slot[i]);
+            if (v == 0) {
+                continue;
             }
-            if (log.runs[i] > 0) {
-                drift += log.lastStart[i] - (log.firstIdeal[i] + (long) (log.runs[i] - 1) * log.period[i]);
-                driftN++;
+            long t = v - 1;
+            fired++;
+            first = Math.min(first, t);
+            last = Math.max(last, t);
+            if (cancelled[i]) {
+                continue;
             }
+            if (t < deadline[i]) {
+                early++;
+            }
+            h.recordValue(Math.max(1, t - deadline[i]));
         }
-        out.add("fired", fires + runs, "count");
-        out.add("missed", left, "count");
-        out.add("cancel_late", cancelLate, "count");
-        if (fires > 0) {
-            Histogram lat = new Histogram(3);
-            long early = 0;
-            long first = Long.MAX_VALUE;
-            long last = Long.MIN_VALUE;
-            for (int k = 0; k < fires; k++) {
-                long v = log.late[k];
-                if (v < 0) {
-                    early++;
-                    v = 0;
+        percentiles(h, LATENESS, out);
+        out.add("fired", fired, "count");
+        out.add("missed", Math.max(0, expected - fired), "count");
+        out.add("early", early, "count");
+        if (fired >= 2 && last > first) {
+            out.add("fires_per_s", fired / ((last - first) / 1e9), "fires/s");
+        }
+    }
+
+    private static void periodicFigures(Ops ops, Spec s, Probe probe, long[] deadline, long offset, Out out) {
+        Histogram h = new Histogram(3);
+        long runs = 0;
+        long nominal = 0;
+        double driftSum = 0;
+        long tasks = 0;
+        for (int i = 0; i < ops.n; i++) {
+            Group g = s.groups.get(ops.group[i]);
+            if (g.kind == 0 || deadline[i] == Long.MAX_VALUE) {
+                continue;
+            }
+            long period = Math.max(1, g.period);
+            long end = g.runFor + offset;
+            int slot = ops.slot[i];
+            int r = probe.runs.get(slot);
+            int kept = Math.min(r, probe.cap);
+            runs += r;
+            long first = deadline[i];
+            nominal += end > first ? (end - first) / period + 1 : 0;
+            if (kept == 0) {
+                continue;
+            }
+            tasks++;
+            long base = (long) slot * probe.cap;
+            long tLast = probe.times.get((int) (base + kept - 1));
+            if (g.kind == 1) {
+                for (int k = 0; k < kept; k++) {
+                    long t = probe.times.get((int) (base + k));
+                    h.recordValue(Math.max(1, t - (first + (long) k * period)));
                 }
-                lat.recordValue(v);
-                first = Math.min(first, log.when[k]);
-                last = Math.max(last, log.when[k]);
-            }
-            out.add("lateness_p50", lat.getValueAtPercentile(50) / 1e3, "µs");
-            out.add("lateness_p90", lat.getValueAtPercentile(90) / 1e3, "µs");
-            out.add("lateness_p99", lat.getValueAtPercentile(99) / 1e3, "µs");
-            out.add("lateness_p99.9", lat.getValueAtPercentile(99.9) / 1e3, "µs");
-            out.add("lateness_max", lat.getMaxValue() / 1e3, "µs");
-            out.add("early", early, "count");
-            if (fires > 1 && last > first) {
-                out.add("fires_per_s", fires / ((last - first) / 1e9), "fires/s");
-            }
-        }
-        if (periodic > 0) {
-            int nj = Math.min(log.jitterN.get(), log.jitter.length);
-            Histogram jit = new Histogram(3);
-            long early = 0;
-            for (int k = 0; k < nj; k++) {
-                long v = log.jitter[k];
-                if (v < 0) {
-                    early++;
-                    v = 0;
+                driftSum += tLast - (first + (long) (kept - 1) * period);
+            } else {
+                long t0 = probe.times.get((int) base);
+                h.recordValue(Math.max(1, t0 - first));
+                for (int k = 1; k < kept; k++) {
+                    long gap = probe.times.get((int) (base + k)) - probe.times.get((int) (base + k - 1));
+                    h.recordValue(Math.max(1, gap - period));
                 }
-                jit.recordValue(v);
-            }
-            if (nj > 0) {
-                out.add("jitter_p50", jit.getValueAtPercentile(50) / 1e3, "µs");
-                out.add("jitter_p99", jit.getValueAtPercentile(99) / 1e3, "µs");
-                out.add("jitter_p99.9", jit.getValueAtPercentile(99.9) / 1e3, "µs");
-                out.add("jitter_max", jit.getMaxValue() / 1e3, "µs");
-            }
-            if (fires == 0) {
-                out.add("early", early, "count");
-            }
-            if (driftN > 0) {
-                out.add("drift", drift / driftN / 1e6, "ms");
-            }
-            if (nominal > 0) {
-                out.add("runs_ratio", (double) runs / nominal, "ratio");
+                driftSum += tLast - (t0 + (long) (kept - 1) * period);
             }
         }
-        out.add("cpu", (cpu1 - cpu0) / 1e6, "ms");
-        out.add("cpu_background", Math.max(0, (cpu1 - cpu0) - (thr1 - thr0)) / 1e6, "ms");
-        return out.json();
+        percentiles(h, JITTER, out);
+        out.add("fired", runs, "count");
+        if (nominal > 0) {
+            out.add("runs_ratio", (double) runs / nominal, "ratio");
+        }
+        if (tasks > 0) {
+            out.add("drift", driftSum / tasks / 1e6, "ms");
+        }
     }
 
     // ---------------------------------------------------------------- sweep
@@ -584,10 +677,11 @@ final class Timeline {
 
     static String sweep(String peer, Spec s) throws Exception {
         Out out = new Out();
-        Dist.Rng rng = new Dist.Rng(s.seed, 0);
         Peer.Sink sink = new Nothing();
-        for (long size : s.sizes) {
+        for (int k = 0; k < s.sizes.length; k++) {
+            long size = s.sizes[k];
             int n = (int) size;
+            Dist.Rng rng = new Dist.Rng(s.seed, k);
             long[] d = new long[n];
             long[] moves = new long[n];
             for (int i = 0; i < n; i++) {
@@ -596,37 +690,46 @@ final class Timeline {
             for (int i = 0; i < n; i++) {
                 moves[i] = s.sweepDelay.sample(rng);
             }
-            int[] order = rng.permutation(n);
+            int[] resetOrder = rng.permutation(n);
+            int[] cancelOrder = rng.permutation(n);
             Object[] h = new Object[n];
             Peer p = Peer.create(peer);
             long before = usedAfterGc();
-            long cpu0 = cpuNanos();
-            long t = System.nanoTime();
+            long t0 = System.nanoTime();
             for (int i = 0; i < n; i++) {
                 h[i] = p.schedule(d[i], sink, i, 0);
             }
-            double sched = (double) (System.nanoTime() - t) / n;
-            long cpu1 = cpuNanos();
+            long t1 = System.nanoTime();
             p.settle(n);
-            double bytes = (double) (usedAfterGc() - before) / n;
-            long cpu2 = cpuNanos();
-            t = System.nanoTime();
-            for (int i = 0; i < n; i++) {
-                h[i] = p.reset(h[i], moves[i], sink, i, 0);
+            long after = usedAfterGc();
+            int moved = 0;
+            long t2 = System.nanoTime();
+            for (int i : resetOrder) {
+                Object m = p.reset(h[i], moves[i], sink, i, 0);
+                if (m != null) {
+                    h[i] = m;
+                    moved++;
+                }
             }
-            double reset = (double) (System.nanoTime() - t) / n;
-            t = System.nanoTime();
-            for (int j = 0; j < n; j++) {
-                p.cancel(h[order[j]]);
+            long t3 = System.nanoTime();
+            int stopped = 0;
+            long t4 = System.nanoTime();
+            for (int i : cancelOrder) {
+                if (p.cancel(h[i])) {
+                    stopped++;
+                }
             }
-            double cancel = (double) (System.nanoTime() - t) / n;
-            long cpu3 = cpuNanos();
+            long t5 = System.nanoTime();
             p.shutdown();
-            out.at("schedule", size, sched, "ns/op");
-            out.at("reset", size, reset, "ns/op");
-            out.at("cancel", size, cancel, "ns/op");
-            out.at("memory", size, bytes, "B/timer");
-            out.at("cpu", size, ((cpu1 - cpu0) + (cpu3 - cpu2)) / 1e6, "ms");
+            if (moved != n || stopped != n) {
+                throw new IllegalStateException("at " + n + " pending: " + moved + " resets and " + stopped
+                    + " cancels succeeded; expected " + n + " each");
+            }
+            out.at("schedule", size, (double) (t1 - t0) / n, "ns/op");
+            out.at("reset", size, (double) (t3 - t2) / n, "ns/op");
+            out.at("cancel", size, (double) (t5 - t4) / n, "ns/op");
+            // Heap after full collections: what the pending timers hold.
+            out.at("memory", size, (double) Math.max(0, after - before) / n, "B/timer");
         }
         return out.json();
     }
@@ -638,6 +741,16 @@ final class Timeline {
         Dist.Rng rng = new Dist.Rng(0x5EED, 0);
         long hour = 3_600_000_000_000L;
         Peer.Sink none = new Nothing();
+        int f = Math.max(1, timers / 10);
+        Ops ops = new Ops();
+        ops.n = f + 100;
+        ops.once = f;
+        ops.periodic = 100;
+        ops.cap = 200;
+        ops.slot = new int[ops.n];
+        for (int i = 0; i < ops.n; i++) {
+            ops.slot[i] = i < f ? i : i - f;
+        }
         for (int r = 0; r < rounds; r++) {
             Peer p = Peer.create(peer);
             Object[] h = new Object[timers];
@@ -645,26 +758,24 @@ final class Timeline {
                 h[i] = p.schedule(hour + rng.below(hour), none, i, 0);
             }
             for (int i = 0; i < timers; i++) {
-                h[i] = p.reset(h[i], hour + rng.below(hour), none, i, 0);
+                Object m = p.reset(h[i], hour + rng.below(hour), none, i, 0);
+                if (m != null) {
+                    h[i] = m;
+                }
             }
             for (int i = timers - 1; i >= 0; i--) {
                 p.cancel(h[i]);
             }
-            int f = Math.max(1, timers / 10);
-            Log log = new Log(f + 100, f, 100 * 64);
-            for (int i = 0; i < 100; i++) {
-                log.kind[f + i] = (byte) (1 + i % 2);
-                log.period[f + i] = 1_000_000L;
+            Probe probe = new Probe(System.nanoTime(), ops);
+            for (int i = f; i < ops.n; i++) {
+                probe.periodic[i] = true;
             }
-            long now = System.nanoTime();
             for (int i = 0; i < f; i++) {
-                long d = rng.below(20_000_000L);
-                p.schedule(d, log, i, now + d);
+                p.schedule(rng.below(20_000_000L), probe, i, 0);
             }
             Object[] ph = new Object[100];
             for (int i = 0; i < 100; i++) {
-                log.firstIdeal[f + i] = System.nanoTime() + i * 10_000L;
-                ph[i] = (i % 2 == 0) ? p.fixedRate(i * 10_000L, 1_000_000L, log, f + i) : p.fixedDelay(i * 10_000L, 1_000_000L, log, f + i);
+                ph[i] = (i % 2 == 0) ? p.fixedRate(i * 10_000L, 1_000_000L, probe, f + i) : p.fixedDelay(i * 10_000L, 1_000_000L, probe, f + i);
             }
             waitUntil(System.nanoTime() + 50_000_000L);
             for (Object o : ph) {
@@ -672,7 +783,7 @@ final class Timeline {
             }
             // Let the short timers fire (a 100 ms wheel needs a few ticks).
             long until = System.nanoTime() + 500_000_000L;
-            while (log.lateN.get() < f && System.nanoTime() - until < 0) {
+            while (probe.fired.get() < f && System.nanoTime() - until < 0) {
                 waitUntil(System.nanoTime() + 1_000_000L);
             }
             p.shutdown();

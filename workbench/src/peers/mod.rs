@@ -10,10 +10,13 @@
 //! - [`stp`]: the `scheduled-thread-pool` crate (a binary heap under a
 //!   mutex, one worker here), the closest Rust peer of
 //!   `ScheduledThreadPoolExecutor`.
+//! - [`java`]: the Java originals (JDK `Timer`, `ScheduledThreadPoolExecutor`,
+//!   Netty's `HashedWheelTimer`), each in a child JVM running the same specs.
 //!
 //! A peer joins with one line in [`all`].
 
 pub mod delay_queue;
+pub mod java;
 pub mod stp;
 pub mod tokio_sleep;
 
@@ -29,6 +32,9 @@ pub fn all() -> Vec<Subject> {
         Subject::in_process("delay-queue", SubjectKind::Peer, delay_queue::ABOUT, delay_queue::factory()),
         Subject::in_process("stp", SubjectKind::Peer, stp::ABOUT, stp::factory()),
     ]
+    .into_iter()
+    .chain(java::subjects()) // the Java originals, each in a child JVM
+    .collect()
 }
 
 /// Per-timer state shared by a peer's caller and its timer thread, for
