@@ -18,9 +18,12 @@
 //! seed, which is recorded with every figure, along with the machine, the
 //! toolchain and the commit.
 
+pub mod env;
 pub mod peers;
 pub mod record;
+pub mod report;
 pub mod runner;
 pub mod spec;
 pub mod subjects;
+pub mod suite;
 pub mod workloads;

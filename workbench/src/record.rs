@@ -208,6 +208,10 @@ pub struct Results {
     pub repeats: usize,
     /// Wall-clock seconds the whole run took.
     pub wall_seconds: f64,
+    /// Measured cost of the timing loop around one operation, ns: already
+    /// subtracted from every per-operation cost of a timeline workload.
+    #[serde(default)]
+    pub timing_overhead_ns: f64,
     /// The subjects measured, in order.
     pub subjects: Vec<SubjectInfo>,
     /// The workloads run, in order.

@@ -60,7 +60,7 @@ impl Subject {
             name,
             kind,
             about,
-            runner: Arc::new(move || Ok(Box::new(InProcess::new(t.clone())) as Box<dyn Runner>)),
+            runner: Arc::new(move || Ok(Box::new(InProcess::new(name, t.clone())) as Box<dyn Runner>)),
             timers: Some(timers),
         }
     }

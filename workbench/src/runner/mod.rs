@@ -112,16 +112,25 @@ pub type TimersFactory = Arc<dyn Fn(usize) -> Box<dyn Timers> + Send + Sync>;
 /// Any [`Timers`] as a [`Runner`]: executes the workload's timeline or sweep.
 #[derive(Clone)]
 pub struct InProcess {
+    name: &'static str,
     make: TimersFactory,
 }
 
 impl InProcess {
-    /// A runner that makes a fresh subject with `make` for every repeat
-    /// (and every sweep size).
-    pub fn new(make: TimersFactory) -> InProcess {
-        InProcess { make }
+    /// A runner for the subject `name` (as registered in
+    /// [`crate::subjects`]) that makes a fresh subject with `make` for every
+    /// repeat (and every sweep size).
+    pub fn new(name: &'static str, make: TimersFactory) -> InProcess {
+        InProcess { name, make }
     }
 }
+
+/// The `workbench` executable, when the suite runs from it: sweeps then
+/// measure memory per timer in a fresh child process
+/// (`workbench memory-probe`), where no memory freed by an earlier run can
+/// be reused and hide the cost. Unset (in tests), memory is measured in
+/// process from the resident set, which can undercount.
+pub static MEMORY_PROBE_EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
 impl fmt::Debug for InProcess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -132,7 +141,7 @@ impl fmt::Debug for InProcess {
 impl Runner for InProcess {
     fn run(&mut self, workload: &Workload, ctx: &RunContext) -> Result<Vec<Measurement>, RunError> {
         match &workload.sweep {
-            Some(sweep) => sweep::run(&self.make, workload.seed, sweep, ctx),
+            Some(sweep) => sweep::run(self.name, &self.make, workload.seed, sweep, ctx),
             None => timeline::run(&self.make, workload, ctx),
         }
     }

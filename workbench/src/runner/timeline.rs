@@ -136,7 +136,7 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
     let mut deadline = vec![u64::MAX; n];
     let mut cancelled = vec![false; n];
     let mut timers = make(n);
-    // Allocate and touch everything of our own before measuring memory.
+    // Allocate everything of our own before the run.
     let start = measure::now();
     let probe = Probe::new(start, plan.once, plan.periodic, plan.cap);
     let fires: Vec<_> = plan
@@ -144,7 +144,6 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
         .iter()
         .map(|m| if w.groups[m.group as usize].kind.is_periodic() { probe.periodic(m.slot as usize) } else { probe.once(m.slot as usize) })
         .collect();
-    let rss0 = measure::rss_bytes();
     let (cpu0, thread0) = (measure::cpu_process(), measure::cpu_thread());
     let start = measure::now();
     // The probe counts from its own epoch (when it was allocated); event
@@ -154,12 +153,8 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
 
     let (mut sched, mut cancel, mut reset) = (Cost::default(), Cost::default(), Cost::default());
     let (mut cancel_ok, mut cancel_late, mut reset_late, mut once_ok) = (0u64, 0u64, 0u64, 0u64);
-    let mut memory: Option<(u64, u64)> = None; // (rss, pending) after the opening burst
     let mut fires = fires.into_iter().map(Some).collect::<Vec<_>>();
     for (i, ev) in plan.events.iter().enumerate() {
-        if ev.at > 0 && memory.is_none() {
-            memory = Some((measure::rss_bytes(), (once_ok - cancel_ok).saturating_sub(probe.fired())));
-        }
         measure::wait_until(start + Duration::from_nanos(ev.at));
         let id = ev.id as usize;
         let g = &w.groups[plan.meta[id].group as usize];
@@ -217,9 +212,6 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
             ctx.progress.set_position(i as u64);
         }
     }
-    if memory.is_none() {
-        memory = Some((measure::rss_bytes(), (once_ok - cancel_ok).saturating_sub(probe.fired())));
-    }
     let driver_cpu = measure::cpu_thread() - thread0;
 
     // Wait for every timer that should fire.
@@ -255,11 +247,6 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
     }
     out.push(Measurement::new(metric::CPU, cpu.as_secs_f64() * 1e3, unit::MS));
     out.push(Measurement::new(metric::CPU_BACKGROUND, cpu.saturating_sub(driver_cpu).as_secs_f64() * 1e3, unit::MS));
-    if let Some((rss, pending)) = memory {
-        if pending >= 1000 {
-            out.push(Measurement::new(metric::MEMORY, rss.saturating_sub(rss0) as f64 / pending as f64, unit::BYTES));
-        }
-    }
     if plan.once > 0 {
         one_shot_figures(&plan, w, &probe, &deadline, &cancelled, expected, &mut out);
     }
