@@ -56,8 +56,10 @@ pub mod metric {
     pub const RESET: &str = "reset";
     /// One-shot fires per second of the firing phase (first to last fire).
     pub const FIRES_PER_S: &str = "fires_per_s";
-    /// Timers that fired (one-shot) or runs (periodic).
+    /// One-shot timers that fired.
     pub const FIRED: &str = "fired";
+    /// Runs of periodic timers.
+    pub const RUNS: &str = "runs";
     /// Timers that should have fired but had not by the end of the grace
     /// period: a correct scheduler has 0.
     pub const MISSED: &str = "missed";
@@ -87,7 +89,7 @@ pub mod metric {
 
     /// True if a lower value is better (false for throughput-like metrics).
     pub fn lower_is_better(metric: &str) -> bool {
-        !matches!(metric, FIRES_PER_S | FIRED | RUNS_RATIO)
+        !matches!(metric, FIRES_PER_S | FIRED | RUNS | RUNS_RATIO)
     }
 }
 

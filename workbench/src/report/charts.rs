@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Chart size in pixels.
-pub const SIZE: (u32, u32) = (960, 440);
+pub const SIZE: (u32, u32) = (1000, 440);
 
 /// Colours by subject index, stable across every chart of a report.
 const PALETTE: [RGBColor; 12] = [
@@ -84,8 +84,10 @@ fn fmt_value(v: f64) -> String {
 pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Series]) -> Result<String, String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+        let whole = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        whole.fill(&WHITE).map_err(err)?;
+        let (root, side) = whole.split_horizontally(SIZE.0 - LEGEND_WIDTH);
+        legend(&side, series, false)?;
         let (ylo, yhi) = log_range(series);
         let mut builder = ChartBuilder::on(&root);
         builder.caption(title, ("sans-serif", 20)).margin(12).x_label_area_size(40).y_label_area_size(70);
@@ -98,6 +100,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Serie
                     .x_labels(0)
                     .x_desc(x_desc)
                     .y_desc(y_desc)
+                    .y_labels(8)
                     .y_label_formatter(&|v| fmt_value(*v))
                     .draw()
                     .map_err(err)?;
@@ -113,16 +116,41 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Serie
                     .configure_mesh()
                     .x_desc(x_desc)
                     .y_desc(y_desc)
-                    .x_label_formatter(&|v| format!("{:.0e}", v))
+                    .x_label_formatter(&|v| crate::spec::format_count(v.round() as u64))
+                    .y_labels(8)
                     .y_label_formatter(&|v| fmt_value(*v))
                     .draw()
                     .map_err(err)?;
                 draw_lines(&mut chart, series)?;
             }
         }
-        root.present().map_err(err)?;
+        whole.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// Width of the legend column at the right of every chart.
+const LEGEND_WIDTH: u32 = 210;
+
+/// Draws the legend in its own column, one row per series.
+fn legend(area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>, series: &[Series], bars: bool) -> Result<(), String> {
+    let style = ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, s) in series.iter().enumerate() {
+        let y = 50 + i as i32 * 20;
+        let c = color(s.color);
+        if bars {
+            let fill = if s.peer { c.mix(0.55).filled() } else { c.filled() };
+            area.draw(&Rectangle::new([(8, y - 6), (26, y + 6)], fill)).map_err(err)?;
+        } else if s.peer {
+            area.draw(&PathElement::new(vec![(6, y), (14, y)], c.stroke_width(2))).map_err(err)?;
+            area.draw(&PathElement::new(vec![(19, y), (27, y)], c.stroke_width(2))).map_err(err)?;
+        } else {
+            area.draw(&PathElement::new(vec![(6, y), (27, y)], c.stroke_width(2))).map_err(err)?;
+        }
+        let name = if s.peer { format!("{} (peer)", s.name) } else { s.name.clone() };
+        area.draw(&Text::new(name, (34, y), style.clone())).map_err(err)?;
+    }
+    Ok(())
 }
 
 /// Writes category names under the x axis, centred on 0, 1, 2, …
@@ -152,22 +180,14 @@ where
             continue;
         }
         let style = c.stroke_width(2);
-        let name = if s.peer { format!("{} (peer)", s.name) } else { s.name.clone() };
-        let anno = if s.peer {
-            chart.draw_series(DashedLineSeries::new(pts.clone(), 8, 4, style)).map_err(err)?
+        if s.peer {
+            chart.draw_series(DashedLineSeries::new(pts.clone(), 8, 4, style)).map_err(err)?;
         } else {
-            chart.draw_series(LineSeries::new(pts.clone(), style)).map_err(err)?
-        };
-        anno.label(name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            chart.draw_series(LineSeries::new(pts.clone(), style)).map_err(err)?;
+        }
         chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .border_style(BLACK.mix(0.3))
-        .background_style(WHITE.mix(0.85))
-        .draw()
-        .map_err(err)
+    Ok(())
 }
 
 /// Grouped bars over categories, log y axis.
@@ -178,8 +198,10 @@ where
 pub fn bars(title: &str, y_desc: &str, categories: &[String], series: &[Series]) -> Result<String, String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+        let whole = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        whole.fill(&WHITE).map_err(err)?;
+        let (root, side) = whole.split_horizontally(SIZE.0 - LEGEND_WIDTH);
+        legend(&side, series, true)?;
         let (ylo, yhi) = log_range(series);
         let n = categories.len().max(1);
         let mut chart = ChartBuilder::on(&root)
@@ -194,7 +216,8 @@ pub fn bars(title: &str, y_desc: &str, categories: &[String], series: &[Series])
             .disable_x_mesh()
             .x_labels(0)
             .y_desc(y_desc)
-            .y_label_formatter(&|v| fmt_value(*v))
+            .y_labels(8)
+                    .y_label_formatter(&|v| fmt_value(*v))
             .draw()
             .map_err(err)?;
         category_labels(&root, &chart, categories, ylo)?;
@@ -215,21 +238,9 @@ pub fn bars(title: &str, y_desc: &str, categories: &[String], series: &[Series])
             if rects.is_empty() {
                 continue;
             }
-            let name = if s.peer { format!("{} (peer)", s.name) } else { s.name.clone() };
-            chart
-                .draw_series(rects)
-                .map_err(err)?
-                .label(name)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
+            chart.draw_series(rects).map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .border_style(BLACK.mix(0.3))
-            .background_style(WHITE.mix(0.85))
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
+        whole.present().map_err(err)?;
     }
     Ok(svg)
 }

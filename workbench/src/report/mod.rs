@@ -373,6 +373,9 @@ fn html(results: &Results, charts: &[Chart]) -> String {
     }
     h.push_str("</tbody></table>");
 
+    // Each algorithm against the Java original it clones (issue 7).
+    h.push_str(&crate::peers::java::originals_html(results));
+
     h.push_str("<h2>Charts</h2>");
     for c in charts {
         let _ = write!(h, "<figure id=\"{0}\" data-chart=\"{0}\"><figcaption>{1}</figcaption>", esc(&c.id), esc(&c.title));
@@ -459,7 +462,7 @@ fn workload_table(results: &Results, workload: &str) -> String {
 fn metric_rank(m: &str) -> usize {
     const ORDER: &[&str] = &[
         "schedule", "cancel", "reset", "memory", "lateness_p50", "lateness_p90", "lateness_p99", "lateness_p99.9", "lateness_max",
-        "jitter_p50", "jitter_p99", "jitter_p99.9", "jitter_max", "drift", "fires_per_s", "fired", "runs_ratio", "missed", "early",
+        "jitter_p50", "jitter_p99", "jitter_p99.9", "jitter_max", "drift", "fires_per_s", "fired", "runs", "runs_ratio", "missed", "early",
         "cancel_late", "reset_late", "cpu", "cpu_background",
     ];
     ORDER.iter().position(|o| *o == m).unwrap_or(ORDER.len())

@@ -352,7 +352,7 @@ fn periodic_figures(plan: &Plan, w: &Workload, probe: &Probe, deadline: &[u64], 
         }
     }
     push_percentiles(&h, &metric::JITTER, out);
-    out.push(Measurement::new(metric::FIRED, runs as f64, unit::COUNT));
+    out.push(Measurement::new(metric::RUNS, runs as f64, unit::COUNT));
     if nominal > 0 {
         out.push(Measurement::new(metric::RUNS_RATIO, runs as f64 / nominal as f64, unit::RATIO));
     }
