@@ -161,7 +161,8 @@ abstract class Peer {
 
         @Override
         String semantics() {
-            return "ms resolution on the wall clock (currentTimeMillis); cancel is lazy (a cancelled task "
+            return "ms resolution on the wall clock (currentTimeMillis): the harness rounds delays up to whole ms, and "
+                + "Timer's own truncation can fire up to 1 ms before a ns deadline (counted as early); cancel is lazy (a cancelled task "
                 + "stays in the heap until it reaches the head or purge()); equal deadlines are not FIFO; "
                 + "fixed-delay counts from the start of the previous run; a throwing task kills the timer";
         }

@@ -17,24 +17,26 @@ import org.HdrHistogram.Histogram;
  * against one peer and returns its measurements, in the Rust runner's metric
  * names and units ({@code workbench::record::metric}).
  *
- * <p><b>Timeline</b> ({@code group}s). Every operation is drawn up front from
- * the spec's seed with the Rust side's generator: per group {@code g} a
- * stream {@code Rng(seed, g)} gives, timer by timer, the arrival gap (if the
- * group has an arrival process), the first delay, the cancel coin and its
- * time, and the heartbeat gaps; reset delays come from stream
- * {@code 1000 + g} in execution order. The operations are sorted by time
- * (µs) and executed by one driver thread in real time; each operation is
- * timed alone with two clock reads, and the measured cost of those reads
- * ({@code timing_overhead}) is subtracted. A fire is an atomic slot claim and
- * two stores into preallocated arrays. After the last operation the driver
- * waits for every armed one-shot to fire, at most until the last deadline
- * plus {@code grace}. Periodic timers run until the workload cancels them,
- * {@code run_for} after their scheduling.
+ * <p><b>Timeline</b> ({@code group}s), as {@code runner::timeline}: every
+ * operation is drawn up front from the spec's seed with a bit-exact port of
+ * the Rust generator, in the same order: per group {@code g} the stream
+ * {@code Rng(seed, g + 1)} gives, timer by timer, the arrival gap (if the
+ * group has an arrival process) and the first delay, then for a one-shot the
+ * cancel coin and its time, then each heartbeat's gap and new delay;
+ * a periodic timer is cancelled {@code run_for} after the start. The
+ * operations are sorted by time, ties in generation order, and executed by
+ * one driver thread in real time; each is timed alone with two clock reads,
+ * less the measured cost of those reads ({@code timing_overhead}). A fire
+ * stores its time into a preallocated slot. After the last operation the
+ * driver waits until every timer that should fire has fired, at most until
+ * the last deadline plus {@code grace}; then lateness, jitter, drift and
+ * counts are computed from the slots exactly as the Rust runner does.
  *
- * <p><b>Sweep</b> ({@code sweep}). For each pending count: schedule that many
- * timers (delays from {@code sweep.delay}), heap bytes per timer after full
- * collections, reset each once, cancel all in a random order; each phase is
- * timed as a whole.
+ * <p><b>Sweep</b> ({@code sweep}), as {@code runner::sweep}: for each
+ * pending count {@code n} (stream {@code Rng(seed, k)} for the k-th size):
+ * schedule {@code n} timers, reset each once and cancel each once, both in
+ * random orders, each phase timed as a whole; memory per pending timer is
+ * the heap in use after full collections, before and after scheduling.
  */
 final class Timeline {
     private static final int OP_SCHEDULE = 0;
@@ -367,16 +369,6 @@ final class Timeline {
         return 0;
     }
 
-    /**
-     * Heap in use, without collecting: live data plus garbage not yet
-     * collected. (Runtime's figure; the memory bean's is only refreshed by G1
-     * at collections.)
-     */
-    static long heapUsed() {
-        Runtime rt = Runtime.getRuntime();
-        return rt.totalMemory() - rt.freeMemory();
-    }
-
     /** Measurements of one run, as JSON objects. */
     static final class Out {
         final StringBuilder b = new StringBuilder("[");
@@ -433,8 +425,9 @@ final class Timeline {
             probe.periodic[i] = s.groups.get(ops.group[i]).kind != 0;
         }
         Peer p = Peer.create(peer);
-        Timeline.usedAfterGc();
-        long heap0 = heapUsed();
+        // Start every run from a collected heap, so one run's garbage does not
+        // pause the next.
+        System.gc();
         long cpu0 = cpuNanos();
         long thr0 = THREADS.getCurrentThreadCpuTime();
         long start = System.nanoTime();
@@ -446,15 +439,9 @@ final class Timeline {
         long cancelLate = 0;
         long resetLate = 0;
         long onceOk = 0;
-        long memHeap = -1;
-        long memPending = 0;
         for (int k = 0; k < ops.ne; k++) {
             int e = ord[k];
             long at = ops.at[e];
-            if (at > 0 && memHeap < 0) {
-                memHeap = heapUsed();
-                memPending = Math.max(0, onceOk - cancelOk - probe.fired.get());
-            }
             waitUntil(start + at);
             int i = ops.id[e];
             Group g = s.groups.get(ops.group[i]);
@@ -500,10 +487,6 @@ final class Timeline {
                 }
             }
         }
-        if (memHeap < 0) {
-            memHeap = heapUsed();
-            memPending = Math.max(0, onceOk - cancelOk - probe.fired.get());
-        }
         long driverCpu = THREADS.getCurrentThreadCpuTime() - thr0;
 
         // Wait for every timer that should fire, at most until the last deadline + grace.
@@ -533,11 +516,6 @@ final class Timeline {
         }
         out.add("cpu", cpu / 1e6, "ms");
         out.add("cpu_background", Math.max(0, cpu - driverCpu) / 1e6, "ms");
-        if (memPending >= 1000) {
-            // Heap growth without a collection (a GC here would stall the
-            // run): an upper bound on what the pending timers hold.
-            out.add("memory", (double) Math.max(0, memHeap - heap0) / memPending, "B/timer");
-        }
         out.add("timing_overhead", overhead, "ns");
         if (ops.once > 0) {
             oneShotFigures(ops, s, probe, deadline, cancelled, expected, out);

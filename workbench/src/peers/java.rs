@@ -593,8 +593,9 @@ fn esc(s: &str) -> String {
 
 /// The report's section on the originals: per algorithm, a table of its
 /// figures against its original's with the ratio, and the semantic
-/// differences we chose. Self-contained HTML (a `<section>`); empty when the
-/// results hold no pair (no Java peer ran, or no paired algorithm).
+/// differences we chose. An HTML `<section>` for the report page (tables
+/// carry `data-table`, ratios the page's `best`/`worse` classes); empty when
+/// the results hold no pair (no Java peer ran, or no paired algorithm).
 pub fn originals_html(results: &Results) -> String {
     let pairs = pairs(results);
     if pairs.is_empty() {
@@ -611,7 +612,10 @@ pub fn originals_html(results: &Results) -> String {
             None => "the best Java peer per figure".to_owned(),
         };
         h.push_str(&format!("<h3>{} ({}) vs {}</h3>\n", esc(o.ours), esc(&first.subject), esc(&with)));
-        h.push_str("<table class=\"originals\"><thead><tr><th>workload</th><th>metric</th><th>ours</th><th>original</th><th>peer</th><th>ratio</th></tr></thead><tbody>\n");
+        h.push_str(&format!(
+            "<table data-table=\"originals-{}\"><thead><tr><th>workload</th><th>metric</th><th>ours</th><th>original</th><th>peer</th><th>ratio</th></tr></thead><tbody>\n",
+            esc(&first.subject)
+        ));
         for p in rows {
             let metric = match p.size {
                 Some(n) => format!("{} @ {}", p.metric, crate::spec::format_count(n)),
@@ -627,7 +631,7 @@ pub fn originals_html(results: &Results) -> String {
                 fmt_value(p.original_value),
                 esc(&p.unit),
                 esc(&p.original),
-                if better { "better" } else { "worse" },
+                if better { "best" } else { "worse" },
                 p.ratio
             ));
         }
