@@ -623,7 +623,7 @@ final class Timeline {
             }
         }
         percentiles(h, JITTER, out);
-        out.add("fired", runs, "count");
+        out.add("runs", runs, "count");
         if (nominal > 0) {
             out.add("runs_ratio", (double) runs / nominal, "ratio");
         }

@@ -7,12 +7,13 @@
 //! Without a JVM or the jars the test skips with one line, except under CI
 //! (`CI` set), where `scripts/test` installs them and a missing piece fails.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use workbench::peers::java::{self, JavaRunner, PEERS};
 use workbench::record::Measurement;
 use workbench::runner::{RunContext, Runner};
 use workbench::spec::Workload;
+use workbench::subjects;
 
 const ONE_SHOTS: &str = r#"
     name = "java-one-shots"
@@ -84,6 +85,15 @@ fn every_java_peer_runs_the_specs_end_to_end() {
     let per = Workload::parse(PERIODIC).unwrap();
     let sweep = Workload::parse(SWEEP).unwrap();
     let ctx = RunContext::quiet(0.0);
+    // The figures the Rust runner reports for the same specs: a Java peer
+    // must report the same ones, in the same units (plus its own timing
+    // overhead), or the report would compare apples with nothing.
+    let heap = subjects::find("heap").expect("the heap scheduler is registered");
+    let mut rust = (heap.runner)().unwrap();
+    let keys = |ms: &[Measurement]| -> BTreeSet<(String, String, Option<u64>)> {
+        ms.iter().filter(|m| m.metric != "timing_overhead").map(|m| (m.metric.clone(), m.unit.clone(), m.size)).collect()
+    };
+    let expected: Vec<_> = [&one, &per, &sweep].iter().map(|w| keys(&rust.run(w, &ctx).unwrap())).collect();
     let mut ran = 0;
     for peer in PEERS {
         let mut r = match JavaRunner::start_with_warmup(*peer, 1, 5000) {
@@ -99,7 +109,9 @@ fn every_java_peer_runs_the_specs_end_to_end() {
         assert!(r.env.get("java").and_then(|v| v.as_str()).is_some_and(|v| !v.is_empty()), "{p}: env {:?}", r.env);
 
         // One-shots: 300 + 100 scheduled, ~90 cancelled 5 ms in, 300 resets, no late ones.
-        let m = by_metric(&r.run(&one, &ctx).unwrap());
+        let ms = r.run(&one, &ctx).unwrap();
+        assert_eq!(keys(&ms), expected[0], "{p}: the Rust runner's figures for the one-shots");
+        let m = by_metric(&ms);
         let w = "one-shots";
         for cost in ["schedule", "cancel", "reset"] {
             get(p, w, &m, cost, None, "ns/op");
@@ -122,7 +134,9 @@ fn every_java_peer_runs_the_specs_end_to_end() {
         get(p, w, &m, "timing_overhead", None, "ns");
 
         // Periodic: 40 tasks, 10 ms, 300 ms.
-        let m = by_metric(&r.run(&per, &ctx).unwrap());
+        let ms = r.run(&per, &ctx).unwrap();
+        assert_eq!(keys(&ms), expected[1], "{p}: the Rust runner's figures for periodic tasks");
+        let m = by_metric(&ms);
         let w = "periodic";
         for n in ["jitter_p50", "jitter_p99", "jitter_p99.9", "jitter_max"] {
             get(p, w, &m, n, None, "µs");
@@ -133,10 +147,12 @@ fn every_java_peer_runs_the_specs_end_to_end() {
         // periodic API); everyone else keeps close to the nominal count.
         let floor = if p == "netty-100ms" { 0.03 } else { 0.5 };
         assert!(ratio > floor && ratio < 1.2, "{p}: runs_ratio {ratio}");
-        assert!(get(p, w, &m, "fired", None, "count") > 0.0);
+        assert!(get(p, w, &m, "runs", None, "count") > 0.0);
 
         // Sweep: every figure at both sizes.
-        let m = by_metric(&r.run(&sweep, &ctx).unwrap());
+        let ms = r.run(&sweep, &ctx).unwrap();
+        assert_eq!(keys(&ms), expected[2], "{p}: the Rust runner's figures for a sweep");
+        let m = by_metric(&ms);
         for size in [1000, 5000] {
             for cost in ["schedule", "reset", "cancel"] {
                 get(p, "sweep", &m, cost, Some(size), "ns/op");
