@@ -623,7 +623,7 @@ pub fn originals_html(results: &Results) -> String {
             };
             let better = if metric::lower_is_better(&p.metric) { p.ratio < 1.0 } else { p.ratio > 1.0 };
             h.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{} {}</td><td>{}</td><td class=\"{}\">{:.2}×</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{} {}</td><td>{}</td><td class=\"{}\">{}×</td></tr>\n",
                 esc(&p.workload),
                 esc(&metric),
                 fmt_value(p.value),
@@ -632,7 +632,7 @@ pub fn originals_html(results: &Results) -> String {
                 esc(&p.unit),
                 esc(&p.original),
                 if better { "best" } else { "worse" },
-                p.ratio
+                fmt_ratio(p.ratio)
             ));
         }
         h.push_str("</tbody></table>\n<p>Semantic differences we chose:</p>\n<ul>\n");
@@ -643,6 +643,18 @@ pub fn originals_html(results: &Results) -> String {
     }
     h.push_str("</section>\n");
     h
+}
+
+/// Two significant digits below 1 (0.0046 stays visible), else two decimals.
+fn fmt_ratio(r: f64) -> String {
+    if !r.is_finite() {
+        "–".to_owned()
+    } else if r < 1.0 && r > 0.0 {
+        let digits = (1 - r.log10().floor() as i32).max(2) as usize;
+        format!("{r:.digits$}")
+    } else {
+        format!("{r:.2}")
+    }
 }
 
 fn fmt_value(v: f64) -> String {
@@ -723,6 +735,7 @@ mod test {
         let html = originals_html(&r);
         assert!(html.contains("<h3>HeapTimer (heap) vs jdk-timer</h3>"), "{html}");
         assert!(html.contains("0.25×") && html.contains("Semantic differences"));
+        assert_eq!((fmt_ratio(0.0046), fmt_ratio(0.25), fmt_ratio(3.456), fmt_ratio(f64::NAN)), ("0.0046".into(), "0.25".into(), "3.46".into(), "–".into()));
         assert_eq!(originals_html(&results(vec![rec("heap", "burst", "schedule", 1.0, None)])), "");
     }
 
