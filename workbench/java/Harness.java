@@ -89,6 +89,9 @@ public final class Harness {
             }
             OUT.println("{\"type\":\"result\",\"workload\":" + Json.quote(spec.name) + ",\"measurements\":" + m + "}");
             OUT.flush();
+            // Between runs, collect: G1 then gives memory back, so the idle
+            // JVMs of the other peers do not sit on a large sweep's heap.
+            System.gc();
             System.err.printf("java-peers: %s: %s in %.1f s%n", name, spec.name, (System.nanoTime() - t) / 1e9);
         }
     }
