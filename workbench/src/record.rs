@@ -27,7 +27,7 @@ pub struct Measurement {
     pub metric: String,
     /// The figure.
     pub value: f64,
-    /// Its unit: one of the names in [`unit`].
+    /// Its unit: one of the names in [`unit`](mod@unit).
     pub unit: String,
     /// The pending count it was measured at (sweeps), else `None`.
     #[serde(default)]
@@ -125,7 +125,7 @@ pub struct Record {
     pub metric: String,
     /// The median over repeats.
     pub value: f64,
-    /// The unit (see [`unit`]).
+    /// The unit (see [`unit`](mod@unit)).
     pub unit: String,
     /// The pending count, for sweeps.
     #[serde(default)]

@@ -351,7 +351,7 @@ impl std::str::FromStr for Dur {
             _ => return Err(format!("duration {s:?}: unknown unit {unit:?} (ns, us, ms, s, m, h)")),
         };
         let ns = value * scale;
-        if !(ns.is_finite() && ns >= 0.0 && ns < 1.8e19) {
+        if !(ns.is_finite() && (0.0..1.8e19).contains(&ns)) {
             return Err(format!("duration {s:?} is negative or too large"));
         }
         Ok(Dur(Duration::from_nanos(ns as u64)))
@@ -602,7 +602,7 @@ impl Workload {
 
 /// `1000000` → `1e6`, `30000` → `3e4`, `1234` → `1234`.
 pub fn format_count(n: u64) -> String {
-    if n >= 1000 && n.is_multiple_of(10u64.pow(n.ilog10())) {
+    if n >= 1000 && n % 10u64.pow(n.ilog10()) == 0 {
         let exp = n.ilog10();
         let lead = n / 10u64.pow(exp);
         if lead == 1 { format!("1e{exp}") } else { format!("{lead}e{exp}") }

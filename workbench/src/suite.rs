@@ -58,7 +58,7 @@ impl Suite {
 
         // Repeats outermost, so slow drifts of the machine hit every
         // subject alike instead of one subject's repeats.
-        let mut samples: HashMap<(usize, usize, String, Option<u64>), (String, Vec<f64>)> = HashMap::new();
+        let mut samples: HashMap<Key, (String, Vec<f64>)> = HashMap::new();
         let mut order = Vec::new();
         let mut failed: Vec<(usize, usize)> = Vec::new();
         for rep in 0..self.repeats {
@@ -127,6 +127,9 @@ impl Suite {
         }
     }
 }
+
+/// (subject index, workload index, metric, size).
+type Key = (usize, usize, String, Option<u64>);
 
 fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> ")

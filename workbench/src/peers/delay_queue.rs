@@ -6,7 +6,7 @@
 //! The caller's cost is a gate update plus a channel send; the queue's own
 //! insert/remove/reset happen on the worker (in the background CPU figure).
 //! Whether a cancel or reset stopped a run is decided by per-timer
-//! [`Gates`]. Periodic timers are re-inserted on expiry (fixed-rate at the
+//! `Gates`. Periodic timers are re-inserted on expiry (fixed-rate at the
 //! previous deadline + period, fixed-delay at now + period).
 
 use std::future::poll_fn;

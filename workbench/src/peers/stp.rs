@@ -2,7 +2,7 @@
 //! mutex with one condvar, here with one worker thread.
 //!
 //! Its `JobHandle::cancel` sets a flag and says nothing, so the runner keeps
-//! its own per-timer [`Gates`] to know whether a cancel stopped a run; reset
+//! its own per-timer `Gates` to know whether a cancel stopped a run; reset
 //! is cancel plus a new job (the crate has no move). Fixed-rate and
 //! fixed-delay are the crate's own.
 

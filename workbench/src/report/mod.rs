@@ -220,8 +220,11 @@ fn common_size(results: &Results, workload: &str, m: &str) -> Option<u64> {
         .and_then(|v| v.into_iter().min())
 }
 
+/// One cell of the headline: the value and its ratio to the best peer.
+pub type Cell = Option<(f64, Option<f64>)>;
+
 /// The headline table: (column titles, rows of (subject, cells)).
-pub fn headline(results: &Results) -> (Vec<String>, Vec<(String, Vec<Option<(f64, Option<f64>)>>)>) {
+pub fn headline(results: &Results) -> (Vec<String>, Vec<(String, Vec<Cell>)>) {
     let mut cols = Vec::new();
     let mut keys = Vec::new();
     for &(w, m, sized, label) in HEADLINE {
