@@ -193,7 +193,7 @@ fn reset(c: &mut Criterion) {
 fn schedule_to_fire(c: &mut Criterion) {
     let mut g = c.benchmark_group("schedule_to_fire");
     g.throughput(Throughput::Elements(1));
-    for n in [1_000, 100_000] {
+    for n in SIZES {
         for (s, make) in in_process() {
             // Built on first use, so a filtered-out bench costs nothing.
             let mut fixture: Option<Fixture> = None;

@@ -9,9 +9,9 @@
 //!
 //! Criterion's HTML report (`target/criterion/report/index.html`) then
 //! compares every subject within a group: `schedule`, `cancel`, `reset`
-//! (each at 1e3, 1e4, 1e5 and 1e6 pending timers) and `schedule_to_fire`
-//! (the end-to-end path: schedule a due timer, wait until its task has
-//! run), as ns per operation.
+//! and `schedule_to_fire` (the end-to-end path and the expiry: schedule a
+//! due timer, wait until its task has run), each at 1e3, 1e4, 1e5 and 1e6
+//! pending timers, as ns per operation.
 //!
 //! The subjects are the workbench's in-process ones
 //! (`workbench::subjects::all()`): every algorithm of the `schedulers`

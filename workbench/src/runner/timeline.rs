@@ -360,3 +360,58 @@ fn periodic_figures(plan: &Plan, w: &Workload, probe: &Probe, deadline: &[u64], 
         out.push(Measurement::new(metric::DRIFT, drift_sum / tasks as f64 / 1e6, unit::MS));
     }
 }
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    const SPEC: &str = r#"
+        name = "t"
+        description = "d"
+        seed = 5
+        [[group]]
+        name = "conn"
+        count = 2000
+        delay = { dist = "fixed", value = "1s" }
+        arrival = { rate = 1000.0 }
+        cancel = { fraction = 0.25, after = { dist = "uniform", min = "1ms", max = "2ms" } }
+        reset = { every = { dist = "exponential", mean = "100ms" }, until = "1s" }
+        [[group]]
+        name = "tick"
+        count = 10
+        kind = "fixed-delay"
+        delay = { dist = "fixed", value = "0s" }
+        period = "10ms"
+        run_for = "500ms"
+    "#;
+
+    fn ops(p: &Plan, op: Op) -> usize {
+        p.events.iter().filter(|e| e.op == op).count()
+    }
+
+    #[test]
+    fn a_seed_plans_the_same_operations_every_time() {
+        let w = Workload::parse(SPEC).unwrap();
+        let (a, b) = (plan(&w), plan(&w));
+        let key = |p: &Plan| p.events.iter().map(|e| (e.at, e.arg, e.id, e.op)).collect::<Vec<_>>();
+        assert_eq!(key(&a), key(&b));
+        let other = Workload { seed: 6, ..w.clone() };
+        assert_ne!(key(&a), key(&plan(&other)));
+
+        assert!(a.events.windows(2).all(|e| e[0].at <= e[1].at), "sorted by time");
+        assert_eq!((a.once, a.periodic), (2000, 10));
+        assert_eq!(ops(&a, Op::Schedule), 2000);
+        assert_eq!(ops(&a, Op::Periodic), 10);
+        // 25% of 2000 one-shots cancelled, plus the 10 periodic ones at the end.
+        let cancels = ops(&a, Op::Cancel) - 10;
+        assert!((400..600).contains(&cancels), "{cancels}");
+        // Heartbeats every ~100 ms until 1 s: the ~1000 connections that
+        // arrive in the first second get (1 s − arrival) / 100 ms each, ~5
+        // on average.
+        let resets = ops(&a, Op::Reset);
+        assert!((4_000..6_000).contains(&resets), "{resets}");
+        // Poisson arrivals at 1000/s: the last of 2000 arrives near 2 s.
+        let last = a.events.iter().filter(|e| e.op == Op::Schedule).map(|e| e.at).max().unwrap();
+        assert!((1.7e9..2.3e9).contains(&(last as f64)), "{last}");
+    }
+}
