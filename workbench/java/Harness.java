@@ -57,9 +57,13 @@ public final class Harness {
         }
         OUT.println("{\"type\":\"peer\",\"scheduler\":" + Json.quote(name) + ",\"semantics\":" + Json.quote(probe.semantics()) + "}");
         OUT.flush();
-        probe.shutdown();
+        Peer.stopAll();
         long t = System.nanoTime();
-        Timeline.warmup(name, warmRounds, warmTimers);
+        try {
+            Timeline.warmup(name, warmRounds, warmTimers);
+        } finally {
+            Peer.stopAll();
+        }
         System.err.printf("java-peers: %s: warmed up in %.1f s%n", name, (System.nanoTime() - t) / 1e9);
         OUT.println("{\"type\":\"ready\"}");
         OUT.flush();

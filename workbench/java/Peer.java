@@ -64,8 +64,31 @@ abstract class Peer {
     /** How the original differs from our contract, one line for the report. */
     abstract String semantics();
 
+    /** Every peer created since the last {@link #stopAll}. */
+    private static final java.util.List<Peer> CREATED = new java.util.ArrayList<>();
+
+    /**
+     * Stops every peer created since the last call (stopping twice is
+     * harmless for all of them), so a run that fails half-way leaves no timer
+     * threads behind.
+     */
+    static void stopAll() throws InterruptedException {
+        for (Peer p : CREATED) {
+            p.shutdown();
+        }
+        CREATED.clear();
+    }
+
     /** The peers by name, or null for a name this class does not know. */
     static Peer create(String name) throws Exception {
+        Peer p = make(name);
+        if (p != null) {
+            CREATED.add(p);
+        }
+        return p;
+    }
+
+    private static Peer make(String name) throws Exception {
         switch (name) {
             case "jdk-timer":
                 return new JdkTimer(name);

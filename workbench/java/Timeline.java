@@ -391,7 +391,11 @@ final class Timeline {
     }
 
     static String run(String peer, Spec s) throws Exception {
-        return s.sizes != null ? sweep(peer, s) : timeline(peer, s);
+        try {
+            return s.sizes != null ? sweep(peer, s) : timeline(peer, s);
+        } finally {
+            Peer.stopAll();
+        }
     }
 
     /** Cost of one kind of operation: total timed ns and count. */
