@@ -31,6 +31,16 @@
 //! Debian package provides it, and the suite skips it. Never a failure; the
 //! CI test (`tests/java_peers.rs`) is the only place that insists.
 //!
+//! # Knobs (environment)
+//!
+//! - `JAVA_HOME`: the JDK to use (else `java`/`javac` on `PATH`).
+//! - `WORKBENCH_JAVA_LIBS`: where `hdrhistogram.jar` and `netty-common.jar`
+//!   are (default `/usr/share/java`).
+//! - `WORKBENCH_JAVA_OPTS`: extra JVM flags (`-Xmx8g` for a full-size sweep
+//!   to 1e7 timers on a small machine, `-XX:+UseParallelGC`, ...).
+//! - `WORKBENCH_JAVA_WARMUP=rounds,timers`: the warm-up (default `3,50000`).
+//! - `WORKBENCH_JAVA_VERBOSE`: pass the harness's progress lines to stderr.
+//!
 //! # Semantics
 //!
 //! The originals keep their own semantics (see [`ORIGINALS`] and
