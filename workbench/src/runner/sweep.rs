@@ -41,7 +41,10 @@ pub fn run(name: &str, make: &TimersFactory, seed: u64, sweep: &Sweep, ctx: &Run
         let rss0 = measure::rss_bytes();
         let t0 = measure::now();
         for (i, (d, fire)) in delays.iter().zip(fires).enumerate() {
-            timers.schedule(i, *d, fire).map_err(|e| RunError(format!("schedule refused at {i} of {n}: {e}")))?;
+            if let Err(e) = timers.schedule(i, *d, fire) {
+                timers.shutdown();
+                return Err(RunError(format!("schedule refused at {i} of {n}: {e}")));
+            }
         }
         let t1 = measure::now();
         let rss1 = measure::rss_bytes();
@@ -113,7 +116,10 @@ pub fn memory_probe(make: &TimersFactory, n: u64, seed: u64, k: usize, delay: &c
     let fires: Vec<_> = (0..n).map(|i| probe.once(i)).collect();
     let rss0 = measure::rss_bytes();
     for (i, (d, fire)) in delays.iter().zip(fires).enumerate() {
-        timers.schedule(i, *d, fire).map_err(|e| RunError(format!("schedule refused at {i} of {n}: {e}")))?;
+        if let Err(e) = timers.schedule(i, *d, fire) {
+            timers.shutdown();
+            return Err(RunError(format!("schedule refused at {i} of {n}: {e}")));
+        }
     }
     let rss1 = measure::rss_bytes();
     timers.shutdown();

@@ -154,13 +154,17 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
     let (mut sched, mut cancel, mut reset) = (Cost::default(), Cost::default(), Cost::default());
     let (mut cancel_ok, mut cancel_late, mut reset_late, mut once_ok) = (0u64, 0u64, 0u64, 0u64);
     let mut fires = fires.into_iter().map(Some).collect::<Vec<_>>();
+    let mut failure = None;
     for (i, ev) in plan.events.iter().enumerate() {
         measure::wait_until(start + Duration::from_nanos(ev.at));
         let id = ev.id as usize;
         let g = &w.groups[plan.meta[id].group as usize];
         match ev.op {
             Op::Schedule | Op::ScheduleAt | Op::Periodic => {
-                let fire = fires[id].take().ok_or_else(|| RunError(format!("timer {id} scheduled twice")))?;
+                let Some(fire) = fires[id].take() else {
+                    failure = Some(RunError(format!("timer {id} scheduled twice")));
+                    break;
+                };
                 let t0 = measure::now();
                 let delay = match ev.op {
                     Op::ScheduleAt => ev.arg.saturating_sub(ns(start, t0)),
@@ -173,7 +177,10 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
                     timers.schedule(id, Duration::from_nanos(delay), fire)
                 };
                 let t1 = measure::now();
-                r.map_err(|e| RunError(format!("schedule refused: {e}")))?;
+                if let Err(e) = r {
+                    failure = Some(RunError(format!("schedule refused: {e}")));
+                    break;
+                }
                 sched.add(ns(t0, t1));
                 deadline[id] = ns(probe_epoch, t0) + delay;
                 if ev.op != Op::Periodic {
@@ -211,6 +218,10 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
         if i % 1024 == 0 {
             ctx.progress.set_position(i as u64);
         }
+    }
+    if let Some(e) = failure {
+        timers.shutdown();
+        return Err(e);
     }
     let driver_cpu = measure::cpu_thread() - thread0;
 
