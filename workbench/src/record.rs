@@ -288,6 +288,50 @@ mod test {
         assert_eq!(summarize(&[5.0]), (5.0, 0.0));
     }
 
+    fn record(subject: &str, metric: &str, value: f64) -> Record {
+        Record {
+            scheduler: subject.into(),
+            workload: "w".into(),
+            metric: metric.into(),
+            value,
+            unit: unit::NS_OP.into(),
+            size: None,
+            samples: vec![value],
+            spread: 0.0,
+            seed: 1,
+            env: Environment::default(),
+        }
+    }
+
+    #[test]
+    fn the_best_peer_is_the_lowest_cost_and_the_highest_throughput() {
+        let subject = |name: &str, kind| SubjectInfo { name: name.into(), kind, about: String::new() };
+        let r = Results {
+            format: FORMAT,
+            run_id: "t".into(),
+            env: Environment::default(),
+            repeats: 1,
+            wall_seconds: 0.0,
+            timing_overhead_ns: 0.0,
+            subjects: vec![subject("ours", SubjectKind::Algorithm), subject("p1", SubjectKind::Peer), subject("p2", SubjectKind::Peer)],
+            workloads: vec![],
+            records: vec![
+                record("ours", metric::SCHEDULE, 10.0),
+                record("p1", metric::SCHEDULE, 40.0),
+                record("p2", metric::SCHEDULE, 20.0),
+                record("ours", metric::FIRES_PER_S, 5.0),
+                record("p1", metric::FIRES_PER_S, 7.0),
+                record("p2", metric::FIRES_PER_S, 3.0),
+            ],
+            notes: vec![],
+        };
+        // Our own algorithm never counts as the best peer.
+        assert_eq!(r.best_peer("w", metric::SCHEDULE, None), Some(20.0));
+        assert_eq!(r.best_peer("w", metric::FIRES_PER_S, None), Some(7.0));
+        assert_eq!(r.best_peer("w", metric::CANCEL, None), None);
+        assert_eq!(r.get("p1", "w", metric::SCHEDULE, None).map(|x| x.value), Some(40.0));
+    }
+
     #[test]
     fn measurements_round_trip_through_json() {
         let m = vec![Measurement::new(metric::SCHEDULE, 61.5, unit::NS_OP), Measurement::at(metric::MEMORY, 1000, 80.0, unit::BYTES)];

@@ -48,6 +48,13 @@ impl Suite {
                 Err(why) => notes.push(format!("{} skipped: {why}", s.name)),
             }
         }
+        // One small discarded run per subject first, so that no measured
+        // repeat pays for first-use costs (thread start-up, page faults, a
+        // JIT) that the others do not.
+        let warm = warm_up();
+        for (_, runner) in &mut runners {
+            let _ = runner.run(&warm, &RunContext::quiet(overhead));
+        }
         let total = (self.repeats * self.workloads.len() * runners.len()) as u64;
         let overall = multi.add(ProgressBar::new(total));
         overall.set_style(style("{prefix:>12} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ~{eta} left {msg}"));
@@ -131,6 +138,24 @@ impl Suite {
 /// (subject index, workload index, metric, size).
 type Key = (usize, usize, String, Option<u64>);
 
+/// The warm-up workload: a few hundred short timers, half cancelled.
+pub const WARM_UP: &str = r#"
+    name = "warm-up"
+    description = "discarded warm-up run"
+    seed = 0
+    grace = "200ms"
+    [[group]]
+    name = "warm"
+    count = 500
+    delay = { dist = "uniform", min = "0ms", max = "20ms" }
+    cancel = { fraction = 0.5, after = { dist = "fixed", value = "0ms" } }
+"#;
+
+fn warm_up() -> Workload {
+    // A constant, tested below; parsing it cannot fail.
+    Workload::parse(WARM_UP).unwrap_or_else(|e| unreachable!("the warm-up spec is valid: {e}"))
+}
+
 fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> ")
 }
@@ -143,5 +168,13 @@ fn info(w: &Workload) -> WorkloadInfo {
         seed: w.seed,
         summary: w.summary(),
         sweep: w.sweep.is_some(),
+    }
+}
+
+#[cfg(test)]
+mod test {
+    #[test]
+    fn the_warm_up_spec_is_valid() {
+        assert_eq!(super::warm_up().timers(), 500);
     }
 }

@@ -341,7 +341,7 @@ fn html(results: &Results, charts: &[Chart]) -> String {
         ("commit", e.commit.clone()),
         ("date", e.date.clone()),
         ("profile", e.profile.clone()),
-        ("repeats", results.repeats.to_string()),
+        ("repeats", format!("{} per subject and workload, after one discarded warm-up run per subject", results.repeats)),
         ("wall time", format!("{:.0} s", results.wall_seconds)),
         ("timing-loop overhead", format!("{:.1} ns per timed operation (subtracted from per-op costs)", results.timing_overhead_ns)),
         ("noise over repeats", noise),
