@@ -62,7 +62,17 @@ fn log_range(series: &[Series]) -> (f64, f64) {
     if lo > hi {
         (0.1, 10.0)
     } else {
-        (lo / 2.0, hi * 2.0)
+        (lo / 1.4, hi * 1.4)
+    }
+}
+
+/// How many y labels to ask for: more on a narrow log range, where
+/// plotters would otherwise label only one power of ten.
+fn y_label_count(lo: f64, hi: f64) -> usize {
+    if (hi / lo).log10() < 1.5 {
+        12
+    } else {
+        8
     }
 }
 
@@ -90,7 +100,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Serie
         legend(&side, series, false)?;
         let (ylo, yhi) = log_range(series);
         let mut builder = ChartBuilder::on(&root);
-        builder.caption(title, ("sans-serif", 20)).margin(12).x_label_area_size(40).y_label_area_size(70);
+        builder.caption(title, ("sans-serif", 20)).margin(12).x_label_area_size(48).y_label_area_size(70);
         match x {
             XAxis::Categories(names) => {
                 let n = names.len().max(1);
@@ -100,7 +110,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Serie
                     .x_labels(0)
                     .x_desc(x_desc)
                     .y_desc(y_desc)
-                    .y_labels(8)
+                    .y_labels(y_label_count(ylo, yhi))
                     .y_label_formatter(&|v| fmt_value(*v))
                     .draw()
                     .map_err(err)?;
@@ -117,7 +127,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Serie
                     .x_desc(x_desc)
                     .y_desc(y_desc)
                     .x_label_formatter(&|v| crate::spec::format_count(v.round() as u64))
-                    .y_labels(8)
+                    .y_labels(y_label_count(ylo, yhi))
                     .y_label_formatter(&|v| fmt_value(*v))
                     .draw()
                     .map_err(err)?;
@@ -153,7 +163,8 @@ fn legend(area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>, series: &[
     Ok(())
 }
 
-/// Writes category names under the x axis, centred on 0, 1, 2, …
+/// Writes category names under the x axis, centred on 0, 1, 2, …; a `\n`
+/// in a name starts a second line.
 fn category_labels<'a, Y: Ranged<ValueType = f64>>(
     root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
     chart: &ChartContext<'a, SVGBackend<'a>, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
@@ -163,7 +174,9 @@ fn category_labels<'a, Y: Ranged<ValueType = f64>>(
     let style = ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
     for (i, name) in names.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(i as f64, ylo));
-        root.draw(&Text::new(name.clone(), (x, y + 6), style.clone())).map_err(err)?;
+        for (k, line) in name.split('\n').enumerate() {
+            root.draw(&Text::new(line.to_owned(), (x, y + 6 + 15 * k as i32), style.clone())).map_err(err)?;
+        }
     }
     Ok(())
 }
@@ -207,7 +220,7 @@ pub fn bars(title: &str, y_desc: &str, categories: &[String], series: &[Series])
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
-            .x_label_area_size(40)
+            .x_label_area_size(48)
             .y_label_area_size(70)
             .build_cartesian_2d(-0.5f64..n as f64 - 0.5, (ylo..yhi).log_scale())
             .map_err(err)?;
@@ -216,7 +229,7 @@ pub fn bars(title: &str, y_desc: &str, categories: &[String], series: &[Series])
             .disable_x_mesh()
             .x_labels(0)
             .y_desc(y_desc)
-            .y_labels(8)
+            .y_labels(y_label_count(ylo, yhi))
                     .y_label_formatter(&|v| fmt_value(*v))
             .draw()
             .map_err(err)?;

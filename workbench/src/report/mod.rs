@@ -127,7 +127,7 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
     }
     if !cats.is_empty() {
         let series = subjects_series(results, |s, _| cats.iter().enumerate().map(|(i, (w, op))| (i as f64, val(results, s, w, op, None))).collect());
-        let names: Vec<String> = cats.iter().map(|(w, op)| format!("{}/{op}", short(w))).collect();
+        let names: Vec<String> = cats.iter().map(|(w, op)| format!("{}\n{op}", short(w))).collect();
         let title = "Cost per operation, from the application's thread".to_owned();
         out.push(Chart { id: "cost".into(), title: title.clone(), svg: charts::bars(&title, "ns/op (log)", &names, &series) });
     }
@@ -171,7 +171,7 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
     }
     if !jcats.is_empty() {
         let series = subjects_series(results, |s, _| jcats.iter().enumerate().map(|(i, (w, m, _))| (i as f64, val(results, s, w, m, None))).collect());
-        let names: Vec<String> = jcats.iter().map(|(w, _, p)| format!("{} {p}", short(w))).collect();
+        let names: Vec<String> = jcats.iter().map(|(w, _, p)| format!("{}\n{p}", short(w))).collect();
         let title = "Periodic start jitter".to_owned();
         out.push(Chart { id: "jitter".into(), title: title.clone(), svg: charts::bars(&title, "µs (log)", &names, &series) });
     }
@@ -192,6 +192,7 @@ fn short(w: &str) -> &str {
         "periodic-fixed-rate" => "fixed-rate",
         "periodic-fixed-delay" => "fixed-delay",
         "fire-lateness" => "lateness",
+        "ack-timeout" => "ack",
         other => other,
     }
 }
