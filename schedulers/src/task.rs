@@ -177,11 +177,6 @@ impl TaskCell {
         self.deadline.load(Relaxed)
     }
 
-    /// The sequence number of the live entry.
-    pub(crate) fn seq(&self) -> u64 {
-        seq_of(self.word.load(Acquire))
-    }
-
     /// True while the cell is waiting in a queue at entry `seq`.
     pub(crate) fn is_live(&self, seq: u64) -> bool {
         let w = self.word.load(Acquire);

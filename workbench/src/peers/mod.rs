@@ -1,0 +1,107 @@
+//! The peers: other implementations measured in the same run, through the
+//! same [`Timers`](crate::runner::Timers) interface, so every chart has a
+//! line for the best Rust alternative.
+//!
+//! - [`tokio_sleep`]: tokio's own timers, a spawned task per timer sleeping
+//!   on the runtime's hierarchical wheel (one worker thread).
+//! - [`delay_queue`]: tokio-util's `DelayQueue` (the same wheel with slab
+//!   storage) owned by one task that takes commands over a channel, the way
+//!   an application shares it.
+//! - [`stp`]: the `scheduled-thread-pool` crate (a binary heap under a
+//!   mutex, one worker here), the closest Rust peer of
+//!   `ScheduledThreadPoolExecutor`.
+//! - [`java`]: the Java originals (JDK `Timer`, `ScheduledThreadPoolExecutor`,
+//!   Netty's `HashedWheelTimer`), each in a child JVM running the same specs.
+//!
+//! A peer joins with one line in [`all`].
+
+pub mod delay_queue;
+pub mod java;
+pub mod stp;
+pub mod tokio_sleep;
+
+use std::sync::atomic::{AtomicU32, Ordering::AcqRel, Ordering::Acquire};
+
+use crate::record::SubjectKind;
+use crate::subjects::Subject;
+
+/// Every peer. Add yours here.
+pub fn all() -> Vec<Subject> {
+    vec![
+        Subject::in_process("tokio-sleep", SubjectKind::Peer, tokio_sleep::ABOUT, tokio_sleep::factory()),
+        Subject::in_process("delay-queue", SubjectKind::Peer, delay_queue::ABOUT, delay_queue::factory()),
+        Subject::in_process("stp", SubjectKind::Peer, stp::ABOUT, stp::factory()),
+    ]
+    .into_iter()
+    .chain(java::subjects()) // the Java originals, each in a child JVM
+    .collect()
+}
+
+/// Per-timer state shared by a peer's caller and its timer thread, for
+/// peers whose own handles cannot say whether a cancel or reset stopped a
+/// run: low two bits pending/fired/cancelled, the rest a generation that a
+/// reset bumps, so a run queued before the reset does not fire.
+#[derive(Debug)]
+pub(crate) struct Gates {
+    cells: Box<[AtomicU32]>,
+}
+
+const PENDING: u32 = 0;
+const FIRED: u32 = 1;
+const CANCELLED: u32 = 2;
+
+impl Gates {
+    pub(crate) fn new(n: usize) -> Gates {
+        Gates { cells: (0..n).map(|_| AtomicU32::new(PENDING)).collect() }
+    }
+
+    fn update(&self, id: usize, f: impl Fn(u32) -> Option<u32>) -> Result<u32, u32> {
+        self.cells[id].fetch_update(AcqRel, Acquire, f)
+    }
+
+    /// Cancels a pending timer; true iff it was pending.
+    pub(crate) fn cancel(&self, id: usize) -> bool {
+        self.update(id, |v| (v & 3 == PENDING).then_some((v & !3) | CANCELLED)).is_ok()
+    }
+
+    /// Starts a reset: the new generation if the timer was pending.
+    pub(crate) fn reset(&self, id: usize) -> Option<u32> {
+        self.update(id, |v| (v & 3 == PENDING).then_some(v.wrapping_add(4))).ok().map(|v| v.wrapping_add(4) >> 2)
+    }
+
+    /// The current generation.
+    pub(crate) fn generation(&self, id: usize) -> u32 {
+        self.cells[id].load(Acquire) >> 2
+    }
+
+    /// Claims a one-shot run of generation `gen`; true iff it may fire.
+    pub(crate) fn claim(&self, id: usize, gen: u32) -> bool {
+        self.update(id, |v| (v == gen << 2 | PENDING).then_some((v & !3) | FIRED)).is_ok()
+    }
+
+    /// Whether a periodic timer is still live (not cancelled).
+    pub(crate) fn live(&self, id: usize) -> bool {
+        self.cells[id].load(Acquire) & 3 == PENDING
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::Gates;
+
+    #[test]
+    fn gates_decide_each_race_once() {
+        let g = Gates::new(3);
+        assert!(g.claim(0, 0));
+        assert!(!g.cancel(0), "fired, so the cancel is late");
+        assert!(g.reset(0).is_none());
+
+        assert!(g.cancel(1));
+        assert!(!g.claim(1, 0), "cancelled never fires");
+
+        assert_eq!(g.reset(2), Some(1));
+        assert!(!g.claim(2, 0), "the run queued before the reset is stale");
+        assert!(g.claim(2, g.generation(2)));
+        assert!(!g.claim(2, 1), "fires once");
+    }
+}

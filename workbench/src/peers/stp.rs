@@ -1,0 +1,101 @@
+//! The `scheduled-thread-pool` crate (sfackler): a binary heap under a
+//! mutex with one condvar, here with one worker thread.
+//!
+//! Its `JobHandle::cancel` sets a flag and says nothing, so the runner keeps
+//! its own per-timer `Gates` to know whether a cancel stopped a run; reset
+//! is cancel plus a new job (the crate has no move). Fixed-rate and
+//! fixed-delay are the crate's own.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use scheduled_thread_pool::{JobHandle, OnPoolDropBehavior, ScheduledThreadPool};
+
+use super::Gates;
+use crate::runner::{Fire, Timers, TimersFactory};
+use crate::spec::Kind;
+
+/// One line for the report.
+pub const ABOUT: &str = "scheduled-thread-pool 0.2: heap + mutex + condvar, 1 worker; reset = cancel + new job";
+
+/// The factory.
+pub fn factory() -> TimersFactory {
+    Arc::new(|capacity| Box::new(Stp::new(capacity)) as Box<dyn Timers>)
+}
+
+struct Stp {
+    pool: ScheduledThreadPool,
+    gates: Arc<Gates>,
+    jobs: Vec<Option<(JobHandle, Fire)>>,
+}
+
+impl Stp {
+    fn new(capacity: usize) -> Stp {
+        let mut jobs = Vec::with_capacity(capacity);
+        jobs.resize_with(capacity, || None);
+        let pool = ScheduledThreadPool::builder()
+            .num_threads(1)
+            .thread_name_pattern("stp-{}")
+            .on_drop_behavior(OnPoolDropBehavior::DiscardPendingScheduled)
+            .build();
+        Stp { pool, gates: Arc::new(Gates::new(capacity)), jobs }
+    }
+
+    fn job(&self, id: usize, gen: u32, delay: Duration, fire: Fire) -> JobHandle {
+        let gates = self.gates.clone();
+        self.pool.execute_after(delay, move || {
+            if gates.claim(id, gen) {
+                fire.hit();
+            }
+        })
+    }
+}
+
+impl Timers for Stp {
+    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String> {
+        let h = self.job(id, 0, delay, fire.clone());
+        self.jobs[id] = Some((h, fire));
+        Ok(())
+    }
+
+    fn schedule_periodic(&mut self, id: usize, kind: Kind, initial: Duration, period: Duration, fire: Fire) -> Result<(), String> {
+        let (gates, f) = (self.gates.clone(), fire.clone());
+        let run = move || {
+            if gates.live(id) {
+                f.hit();
+            }
+        };
+        let h = match kind {
+            Kind::FixedDelay => self.pool.execute_with_fixed_delay(initial, period, run),
+            _ => self.pool.execute_at_fixed_rate(initial, period, run),
+        };
+        self.jobs[id] = Some((h, fire));
+        Ok(())
+    }
+
+    fn cancel(&mut self, id: usize) -> bool {
+        let stopped = self.gates.cancel(id);
+        if let Some((h, _)) = &self.jobs[id] {
+            h.cancel();
+        }
+        stopped
+    }
+
+    fn reset(&mut self, id: usize, delay: Duration) -> bool {
+        let Some(gen) = self.gates.reset(id) else { return false };
+        if let Some((h, fire)) = self.jobs[id].take() {
+            h.cancel();
+            let new = self.job(id, gen, delay, fire.clone());
+            self.jobs[id] = Some((new, fire));
+        }
+        true
+    }
+
+    fn shutdown(self: Box<Self>) {
+        let Stp { pool, jobs, .. } = *self;
+        for (h, _) in jobs.iter().flatten() {
+            h.cancel();
+        }
+        drop(pool); // pending jobs are discarded, the worker exits
+    }
+}

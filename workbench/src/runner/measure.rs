@@ -1,0 +1,88 @@
+//! The runner's instruments: the clock, waiting, CPU time and resident
+//! memory. The only module of the workbench that reads real time.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::resource::{getrusage, UsageWho};
+
+/// Now, from the monotonic clock.
+#[allow(clippy::disallowed_methods)] // the workbench measures real time
+#[inline]
+pub fn now() -> Instant {
+    Instant::now()
+}
+
+/// Sleeps the calling thread (the workload driver, never a subject).
+#[allow(clippy::disallowed_methods)] // the driver waits for the next event in real time
+pub fn sleep(d: Duration) {
+    std::thread::sleep(d);
+}
+
+/// Waits until `t`: sleeps while more than 200 µs away, then yields, so the
+/// driver neither burns a core nor oversleeps much.
+pub fn wait_until(t: Instant) {
+    loop {
+        let n = now();
+        if n >= t {
+            return;
+        }
+        let left = t - n;
+        if left > Duration::from_micros(200) {
+            sleep(left - Duration::from_micros(100));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// CPU time (user + system) of the whole process.
+pub fn cpu_process() -> Duration {
+    cpu(UsageWho::RUSAGE_SELF)
+}
+
+/// CPU time (user + system) of the calling thread.
+pub fn cpu_thread() -> Duration {
+    cpu(UsageWho::RUSAGE_THREAD)
+}
+
+fn cpu(who: UsageWho) -> Duration {
+    match getrusage(who) {
+        Ok(u) => {
+            let (a, b) = (u.user_time(), u.system_time());
+            let us = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
+            Duration::from_micros(us(a) + us(b))
+        }
+        Err(_) => Duration::ZERO,
+    }
+}
+
+/// Resident set size, bytes, from `/proc/self/statm` (0 where unavailable).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// The cost of the timing loop the timeline wraps around every operation
+/// (two clock reads and the bookkeeping), in ns per operation: the mean of
+/// the fastest of several batches of empty operations.
+pub fn timing_overhead() -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..7 {
+        let n = 100_000u32;
+        let mut sum = Duration::ZERO;
+        for i in 0..n {
+            let t0 = now();
+            std::hint::black_box(i);
+            sum += now() - t0;
+        }
+        best = best.min(sum.as_nanos() as f64 / f64::from(n));
+    }
+    best
+}
+
+/// Nanoseconds between two instants (0 if `b` is earlier).
+pub fn ns(a: Instant, b: Instant) -> u64 {
+    u64::try_from(b.saturating_duration_since(a).as_nanos()).unwrap_or(u64::MAX)
+}

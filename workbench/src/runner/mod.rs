@@ -1,0 +1,241 @@
+//! Runs a workload against one subject and measures it.
+//!
+//! Two levels, so that every kind of subject fits:
+//!
+//! - [`Runner`]: "run this workload once and return what you measured". An
+//!   out-of-process peer (the Java harness) implements it directly: it sends
+//!   the workload as JSON and reads [`Measurement`]s back.
+//! - [`Timers`]: the handful of operations an in-process subject offers
+//!   (schedule, schedule periodic, cancel, reset, shut down). Every
+//!   scheduler of this crate and every Rust peer implements it, and
+//!   [`InProcess`] turns any of them into a `Runner` by executing the
+//!   workload's timeline ([`timeline`]) or sweep ([`sweep`]) against it. So
+//!   the algorithms and their peers are measured by the same code.
+//!
+//! # Honest measurement
+//!
+//! - A firing task does one thing: it stores the time into a slot of
+//!   preallocated memory ([`Fire::hit`]); the lateness histogram is built
+//!   after the run from those slots.
+//! - Per-operation costs are timed with two clock reads around the call;
+//!   the cost of that timing loop is measured on its own
+//!   ([`measure::timing_overhead`]), subtracted, and reported.
+//! - Application-side storage (the vector of handles, the probe) is
+//!   allocated and touched before memory is measured.
+
+pub mod measure;
+pub mod sweep;
+pub mod timeline;
+
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+
+use crate::record::Measurement;
+use crate::spec::{Kind, Workload};
+
+/// Runs a workload once against one subject.
+pub trait Runner: Send {
+    /// Runs `workload` once (one repeat) and returns every figure measured.
+    ///
+    /// # Errors
+    ///
+    /// A [`RunError`] if the subject refused an operation the workload
+    /// needs or the run could not be carried out; the suite reports it and
+    /// goes on with the next subject.
+    fn run(&mut self, workload: &Workload, ctx: &RunContext) -> Result<Vec<Measurement>, RunError>;
+}
+
+/// What a runner gets from the suite besides the workload.
+#[derive(Clone, Debug)]
+pub struct RunContext {
+    /// Measured cost of the timing loop around one operation, ns.
+    pub timing_overhead_ns: f64,
+    /// A progress bar to advance (hidden when not on a terminal).
+    pub progress: ProgressBar,
+}
+
+impl RunContext {
+    /// A context with a hidden progress bar.
+    pub fn quiet(timing_overhead_ns: f64) -> RunContext {
+        RunContext { timing_overhead_ns, progress: ProgressBar::hidden() }
+    }
+}
+
+/// A run that could not be carried out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunError(pub String);
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// The operations an in-process subject offers the runner. Timers are
+/// named by dense ids `0..capacity`, each scheduled at most once.
+pub trait Timers: Send {
+    /// Schedules one-shot timer `id` to call `fire.hit()` after `delay`.
+    ///
+    /// # Errors
+    ///
+    /// The subject refused (its own error, as text).
+    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String>;
+
+    /// Schedules periodic timer `id`: first after `initial`, then every
+    /// `period` (fixed-rate or fixed-delay, as `kind` says).
+    ///
+    /// # Errors
+    ///
+    /// The subject refused, or does not do this kind of timer.
+    fn schedule_periodic(&mut self, id: usize, kind: Kind, initial: Duration, period: Duration, fire: Fire)
+        -> Result<(), String>;
+
+    /// Cancels timer `id`; true iff this stopped a future run.
+    fn cancel(&mut self, id: usize) -> bool;
+
+    /// Moves timer `id` to `delay` from now; true iff it was still pending.
+    fn reset(&mut self, id: usize, delay: Duration) -> bool;
+
+    /// Drops everything pending and stops the subject's threads.
+    fn shutdown(self: Box<Self>);
+}
+
+/// Makes a fresh in-process subject able to hold `capacity` timers.
+pub type TimersFactory = Arc<dyn Fn(usize) -> Box<dyn Timers> + Send + Sync>;
+
+/// Any [`Timers`] as a [`Runner`]: executes the workload's timeline or sweep.
+#[derive(Clone)]
+pub struct InProcess {
+    name: &'static str,
+    make: TimersFactory,
+}
+
+impl InProcess {
+    /// A runner for the subject `name` (as registered in
+    /// [`crate::subjects`]) that makes a fresh subject with `make` for every
+    /// repeat (and every sweep size).
+    pub fn new(name: &'static str, make: TimersFactory) -> InProcess {
+        InProcess { name, make }
+    }
+}
+
+/// The `workbench` executable, when the suite runs from it: sweeps then
+/// measure memory per timer in a fresh child process
+/// (`workbench memory-probe`), where no memory freed by an earlier run can
+/// be reused and hide the cost. Unset (in tests), memory is measured in
+/// process from the resident set, which can undercount.
+pub static MEMORY_PROBE_EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+impl fmt::Debug for InProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InProcess").finish_non_exhaustive()
+    }
+}
+
+impl Runner for InProcess {
+    fn run(&mut self, workload: &Workload, ctx: &RunContext) -> Result<Vec<Measurement>, RunError> {
+        match &workload.sweep {
+            Some(sweep) => sweep::run(self.name, &self.make, workload.seed, sweep, ctx),
+            None => timeline::run(&self.make, workload, ctx),
+        }
+    }
+}
+
+/// Where firing tasks write: one slot per one-shot timer, a ring of slots
+/// per periodic timer, allocated before the run.
+#[derive(Debug)]
+pub struct Probe {
+    epoch: Instant,
+    once: Box<[AtomicU64]>,
+    runs: Box<[AtomicU32]>,
+    times: Box<[AtomicU64]>,
+    cap: usize,
+    fired: AtomicU64,
+}
+
+impl Probe {
+    /// Room for `once` one-shot timers and `periodic` periodic ones with up
+    /// to `cap` recorded runs each; times count from `epoch`.
+    pub fn new(epoch: Instant, once: usize, periodic: usize, cap: usize) -> Arc<Probe> {
+        let zeros = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
+        Arc::new(Probe {
+            epoch,
+            once: zeros(once),
+            runs: (0..periodic).map(|_| AtomicU32::new(0)).collect(),
+            times: zeros(periodic * cap),
+            cap,
+            fired: AtomicU64::new(0),
+        })
+    }
+
+    /// The [`Fire`] for one-shot slot `slot`.
+    pub fn once(self: &Arc<Self>, slot: usize) -> Fire {
+        Fire { probe: self.clone(), slot: slot as u32, periodic: false }
+    }
+
+    /// The [`Fire`] for periodic slot `slot`.
+    pub fn periodic(self: &Arc<Self>, slot: usize) -> Fire {
+        Fire { probe: self.clone(), slot: slot as u32, periodic: true }
+    }
+
+    /// The instant every recorded time counts from.
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
+    /// One-shot fires so far.
+    pub fn fired(&self) -> u64 {
+        self.fired.load(Relaxed)
+    }
+
+    /// When one-shot `slot` fired, in ns since the epoch.
+    pub fn fired_at(&self, slot: usize) -> Option<u64> {
+        match self.once[slot].load(Relaxed) {
+            0 => None,
+            t => Some(t - 1),
+        }
+    }
+
+    /// How many times periodic `slot` ran, and the recorded start times.
+    pub fn runs(&self, slot: usize) -> (u32, Vec<u64>) {
+        let n = self.runs[slot].load(Relaxed);
+        let kept = (n as usize).min(self.cap);
+        let base = slot * self.cap;
+        (n, (0..kept).map(|k| self.times[base + k].load(Relaxed)).collect())
+    }
+}
+
+/// What a firing task calls: stores the time into its preallocated slot.
+#[derive(Clone, Debug)]
+pub struct Fire {
+    probe: Arc<Probe>,
+    slot: u32,
+    periodic: bool,
+}
+
+impl Fire {
+    /// Records one fire (one run, for a periodic timer). A one-shot store
+    /// plus one uncontended counter increment; a periodic run is the run
+    /// counter plus one store.
+    #[inline]
+    pub fn hit(&self) {
+        let p = &*self.probe;
+        let t = u64::try_from(measure::now().saturating_duration_since(p.epoch).as_nanos()).unwrap_or(u64::MAX - 1);
+        let slot = self.slot as usize;
+        if self.periodic {
+            let k = p.runs[slot].fetch_add(1, Relaxed) as usize;
+            if k < p.cap {
+                p.times[slot * p.cap + k].store(t, Relaxed);
+            }
+        } else {
+            p.once[slot].store(t + 1, Relaxed);
+            p.fired.fetch_add(1, Relaxed);
+        }
+    }
+}

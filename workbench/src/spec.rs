@@ -1,0 +1,813 @@
+//! Workload specs: what a run does, as seeded TOML.
+//!
+//! A spec is one TOML file in `workbench/workloads/`. It is either a
+//! **timeline** (one or more `[[group]]`s of timers, each with its arrival
+//! process, delay distribution, and optional cancels and resets, executed
+//! in real time) or a **sweep** (`[sweep]`: schedule, reset and cancel cost
+//! and memory per timer at a list of pending counts). Every random choice
+//! comes from `seed`, so the same spec gives the same operations in the same
+//! order on every run and every subject.
+//!
+//! ```toml
+//! name = "ack-timeout"
+//! description = "1e6 message acks, 99% cancelled before they fire"
+//! models = "IM message acks (seed 004), Kafka's purgatory"
+//! seed = 4
+//!
+//! [[group]]
+//! name = "ack"
+//! count = 1_000_000
+//! kind = "once"                                   # once | fixed-rate | fixed-delay
+//! delay = { dist = "uniform", min = "10s", max = "30s" }
+//! arrival = { rate = 200000.0, process = "poisson" }   # optional; absent: all at once
+//! cancel = { fraction = 0.99, after = { dist = "lognormal", median = "50ms", sigma = 0.7 } }
+//!
+//! [quick]            # the quick suite's profile: multiplies counts and durations
+//! count = 0.1
+//! time = 0.05
+//! ```
+//!
+//! Distributions (`dist`): `fixed` (`value`), `uniform` (`min`, `max`),
+//! `exponential` (`mean`), `lognormal` (`median`, `sigma`, the standard
+//! deviation of the log). Durations are strings with a unit: `"250us"`,
+//! `"10ms"`, `"1.5s"`, `"2m"`, `"1h"`.
+//!
+//! Group fields: `count`, `kind`, `delay` (first delay), `period` (periodic
+//! kinds; a duration), `run_for` (periodic kinds: how long they run before
+//! the workload cancels them), `anchor` (`"schedule"`: the delay counts from
+//! the moment of scheduling; `"start"`: from the start of the run, so a
+//! fixed delay gives every timer the same deadline), `arrival`, `cancel`
+//! (`fraction` of the timers, each cancelled `after` its scheduling), and
+//! `reset` (heartbeats: gaps drawn from `every`, from the timer's arrival
+//! `until` a time after the start; each heartbeat resets the timer to a
+//! delay drawn from `delay`, by default the group's delay). Several groups
+//! in one spec run at once: a mix of timer types per connection.
+//!
+//! Bad specs are refused with a [`SpecError`] that names the field
+//! (`group[1].cancel.fraction: must be within 0..=1`).
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// One workload, as read from a spec file (before a profile is applied).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// A short, unique name (`ack-timeout`); also the spec's file stem.
+    pub name: String,
+    /// One sentence: what the workload does.
+    pub description: String,
+    /// The real situation it models.
+    #[serde(default)]
+    pub models: String,
+    /// The seed every random choice of the workload derives from.
+    pub seed: u64,
+    /// How long to wait for fires after the last deadline before counting a
+    /// timer as missed.
+    #[serde(default = "default_grace")]
+    pub grace: Dur,
+    /// Timer groups of a timeline workload.
+    #[serde(default, rename = "group")]
+    pub groups: Vec<Group>,
+    /// A sweep over pending counts (instead of groups).
+    #[serde(default)]
+    pub sweep: Option<Sweep>,
+    /// The quick suite's profile.
+    #[serde(default)]
+    pub quick: Option<Profile>,
+}
+
+fn default_grace() -> Dur {
+    Dur(Duration::from_secs(1))
+}
+
+/// One group of timers of the same type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Group {
+    /// Name of the group (`ack`, `idle`).
+    pub name: String,
+    /// How many timers.
+    pub count: u64,
+    /// One-shot or periodic.
+    #[serde(default)]
+    pub kind: Kind,
+    /// The first delay.
+    pub delay: Dist,
+    /// Whether `delay` counts from scheduling (default) or from the start of
+    /// the run.
+    #[serde(default)]
+    pub anchor: Anchor,
+    /// Period of a periodic timer (fixed-rate: between starts; fixed-delay:
+    /// from the end of one run to the start of the next).
+    #[serde(default)]
+    pub period: Option<Dur>,
+    /// How long periodic timers run before the workload cancels them.
+    #[serde(default)]
+    pub run_for: Option<Dur>,
+    /// When timers are scheduled; absent: all at the start, back to back.
+    #[serde(default)]
+    pub arrival: Option<Arrival>,
+    /// Which timers get cancelled, and when.
+    #[serde(default)]
+    pub cancel: Option<Cancel>,
+    /// Heartbeats that reset timers.
+    #[serde(default)]
+    pub reset: Option<Reset>,
+}
+
+/// What kind of timer a group holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// Runs once.
+    #[default]
+    Once,
+    /// Periodic; next start = previous scheduled start + period.
+    FixedRate,
+    /// Periodic; next start = previous end + period.
+    FixedDelay,
+}
+
+impl Kind {
+    /// True for the periodic kinds.
+    pub fn is_periodic(self) -> bool {
+        self != Kind::Once
+    }
+}
+
+/// What a group's delay counts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Anchor {
+    /// From the moment the timer is scheduled.
+    #[default]
+    Schedule,
+    /// From the start of the run: a fixed delay means one shared deadline.
+    Start,
+}
+
+/// When a group's timers are scheduled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arrival {
+    /// Timers scheduled per second, on average.
+    pub rate: f64,
+    /// `poisson` (exponential gaps, the default) or `uniform` (even gaps).
+    #[serde(default)]
+    pub process: Process,
+}
+
+/// An arrival process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Process {
+    /// Exponential gaps: independent arrivals.
+    #[default]
+    Poisson,
+    /// Even gaps.
+    Uniform,
+}
+
+/// Cancels of a group's timers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cancel {
+    /// Chance that a timer gets cancelled, 0 to 1.
+    pub fraction: f64,
+    /// When, after its scheduling.
+    pub after: Dist,
+}
+
+/// Heartbeats that reset a group's timers (keepalive).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reset {
+    /// Gap between two heartbeats of one timer.
+    pub every: Dist,
+    /// No heartbeats after this time from the start of the run.
+    pub until: Dur,
+    /// The new delay; absent: the group's `delay`.
+    #[serde(default)]
+    pub delay: Option<Dist>,
+}
+
+/// A sweep: cost and memory as the pending count grows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// Pending counts to measure at, ascending.
+    pub sizes: Vec<u64>,
+    /// Delays of the pending timers: far enough that none fires.
+    pub delay: Dist,
+}
+
+/// A profile: how the quick suite shrinks a workload.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Multiplies every group's count (and arrival rate, so the arrival
+    /// span scales with `time` alone).
+    #[serde(default)]
+    pub count: Option<f64>,
+    /// Multiplies every duration of the groups except `period`: a period is
+    /// what a periodic workload is about, so the profile shortens how long it
+    /// runs, not how often.
+    #[serde(default)]
+    pub time: Option<f64>,
+    /// Replaces a sweep's sizes.
+    #[serde(default)]
+    pub sizes: Option<Vec<u64>>,
+}
+
+/// A probability distribution of durations.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "dist", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Dist {
+    /// Always `value`.
+    Fixed {
+        /// The duration.
+        value: Dur,
+    },
+    /// Uniform over `min..=max`.
+    Uniform {
+        /// Lower bound.
+        min: Dur,
+        /// Upper bound.
+        max: Dur,
+    },
+    /// Exponential with the given mean (memoryless gaps).
+    Exponential {
+        /// The mean.
+        mean: Dur,
+    },
+    /// Log-normal: `median * exp(sigma * N(0,1))` (heavy right tail).
+    Lognormal {
+        /// The median.
+        median: Dur,
+        /// Standard deviation of the logarithm.
+        sigma: f64,
+    },
+}
+
+impl Dist {
+    /// Draws one duration, in nanoseconds.
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
+        let ns = match *self {
+            Dist::Fixed { value } => value.nanos() as f64,
+            Dist::Uniform { min, max } => {
+                let (a, b) = (min.nanos() as f64, max.nanos() as f64);
+                a + (b - a) * rng.unit()
+            }
+            Dist::Exponential { mean } => -(mean.nanos() as f64) * (1.0 - rng.unit()).ln(),
+            Dist::Lognormal { median, sigma } => median.nanos() as f64 * (sigma * rng.normal()).exp(),
+        };
+        if ns.is_finite() && ns > 0.0 {
+            ns.min(u64::MAX as f64 / 2.0) as u64
+        } else {
+            0
+        }
+    }
+
+    /// The largest value it can take, or a high quantile for unbounded ones
+    /// (mean × 20, median × e^(5σ)); used to bound how long a run waits.
+    pub fn bound(&self) -> u64 {
+        match *self {
+            Dist::Fixed { value } => value.nanos(),
+            Dist::Uniform { max, .. } => max.nanos(),
+            Dist::Exponential { mean } => mean.nanos().saturating_mul(20),
+            Dist::Lognormal { median, sigma } => (median.nanos() as f64 * (5.0 * sigma).exp()) as u64,
+        }
+    }
+
+    fn scaled(self, f: f64) -> Dist {
+        match self {
+            Dist::Fixed { value } => Dist::Fixed { value: value.scaled(f) },
+            Dist::Uniform { min, max } => Dist::Uniform { min: min.scaled(f), max: max.scaled(f) },
+            Dist::Exponential { mean } => Dist::Exponential { mean: mean.scaled(f) },
+            Dist::Lognormal { median, sigma } => Dist::Lognormal { median: median.scaled(f), sigma },
+        }
+    }
+
+    fn check(&self, field: &str) -> Result<(), SpecError> {
+        match *self {
+            Dist::Uniform { min, max } if min > max => Err(SpecError::field(format!("{field}.min"), "must not exceed max")),
+            Dist::Exponential { mean } if mean.0.is_zero() => Err(SpecError::field(format!("{field}.mean"), "must be above zero")),
+            Dist::Lognormal { sigma, .. } if !(sigma.is_finite() && sigma >= 0.0) => {
+                Err(SpecError::field(format!("{field}.sigma"), "must be a finite number >= 0"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Dist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dist::Fixed { value } => write!(f, "{value}"),
+            Dist::Uniform { min, max } => write!(f, "uniform {min}–{max}"),
+            Dist::Exponential { mean } => write!(f, "exponential, mean {mean}"),
+            Dist::Lognormal { median, sigma } => write!(f, "log-normal, median {median}, σ {sigma}"),
+        }
+    }
+}
+
+/// A duration written with a unit (`"10ms"`, `"1.5s"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dur(pub Duration);
+
+impl Dur {
+    /// Nanoseconds (saturated).
+    pub fn nanos(self) -> u64 {
+        u64::try_from(self.0.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn scaled(self, f: f64) -> Dur {
+        Dur(Duration::from_nanos((self.nanos() as f64 * f) as u64))
+    }
+}
+
+impl std::str::FromStr for Dur {
+    type Err = String;
+
+    /// Parses `<number><unit>`, unit one of `ns us ms s m h`.
+    fn from_str(s: &str) -> Result<Dur, String> {
+        let s = s.trim();
+        let split = s.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(|| {
+            format!("duration {s:?} has no unit (ns, us, ms, s, m, h)")
+        })?;
+        let (num, unit) = s.split_at(split);
+        let value: f64 = num.trim().parse().map_err(|_| format!("duration {s:?}: {num:?} is not a number"))?;
+        let scale = match unit {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" | "min" => 60e9,
+            "h" => 3600e9,
+            _ => return Err(format!("duration {s:?}: unknown unit {unit:?} (ns, us, ms, s, m, h)")),
+        };
+        let ns = value * scale;
+        if !(ns.is_finite() && (0.0..1.8e19).contains(&ns)) {
+            return Err(format!("duration {s:?} is negative or too large"));
+        }
+        Ok(Dur(Duration::from_nanos(ns as u64)))
+    }
+}
+
+impl fmt::Display for Dur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.nanos();
+        let (v, unit) = match ns {
+            0 => return f.write_str("0s"),
+            n if n % 3_600_000_000_000 == 0 => (n as f64 / 3.6e12, "h"),
+            n if n >= 1_000_000_000 => (n as f64 / 1e9, "s"),
+            n if n >= 1_000_000 => (n as f64 / 1e6, "ms"),
+            n if n >= 1_000 => (n as f64 / 1e3, "us"),
+            n => (n as f64, "ns"),
+        };
+        write!(f, "{}{unit}", (v * 1000.0).round() / 1000.0)
+    }
+}
+
+impl Serialize for Dur {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}ns", self.nanos()))
+    }
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A bad spec: which field, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError {
+    /// Where the spec came from (a file path), if known.
+    pub source: Option<String>,
+    /// The field, as a path (`group[0].cancel.fraction`), or empty when the
+    /// parser reported the location in `message`.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl SpecError {
+    fn field(field: impl Into<String>, message: impl Into<String>) -> SpecError {
+        SpecError { source: None, field: field.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(src) = &self.source {
+            write!(f, "{src}: ")?;
+        }
+        if self.field.is_empty() {
+            write!(f, "{}", self.message.trim_end())
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl Workload {
+    /// Parses and checks a spec.
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] naming the field: TOML syntax, unknown or missing
+    /// fields, wrong types and unparseable durations (with the line), or a
+    /// value out of range.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use workbench::spec::Workload;
+    ///
+    /// let w = Workload::parse(r#"
+    ///     name = "tiny"
+    ///     description = "ten timers"
+    ///     seed = 1
+    ///     [[group]]
+    ///     name = "t"
+    ///     count = 10
+    ///     delay = { dist = "uniform", min = "1ms", max = "5ms" }
+    /// "#).unwrap();
+    /// assert_eq!(w.groups[0].count, 10);
+    ///
+    /// let err = Workload::parse(r#"
+    ///     name = "bad"
+    ///     description = "x"
+    ///     seed = 1
+    ///     [[group]]
+    ///     name = "t"
+    ///     count = 10
+    ///     delay = { dist = "fixed", value = "1ms" }
+    ///     cancel = { fraction = 1.5, after = { dist = "fixed", value = "1ms" } }
+    /// "#).unwrap_err();
+    /// assert_eq!(err.field, "group[0].cancel.fraction");
+    /// ```
+    pub fn parse(text: &str) -> Result<Workload, SpecError> {
+        let w: Workload = toml::from_str(text).map_err(|e| SpecError::field("", e.to_string()))?;
+        w.check()?;
+        Ok(w)
+    }
+
+    /// Reads and parses a spec file.
+    ///
+    /// # Errors
+    ///
+    /// As [`Workload::parse`], with the path in [`SpecError::source`]; or the
+    /// file could not be read.
+    pub fn load(path: &Path) -> Result<Workload, SpecError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SpecError { source: Some(path.display().to_string()), field: String::new(), message: e.to_string() })?;
+        Workload::parse(&text).map_err(|mut e| {
+            e.source = Some(path.display().to_string());
+            e
+        })
+    }
+
+    /// Checks every value; the error names the first bad field.
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] naming the field.
+    pub fn check(&self) -> Result<(), SpecError> {
+        let ok_name = !self.name.is_empty()
+            && self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !ok_name {
+            return Err(SpecError::field("name", "must be non-empty: letters, digits, '-' and '_'"));
+        }
+        match (&self.sweep, self.groups.is_empty()) {
+            (None, true) => return Err(SpecError::field("group", "a workload needs at least one [[group]] or a [sweep]")),
+            (Some(_), false) => return Err(SpecError::field("sweep", "a workload has either [[group]]s or a [sweep], not both")),
+            _ => {}
+        }
+        if let Some(sweep) = &self.sweep {
+            check_sizes("sweep.sizes", &sweep.sizes)?;
+            sweep.delay.check("sweep.delay")?;
+        }
+        for (i, g) in self.groups.iter().enumerate() {
+            g.check(&format!("group[{i}]"))?;
+        }
+        if let Some(p) = &self.quick {
+            for (field, v) in [("quick.count", p.count), ("quick.time", p.time)] {
+                if let Some(v) = v {
+                    if !(v.is_finite() && v > 0.0) {
+                        return Err(SpecError::field(field, "must be a number above zero"));
+                    }
+                }
+            }
+            if let Some(sizes) = &p.sizes {
+                check_sizes("quick.sizes", sizes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The workload as the quick suite runs it: the `[quick]` profile applied
+    /// (counts at least 1), profile removed.
+    pub fn quick(&self) -> Workload {
+        let mut w = self.clone();
+        let Some(p) = w.quick.take() else { return w };
+        let (c, t) = (p.count.unwrap_or(1.0), p.time.unwrap_or(1.0));
+        w.grace = w.grace.scaled(t.max(0.2));
+        for g in &mut w.groups {
+            g.count = ((g.count as f64 * c).round() as u64).max(1);
+            g.delay = g.delay.scaled(t);
+            g.run_for = g.run_for.map(|d| d.scaled(t));
+            if let Some(a) = &mut g.arrival {
+                a.rate *= c / t;
+            }
+            if let Some(x) = &mut g.cancel {
+                x.after = x.after.scaled(t);
+            }
+            if let Some(r) = &mut g.reset {
+                r.every = r.every.scaled(t);
+                r.until = r.until.scaled(t);
+                r.delay = r.delay.map(|d| d.scaled(t));
+            }
+        }
+        if let (Some(s), Some(sizes)) = (&mut w.sweep, p.sizes) {
+            s.sizes = sizes;
+        }
+        w
+    }
+
+    /// Multiplies every count (and sweep size) by `f`, for `--size`.
+    pub fn resized(&self, f: f64) -> Workload {
+        let mut w = self.clone();
+        for g in &mut w.groups {
+            g.count = ((g.count as f64 * f).round() as u64).max(1);
+            if let Some(a) = &mut g.arrival {
+                a.rate *= f;
+            }
+        }
+        if let Some(s) = &mut w.sweep {
+            for n in &mut s.sizes {
+                *n = ((*n as f64 * f).round() as u64).max(1);
+            }
+        }
+        w
+    }
+
+    /// Total timers over all groups.
+    pub fn timers(&self) -> u64 {
+        self.groups.iter().map(|g| g.count).sum()
+    }
+
+    /// One line per group (or the sweep) giving its effective parameters.
+    pub fn summary(&self) -> Vec<String> {
+        if let Some(s) = &self.sweep {
+            let sizes: Vec<String> = s.sizes.iter().map(|n| format_count(*n)).collect();
+            return vec![format!("sweep over {} pending timers, delays {}", sizes.join(", "), s.delay)];
+        }
+        self.groups
+            .iter()
+            .map(|g| {
+                let mut line = format!("{}: {} × {:?}, delay {}", g.name, format_count(g.count), g.kind, g.delay);
+                if g.anchor == Anchor::Start {
+                    line.push_str(" from the start of the run");
+                }
+                if let Some(p) = g.period {
+                    line.push_str(&format!(", period {p}"));
+                }
+                if let Some(r) = g.run_for {
+                    line.push_str(&format!(", for {r}"));
+                }
+                if let Some(a) = &g.arrival {
+                    line.push_str(&format!(", arriving at {:.0}/s ({:?})", a.rate, a.process));
+                }
+                if let Some(c) = &g.cancel {
+                    line.push_str(&format!(", {:.1}% cancelled after {}", c.fraction * 100.0, c.after));
+                }
+                if let Some(r) = &g.reset {
+                    line.push_str(&format!(", reset every {} until {}", r.every, r.until));
+                }
+                line
+            })
+            .collect()
+    }
+}
+
+/// `1000000` → `1e6`, `30000` → `3e4`, `1234` → `1234`.
+pub fn format_count(n: u64) -> String {
+    if n >= 1000 && n % 10u64.pow(n.ilog10()) == 0 {
+        let exp = n.ilog10();
+        let lead = n / 10u64.pow(exp);
+        if lead == 1 { format!("1e{exp}") } else { format!("{lead}e{exp}") }
+    } else {
+        n.to_string()
+    }
+}
+
+fn check_sizes(field: &str, sizes: &[u64]) -> Result<(), SpecError> {
+    if sizes.is_empty() || sizes.contains(&0) {
+        return Err(SpecError::field(field, "needs at least one size, each above zero"));
+    }
+    if sizes.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(SpecError::field(field, "must be strictly ascending"));
+    }
+    Ok(())
+}
+
+impl Group {
+    fn check(&self, at: &str) -> Result<(), SpecError> {
+        if self.count == 0 {
+            return Err(SpecError::field(format!("{at}.count"), "must be at least 1"));
+        }
+        self.delay.check(&format!("{at}.delay"))?;
+        if self.kind.is_periodic() {
+            match self.period {
+                None => return Err(SpecError::field(format!("{at}.period"), "a periodic group needs a period")),
+                Some(p) if p.0.is_zero() => return Err(SpecError::field(format!("{at}.period"), "must be above zero")),
+                _ => {}
+            }
+            if self.run_for.is_none() {
+                return Err(SpecError::field(format!("{at}.run_for"), "a periodic group needs run_for"));
+            }
+            if self.reset.is_some() {
+                return Err(SpecError::field(format!("{at}.reset"), "resets are for one-shot groups"));
+            }
+        } else {
+            if self.period.is_some() {
+                return Err(SpecError::field(format!("{at}.period"), "only periodic kinds take a period"));
+            }
+            if self.run_for.is_some() {
+                return Err(SpecError::field(format!("{at}.run_for"), "only periodic kinds take run_for"));
+            }
+        }
+        if let Some(a) = &self.arrival {
+            if !(a.rate.is_finite() && a.rate > 0.0) {
+                return Err(SpecError::field(format!("{at}.arrival.rate"), "must be a number above zero (timers per second)"));
+            }
+        }
+        if let Some(c) = &self.cancel {
+            if !(0.0..=1.0).contains(&c.fraction) {
+                return Err(SpecError::field(format!("{at}.cancel.fraction"), "must be within 0..=1"));
+            }
+            c.after.check(&format!("{at}.cancel.after"))?;
+        }
+        if let Some(r) = &self.reset {
+            r.every.check(&format!("{at}.reset.every"))?;
+            if r.every.bound() == 0 {
+                return Err(SpecError::field(format!("{at}.reset.every"), "heartbeat gaps must be above zero"));
+            }
+            if let Some(d) = &r.delay {
+                d.check(&format!("{at}.reset.delay"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The workbench's random numbers: SplitMix64, fixed forever so that a seed
+/// means the same operations in every version of every dependency.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed`, with a `stream` number to draw independent
+    /// sequences from one seed.
+    pub fn new(seed: u64, stream: u64) -> Rng {
+        let mut r = Rng(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        r.next_u64();
+        r
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.unit();
+        let u2 = self.unit();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
+    /// A random permutation of `0..n`.
+    pub fn permutation(&mut self, n: usize) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            v.swap(i, self.below(i as u64 + 1) as usize);
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    const OK: &str = r#"
+        name = "w"
+        description = "d"
+        seed = 7
+        [[group]]
+        name = "g"
+        count = 100
+        delay = { dist = "lognormal", median = "10ms", sigma = 0.5 }
+        cancel = { fraction = 0.5, after = { dist = "exponential", mean = "1ms" } }
+        [quick]
+        count = 0.1
+        time = 0.5
+    "#;
+
+    #[test]
+    fn parses_and_applies_the_quick_profile() {
+        let w = Workload::parse(OK).unwrap();
+        let q = w.quick();
+        assert_eq!(q.groups[0].count, 10);
+        assert_eq!(q.groups[0].delay, Dist::Lognormal { median: Dur(Duration::from_millis(5)), sigma: 0.5 });
+        assert!(q.quick.is_none());
+    }
+
+    fn err(text: &str) -> SpecError {
+        Workload::parse(text).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = err(&OK.replace("count = 100", "count = 0"));
+        assert_eq!(e.field, "group[0].count");
+        let e = err(&OK.replace("fraction = 0.5", "fraction = -1"));
+        assert_eq!(e.field, "group[0].cancel.fraction");
+        let e = err(&OK.replace("count = 100", "count = 100\nperiod = \"1s\""));
+        assert_eq!(e.field, "group[0].period");
+        let e = err(&OK.replace("count = 100", "count = 100\nkind = \"fixed-rate\""));
+        assert_eq!(e.field, "group[0].period");
+        // Parser errors carry the key in the message.
+        let e = err(&OK.replace("count = 100", "cuont = 100"));
+        assert!(e.message.contains("cuont"), "{e}");
+        let e = err(&OK.replace("\"10ms\"", "\"10 parsecs\""));
+        assert!(e.message.contains("unknown unit"), "{e}");
+        assert!(e.message.contains("median"), "{e}");
+        let e = err(&OK.replace("lognormal", "zipf"));
+        assert!(e.message.contains("zipf"), "{e}");
+        let e = err(&OK.replace("time = 0.5", "time = 0"));
+        assert_eq!(e.field, "quick.time");
+    }
+
+    #[test]
+    fn durations_parse_and_print() {
+        for (s, ns) in [("250us", 250_000), ("1.5s", 1_500_000_000), ("2m", 120_000_000_000), ("7ns", 7)] {
+            let d: Dur = s.parse().unwrap();
+            assert_eq!(d.nanos(), ns, "{s}");
+            assert_eq!(d.to_string().parse::<Dur>().unwrap(), d);
+        }
+        assert!("10".parse::<Dur>().is_err());
+        assert!("-1s".parse::<Dur>().is_err());
+    }
+
+    #[test]
+    fn distributions_have_the_right_centre() {
+        let mut rng = Rng::new(1, 0);
+        let n = 20_000;
+        let mean = |d: Dist, rng: &mut Rng| (0..n).map(|_| d.sample(rng) as f64).sum::<f64>() / n as f64;
+        let ms = |x: u64| Dur(Duration::from_millis(x));
+        let e = mean(Dist::Exponential { mean: ms(10) }, &mut rng);
+        assert!((e / 1e7 - 1.0).abs() < 0.05, "{e}");
+        let u = mean(Dist::Uniform { min: ms(10), max: ms(30) }, &mut rng);
+        assert!((u / 2e7 - 1.0).abs() < 0.02, "{u}");
+        let mut v: Vec<u64> = (0..n).map(|_| Dist::Lognormal { median: ms(10), sigma: 1.0 }.sample(&mut rng)).collect();
+        v.sort_unstable();
+        assert!((v[n / 2] as f64 / 1e7 - 1.0).abs() < 0.05);
+        // Same seed, same numbers.
+        assert_eq!(Rng::new(9, 3).next_u64(), Rng::new(9, 3).next_u64());
+        assert_ne!(Rng::new(9, 3).next_u64(), Rng::new(9, 4).next_u64());
+    }
+
+    #[test]
+    fn format_count_uses_powers_of_ten() {
+        assert_eq!(format_count(1_000_000), "1e6");
+        assert_eq!(format_count(30_000), "3e4");
+        assert_eq!(format_count(1234), "1234");
+        assert_eq!(format_count(10), "10");
+    }
+}

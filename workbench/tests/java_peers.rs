@@ -1,0 +1,177 @@
+//! End to end through the Java harness: every Java peer runs a small
+//! timeline (one-shots with cancels and resets, fixed-rate and fixed-delay
+//! tasks) and a small sweep in its own JVM, and every record it sends back
+//! is checked: present, finite, in the right unit, and consistent with the
+//! operations the spec implies.
+//!
+//! Without a JVM or the jars the test skips with one line, except under CI
+//! (`CI` set), where `scripts/test` installs them and a missing piece fails.
+
+use std::collections::{BTreeSet, HashMap};
+
+use workbench::peers::java::{self, JavaRunner, PEERS};
+use workbench::record::Measurement;
+use workbench::runner::{RunContext, Runner};
+use workbench::spec::Workload;
+use workbench::subjects;
+
+const ONE_SHOTS: &str = r#"
+    name = "java-one-shots"
+    description = "one-shots, some cancelled, some reset"
+    seed = 11
+    [[group]]
+    name = "t"
+    count = 300
+    delay = { dist = "uniform", min = "200ms", max = "300ms" }
+    cancel = { fraction = 0.3, after = { dist = "fixed", value = "5ms" } }
+    [[group]]
+    name = "k"
+    count = 100
+    delay = { dist = "fixed", value = "250ms" }
+    reset = { every = { dist = "fixed", value = "10ms" }, until = "35ms" }
+"#;
+
+const PERIODIC: &str = r#"
+    name = "java-periodic"
+    description = "fixed-rate and fixed-delay tasks"
+    seed = 12
+    grace = "100ms"
+    [[group]]
+    name = "rate"
+    count = 20
+    kind = "fixed-rate"
+    delay = { dist = "uniform", min = "0ms", max = "10ms" }
+    period = "10ms"
+    run_for = "300ms"
+    [[group]]
+    name = "delay"
+    count = 20
+    kind = "fixed-delay"
+    delay = { dist = "uniform", min = "0ms", max = "10ms" }
+    period = "10ms"
+    run_for = "300ms"
+"#;
+
+const SWEEP: &str = r#"
+    name = "java-sweep"
+    description = "cost and memory at two sizes"
+    seed = 13
+    [sweep]
+    sizes = [1000, 5000]
+    delay = { dist = "uniform", min = "1h", max = "2h" }
+"#;
+
+fn by_metric(ms: &[Measurement]) -> HashMap<(String, Option<u64>), (f64, String)> {
+    ms.iter().map(|m| ((m.metric.clone(), m.size), (m.value, m.unit.clone()))).collect()
+}
+
+fn get(peer: &str, w: &str, m: &HashMap<(String, Option<u64>), (f64, String)>, metric: &str, size: Option<u64>, unit: &str) -> f64 {
+    let Some((v, u)) = m.get(&(metric.to_owned(), size)) else {
+        panic!("{peer} on {w}: no {metric} at {size:?}; got {:?}", m.keys().collect::<Vec<_>>())
+    };
+    assert_eq!(u, unit, "{peer} on {w}: unit of {metric}");
+    assert!(v.is_finite() && *v >= 0.0, "{peer} on {w}: {metric} = {v}");
+    *v
+}
+
+#[test]
+fn every_java_peer_runs_the_specs_end_to_end() {
+    if let Err(why) = java::harness() {
+        assert!(std::env::var_os("CI").is_none(), "under CI the Java peers must run: {why}");
+        eprintln!("skipping the Java peers: {why}");
+        return;
+    }
+    let one = Workload::parse(ONE_SHOTS).unwrap();
+    let per = Workload::parse(PERIODIC).unwrap();
+    let sweep = Workload::parse(SWEEP).unwrap();
+    let ctx = RunContext::quiet(0.0);
+    // The figures the Rust runner reports for the same specs: a Java peer
+    // must report the same ones, in the same units (plus its own timing
+    // overhead), or the report would compare apples with nothing.
+    let heap = subjects::find("heap").expect("the heap scheduler is registered");
+    let mut rust = (heap.runner)().unwrap();
+    let keys = |ms: &[Measurement]| -> BTreeSet<(String, String, Option<u64>)> {
+        ms.iter().filter(|m| m.metric != "timing_overhead").map(|m| (m.metric.clone(), m.unit.clone(), m.size)).collect()
+    };
+    let expected: Vec<_> = [&one, &per, &sweep].iter().map(|w| keys(&rust.run(w, &ctx).unwrap())).collect();
+    let mut ran = 0;
+    for peer in PEERS {
+        let mut r = match JavaRunner::start_with_warmup(*peer, 1, 5000) {
+            Ok(r) => r,
+            Err(why) => {
+                assert!(std::env::var_os("CI").is_none(), "under CI every Java peer must run; {}: {why}", peer.name);
+                eprintln!("skipping {}: {why}", peer.name);
+                continue;
+            }
+        };
+        let p = peer.name;
+        assert!(!r.semantics.is_empty(), "{p}: the harness states the original's semantics");
+        assert!(r.env.get("java").and_then(|v| v.as_str()).is_some_and(|v| !v.is_empty()), "{p}: env {:?}", r.env);
+
+        // One-shots: 300 + 100 scheduled, ~90 cancelled 5 ms in, 300 resets,
+        // all long before any deadline (so even a stalled machine has no late ones).
+        let ms = r.run(&one, &ctx).unwrap();
+        assert_eq!(keys(&ms), expected[0], "{p}: the Rust runner's figures for the one-shots");
+        let m = by_metric(&ms);
+        let w = "one-shots";
+        for cost in ["schedule", "cancel", "reset"] {
+            get(p, w, &m, cost, None, "ns/op");
+        }
+        assert_eq!(get(p, w, &m, "cancel_late", None, "count"), 0.0, "{p}: cancels 195 ms before any deadline");
+        assert_eq!(get(p, w, &m, "reset_late", None, "count"), 0.0, "{p}: resets 215 ms before any deadline");
+        assert_eq!(get(p, w, &m, "missed", None, "count"), 0.0, "{p}: every timer not cancelled fires");
+        let fired = get(p, w, &m, "fired", None, "count");
+        assert!((250.0..=350.0).contains(&fired), "{p}: fired {fired} of 400 less ~90 cancelled");
+        let lat: Vec<f64> = ["lateness_p50", "lateness_p90", "lateness_p99", "lateness_p99.9", "lateness_max"]
+            .iter()
+            .map(|n| get(p, w, &m, n, None, "µs"))
+            .collect();
+        assert!(lat.windows(2).all(|x| x[0] <= x[1]), "{p}: percentiles ascend: {lat:?}");
+        assert!(lat[4] < 2_000_000.0, "{p}: a 2 s late fire is no timer: {lat:?}");
+        get(p, w, &m, "early", None, "count");
+        get(p, w, &m, "fires_per_s", None, "fires/s");
+        get(p, w, &m, "cpu", None, "ms");
+        get(p, w, &m, "cpu_background", None, "ms");
+        get(p, w, &m, "timing_overhead", None, "ns");
+
+        // Periodic: 40 tasks, 10 ms, 300 ms.
+        let ms = r.run(&per, &ctx).unwrap();
+        assert_eq!(keys(&ms), expected[1], "{p}: the Rust runner's figures for periodic tasks");
+        let m = by_metric(&ms);
+        let w = "periodic";
+        for n in ["jitter_p50", "jitter_p99", "jitter_p99.9", "jitter_max"] {
+            get(p, w, &m, n, None, "µs");
+        }
+        get(p, w, &m, "drift", None, "ms");
+        let ratio = get(p, w, &m, "runs_ratio", None, "ratio");
+        // A 100 ms wheel runs a 10 ms period once per tick (Netty has no
+        // periodic API); everyone else keeps close to the nominal count.
+        let floor = if p == "netty-100ms" { 0.03 } else { 0.5 };
+        assert!(ratio > floor && ratio < 1.2, "{p}: runs_ratio {ratio}");
+        assert!(get(p, w, &m, "runs", None, "count") > 0.0);
+
+        // Sweep: every figure at both sizes.
+        let ms = r.run(&sweep, &ctx).unwrap();
+        assert_eq!(keys(&ms), expected[2], "{p}: the Rust runner's figures for a sweep");
+        let m = by_metric(&ms);
+        for size in [1000, 5000] {
+            for cost in ["schedule", "reset", "cancel"] {
+                get(p, "sweep", &m, cost, Some(size), "ns/op");
+            }
+            let b = get(p, "sweep", &m, "memory", Some(size), "B/timer");
+            assert!(b > 8.0 && b < 10_000.0, "{p}: {b} bytes per pending timer at {size}");
+        }
+
+        // A bad workload is refused with the field named, and the JVM serves on.
+        let mut bad = one.clone();
+        bad.groups[0].kind = workbench::spec::Kind::FixedRate;
+        let e = r.run(&bad, &ctx).unwrap_err();
+        assert!(e.0.contains("period"), "{p}: {e}");
+        assert!(r.run(&sweep, &ctx).is_ok(), "{p}: still serving after a refused workload");
+        ran += 1;
+    }
+    eprintln!("{ran} of {} Java peers ran end to end", PEERS.len());
+    if std::env::var_os("CI").is_some() {
+        assert_eq!(ran, PEERS.len(), "under CI every Java peer runs");
+    }
+}
