@@ -84,7 +84,9 @@ fn measure(name: &str, n: usize) -> Costs {
         // pages are first touched here, so take them back out.
         let handle_bytes = (n * std::mem::size_of::<TaskHandle>()) as u64;
         let bytes = rss_bytes().saturating_sub(rss_before + handle_bytes) as f64 / n as f64;
-        handles.iter().for_each(|h| drop(h.cancel()));
+        handles.iter().for_each(|h| {
+            h.cancel();
+        });
         s.shutdown_now();
         bytes
     };

@@ -113,7 +113,7 @@ fn purge() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        if seed % 2 == 0 && h.cancel() {
+        if seed.is_multiple_of(2) && h.cancel() {
             cancelled += 1;
         }
     }

@@ -602,7 +602,7 @@ impl Workload {
 
 /// `1000000` → `1e6`, `30000` → `3e4`, `1234` → `1234`.
 pub fn format_count(n: u64) -> String {
-    if n >= 1000 && n % 10u64.pow(n.ilog10()) == 0 {
+    if n >= 1000 && n.is_multiple_of(10u64.pow(n.ilog10())) {
         let exp = n.ilog10();
         let lead = n / 10u64.pow(exp);
         if lead == 1 { format!("1e{exp}") } else { format!("{lead}e{exp}") }

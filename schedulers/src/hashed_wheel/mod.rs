@@ -364,7 +364,7 @@ impl HashedWheelTimerBuilder {
 
 /// The tick a deadline (ns) belongs to: rounded up, so never early.
 fn tick_of(deadline: u64, tick_ns: u64) -> u64 {
-    deadline / tick_ns + u64::from(deadline % tick_ns != 0)
+    deadline.div_ceil(tick_ns)
 }
 
 impl Shared {
