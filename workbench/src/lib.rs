@@ -13,11 +13,14 @@
 //!   [`subjects::SCHEDULERS`], a peer with one line in [`peers::all`].
 //! - [`peers`]: tokio's timers, tokio-util's `DelayQueue`, `scheduled-thread-pool`.
 //! - [`record`]: the record format of `results.json`.
+//! - [`distributed`]: the Redis scheduler with 1, 2 and 4 worker processes,
+//!   run beside the suite.
 //!
 //! A run is reproducible: every random choice comes from the workload's
 //! seed, which is recorded with every figure, along with the machine, the
 //! toolchain and the commit.
 
+pub mod distributed;
 pub mod env;
 pub mod peers;
 pub mod record;

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use workbench::distributed;
 use workbench::record::Results;
 use workbench::report;
 use workbench::spec::Workload;
@@ -114,6 +115,12 @@ fn list() -> Result<(), String> {
     for s in subjects::all() {
         println!("  {:<14} {:<9} {}", s.name, format!("{:?}", s.kind).to_lowercase(), s.about);
     }
+    println!(
+        "  {:<14} {:<9} schedulers::distributed on one local Redis, 1, 2 and 4 worker processes (workload `{}` only)",
+        format!("{}-Nw", distributed::SUBJECT_PREFIX),
+        "algorithm",
+        distributed::WORKLOAD
+    );
     println!("\nworkloads (workbench/workloads/*.toml):");
     for w in workbench::workloads::shipped().map_err(|e| e.to_string())? {
         println!("  {:<22} {}", w.name, w.description);
@@ -121,6 +128,8 @@ fn list() -> Result<(), String> {
             println!("  {:<22}   quick: {line}", "");
         }
     }
+    let plan = distributed::Plan::for_size("quick");
+    println!("  {:<22} {}", distributed::WORKLOAD, plan.info().description);
     Ok(())
 }
 
@@ -128,12 +137,16 @@ fn run(args: RunArgs) -> Result<(), String> {
     if args.repeats == 0 {
         return Err("--repeats must be at least 1".into());
     }
+    let run_distributed = distributed::selected(&args.schedulers, &args.workloads);
+    let subject_names: Vec<&String> =
+        args.schedulers.iter().filter(|s| !s.starts_with(distributed::SUBJECT_PREFIX)).collect();
+    let workload_names: Vec<&String> = args.workloads.iter().filter(|w| *w != distributed::WORKLOAD).collect();
     let all = subjects::all();
     let chosen: Vec<_> = if args.schedulers.is_empty() {
         all
     } else {
         let mut v = Vec::new();
-        for name in &args.schedulers {
+        for name in subject_names {
             let s = all.iter().find(|s| s.name == name).ok_or_else(|| {
                 format!("unknown scheduler {name:?}; known: {}", all.iter().map(|s| s.name).collect::<Vec<_>>().join(", "))
             })?;
@@ -148,7 +161,7 @@ fn run(args: RunArgs) -> Result<(), String> {
         shipped
     } else {
         let mut v = Vec::new();
-        for name in &args.workloads {
+        for name in workload_names {
             let w = shipped.iter().find(|w| &w.name == name).ok_or_else(|| {
                 format!("unknown workload {name:?}; known: {}", shipped.iter().map(|w| w.name.as_str()).collect::<Vec<_>>().join(", "))
             })?;
@@ -179,6 +192,7 @@ fn run(args: RunArgs) -> Result<(), String> {
     let (_, stamp) = workbench::env::utc_now();
     let run_id = format!("{stamp}-{profile}");
     let env = workbench::env::detect(profile);
+    let dist_env = env.clone();
     let root = args.out.unwrap_or_else(report::default_root);
     let dir = root.join(&run_id);
     eprintln!(
@@ -191,7 +205,7 @@ fn run(args: RunArgs) -> Result<(), String> {
     if let Ok(exe) = std::env::current_exe() {
         let _ = workbench::runner::MEMORY_PROBE_EXE.set(exe);
     }
-    let results = Suite {
+    let mut results = Suite {
         subjects: chosen,
         workloads,
         repeats: args.repeats,
@@ -201,6 +215,10 @@ fn run(args: RunArgs) -> Result<(), String> {
         notes: vec![note.to_owned()],
     }
     .run();
+    if run_distributed {
+        let plan = distributed::Plan::for_size(&args.size);
+        distributed::run_into(&mut results, &plan, args.repeats, &dist_env);
+    }
     report::write(&results, &dir).map_err(|e| format!("writing the report to {}: {e}", dir.display()))?;
     report::point_latest(&root, &dir).map_err(|e| format!("pointing {}/latest: {e}", root.display()))?;
     println!("{}", report::headline_markdown(&results));
