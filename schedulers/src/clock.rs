@@ -250,6 +250,24 @@ pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Blocks until `done(&state)` holds or `timeout` of real time passes
+/// (`await_termination`); returns whether it held.
+pub(crate) fn wait_until<T>(mutex: &Mutex<T>, cond: &Condvar, timeout: Duration, done: impl Fn(&T) -> bool) -> bool {
+    let give_up = SystemClock.now().checked_add(timeout);
+    let mut state = lock(mutex);
+    while !done(&state) {
+        let left = match give_up {
+            Some(end) => end.saturating_duration_since(SystemClock.now()),
+            None => Duration::from_secs(3600), // "forever": wait in long steps
+        };
+        if left.is_zero() {
+            return false;
+        }
+        state = cond.wait_timeout(state, left).unwrap_or_else(PoisonError::into_inner).0;
+    }
+    true
+}
+
 /// Converts between a clock's `Instant`s and the `u64` nanosecond ticks the
 /// pure cores work in, counted from the scheduler's creation.
 #[derive(Clone, Copy, Debug)]

@@ -115,7 +115,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::SegQueue;
 
-use crate::clock::{lock, nanos, Clock, SystemClock, Wakeable};
+use crate::clock::{lock, nanos, wait_until, Clock, Wakeable};
 use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
@@ -736,19 +736,7 @@ impl Scheduler for HashedWheelTimer {
     }
 
     fn await_termination(&self, timeout: Duration) -> bool {
-        let give_up = SystemClock.now().checked_add(timeout);
-        let mut state = lock(&self.shared.state);
-        while !state.terminated {
-            let left = match give_up {
-                Some(end) => end.saturating_duration_since(SystemClock.now()),
-                None => Duration::from_secs(3600),
-            };
-            if left.is_zero() {
-                return false;
-            }
-            state = self.shared.terminated.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0;
-        }
-        true
+        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| s.terminated)
     }
 
     fn metrics(&self) -> Metrics {

@@ -48,7 +48,7 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use crate::clock::{lock, Clock, SystemClock, Wakeable};
+use crate::clock::{lock, wait_until, Clock, Wakeable};
 use crate::error::{Error, Kind};
 use crate::handle::TaskHandle;
 use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
@@ -455,19 +455,7 @@ impl Scheduler for HeapTimer {
     }
 
     fn await_termination(&self, timeout: Duration) -> bool {
-        let give_up = SystemClock.now().checked_add(timeout);
-        let mut state = lock(&self.shared.state);
-        while !state.terminated {
-            let left = match give_up {
-                Some(end) => end.saturating_duration_since(SystemClock.now()),
-                None => Duration::from_secs(3600),
-            };
-            if left.is_zero() {
-                return false;
-            }
-            state = self.shared.terminated.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0;
-        }
-        true
+        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| s.terminated)
     }
 
     fn metrics(&self) -> Metrics {
