@@ -207,13 +207,18 @@ const HEADLINE: &[(&str, &str, bool, &str)] = &[
     ("burst", metric::FIRES_PER_S, false, "burst fires/s"),
     ("periodic-fixed-rate", "jitter_p99", false, "fixed-rate jitter p99 µs"),
     ("fire-lateness", metric::CPU_BACKGROUND, false, "lateness CPU ms"),
+    (crate::distributed::WORKLOAD, metric::FIRES_PER_S, false, "distributed jobs/s"),
+    (crate::distributed::WORKLOAD, "lateness_p99", false, "distributed lateness p99 µs"),
 ];
 
-/// The largest size at which every subject has `metric` in `workload`.
+/// The largest size at which every subject that ran `workload` has
+/// `metric` (subjects that did not run it, such as the distributed ones,
+/// do not count).
 fn common_size(results: &Results, workload: &str, m: &str) -> Option<u64> {
     results
         .subjects
         .iter()
+        .filter(|s| results.records.iter().any(|r| r.scheduler == s.name && r.workload == workload))
         .map(|s| {
             results.records.iter().filter(|r| r.scheduler == s.name && r.workload == workload && r.metric == m).filter_map(|r| r.size).max()
         })
