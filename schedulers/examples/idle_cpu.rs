@@ -14,18 +14,20 @@
 
 use std::time::Duration;
 
-use schedulers::{HeapTimer, HierarchicalWheelTimer, Scheduler, SchedulerExt};
+use schedulers::{HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt};
 
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
         "heap" => Box::new(HeapTimer::new()),
+        "stpe" => Box::new(ScheduledThreadPool::new(2)),
+        "wheel" => Box::new(HashedWheelTimer::new()),
         "hier" => Box::new(HierarchicalWheelTimer::new()),
         _ => return None,
     })
 }
 
-const ALL: &[&str] = &["heap", "hier"];
+const ALL: &[&str] = &["heap", "stpe", "wheel", "hier"];
 
 fn main() {
     let mut args = std::env::args().skip(1);
