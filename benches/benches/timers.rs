@@ -35,7 +35,14 @@ struct Fixture {
 impl Fixture {
     fn new(make: TimersFactory, n: usize) -> Fixture {
         let probe = Probe::new(measure::now(), n + SPARE, 0, 0);
-        let mut f = Fixture { make, n, timers: None, probe, next: 0, rng: Rng::new(42, n as u64) };
+        let mut f = Fixture {
+            make,
+            n,
+            timers: None,
+            probe,
+            next: 0,
+            rng: Rng::new(42, n as u64),
+        };
         f.rebuild();
         f
     }
@@ -47,7 +54,8 @@ impl Fixture {
         self.probe = Probe::new(measure::now(), self.n + SPARE, 0, 0);
         let mut t = (self.make)(self.n + SPARE);
         for id in 0..self.n {
-            t.schedule(id, far(&mut self.rng), self.probe.once(id)).expect("schedule");
+            t.schedule(id, far(&mut self.rng), self.probe.once(id))
+                .expect("schedule");
         }
         self.timers = Some(t);
         self.next = self.n;
@@ -77,7 +85,10 @@ impl Drop for Fixture {
 }
 
 fn in_process() -> Vec<(Subject, TimersFactory)> {
-    subjects::all().into_iter().filter_map(|s| s.timers.clone().map(|t| (s, t))).collect()
+    subjects::all()
+        .into_iter()
+        .filter_map(|s| s.timers.clone().map(|t| (s, t)))
+        .collect()
 }
 
 /// Runs `iters` operations in batches of at most `batch`, timing only
@@ -172,8 +183,9 @@ fn reset(c: &mut Criterion) {
                 let f = fixture.get_or_insert_with(|| Fixture::new(make.clone(), n));
                 b.iter_custom(|iters| {
                     batches(iters, batch_for(n), |k| {
-                        let targets: Vec<(usize, Duration)> =
-                            (0..k).map(|_| (f.rng.below(n as u64) as usize, far(&mut f.rng))).collect();
+                        let targets: Vec<(usize, Duration)> = (0..k)
+                            .map(|_| (f.rng.below(n as u64) as usize, far(&mut f.rng)))
+                            .collect();
                         let t = f.timers();
                         let t0 = measure::now();
                         for (id, d) in targets {
@@ -212,7 +224,10 @@ fn schedule_to_fire(c: &mut Criterion) {
                         }
                         while probe.fired() < target {
                             std::thread::yield_now(); // the timer threads need the core
-                            assert!(t0.elapsed() < Duration::from_secs(30), "timers did not fire");
+                            assert!(
+                                t0.elapsed() < Duration::from_secs(30),
+                                "timers did not fire"
+                            );
                         }
                         t0.elapsed()
                     })
@@ -224,7 +239,10 @@ fn schedule_to_fire(c: &mut Criterion) {
 }
 
 fn config() -> Criterion {
-    Criterion::default().sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1))
+    Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1))
 }
 
 criterion_group! {

@@ -43,8 +43,14 @@ fn main() -> Result<(), schedulers::Error> {
             timed_out.push(timeout.get()?);
         }
     }
-    println!("acked in time: {acked}, timed out and resent: {}", timed_out.len());
-    println!("first resent messages: {:?}", &timed_out[..5.min(timed_out.len())]);
+    println!(
+        "acked in time: {acked}, timed out and resent: {}",
+        timed_out.len()
+    );
+    println!(
+        "first resent messages: {:?}",
+        &timed_out[..5.min(timed_out.len())]
+    );
     println!("metrics: {:?}", timer.metrics());
     assert_eq!(resends.load(Ordering::Relaxed) as usize, timed_out.len());
 

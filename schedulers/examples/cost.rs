@@ -14,7 +14,8 @@
 use std::time::{Duration, Instant};
 
 use schedulers::{
-    HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt, TaskHandle,
+    HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler,
+    SchedulerExt, TaskHandle,
 };
 
 /// Every scheduler the probe knows, by short name.
@@ -22,7 +23,11 @@ fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
         "heap" => Box::new(HeapTimer::new()),
         "stpe" => Box::new(ScheduledThreadPool::new(1)),
-        "stpe-roc" => Box::new(ScheduledThreadPool::builder().remove_on_cancel(true).build()),
+        "stpe-roc" => Box::new(
+            ScheduledThreadPool::builder()
+                .remove_on_cancel(true)
+                .build(),
+        ),
         "hier" => Box::new(HierarchicalWheelTimer::new()),
         "wheel" => Box::new(HashedWheelTimer::new()),
         _ => return None,
@@ -45,7 +50,10 @@ fn main() {
     if names.is_empty() {
         names = ALL.iter().map(|s| s.to_string()).collect();
     }
-    println!("{:<12} {:>10} {:>14} {:>14} {:>14} {:>14}", "scheduler", "pending", "schedule ns", "cancel ns", "reset ns", "bytes/timer");
+    println!(
+        "{:<12} {:>10} {:>14} {:>14} {:>14} {:>14}",
+        "scheduler", "pending", "schedule ns", "cancel ns", "reset ns", "bytes/timer"
+    );
     for name in &names {
         let Some(_) = make(name) else {
             eprintln!("unknown scheduler {name:?}; known: {}", ALL.join(", "));
@@ -111,15 +119,22 @@ fn measure(name: &str, n: usize) -> Costs {
 
     // Reset each of n pending timers once, to another random deadline.
     let s = make(name).expect("known scheduler");
-    let handles: Vec<TaskHandle> =
-        delays.iter().map(|d| s.schedule(*d, || ()).expect("schedule").into_handle()).collect();
+    let handles: Vec<TaskHandle> = delays
+        .iter()
+        .map(|d| s.schedule(*d, || ()).expect("schedule").into_handle())
+        .collect();
     let t = now();
     for (h, d) in handles.iter().zip(&moves) {
         assert!(h.reset(*d).expect("reset"));
     }
     let reset_ns = per_op(t, n);
     s.shutdown_now();
-    Costs { schedule_ns, cancel_ns, reset_ns, bytes_per_timer }
+    Costs {
+        schedule_ns,
+        cancel_ns,
+        reset_ns,
+        bytes_per_timer,
+    }
 }
 
 #[allow(clippy::disallowed_methods)] // a benchmark reads real time
@@ -135,7 +150,11 @@ fn per_op(start: Instant, n: usize) -> f64 {
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
         .map_or(0, |pages| pages * 4096)
 }
 
@@ -153,7 +172,9 @@ impl Rng {
 /// Delays uniform over 1 to 2 hours, at microsecond resolution.
 fn delays(n: usize, seed: u64) -> Vec<Duration> {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ seed);
-    (0..n).map(|_| Duration::from_secs(3600) + Duration::from_micros(rng.next() % 3_600_000_000)).collect()
+    (0..n)
+        .map(|_| Duration::from_secs(3600) + Duration::from_micros(rng.next() % 3_600_000_000))
+        .collect()
 }
 
 fn permutation(n: usize, seed: u64) -> Vec<usize> {

@@ -14,7 +14,10 @@
 
 use std::time::Duration;
 
-use schedulers::{HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt};
+use schedulers::{
+    HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler,
+    SchedulerExt,
+};
 
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
@@ -37,7 +40,10 @@ fn main() {
     if names.is_empty() {
         names = ALL.iter().map(|s| s.to_string()).collect();
     }
-    println!("{:<12} {:>10} {:>10} {:>14} {:>12}", "scheduler", "pending", "seconds", "cpu ms", "cpu %");
+    println!(
+        "{:<12} {:>10} {:>10} {:>14} {:>12}",
+        "scheduler", "pending", "seconds", "cpu ms", "cpu %"
+    );
     for name in &names {
         let Some(s) = make(name) else {
             eprintln!("unknown scheduler {name:?}; known: {}", ALL.join(", "));
@@ -79,10 +85,16 @@ fn sleep(d: Duration) {
 
 /// CPU time of every live thread of this process, in nanoseconds.
 fn cpu_ns() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
     tasks
         .filter_map(Result::ok)
         .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
+        .filter_map(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+        })
         .sum()
 }

@@ -12,7 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use schedulers::{Clock, Executor, HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt, SystemClock};
+use schedulers::{
+    Clock, Executor, HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool,
+    Scheduler, SchedulerExt, SystemClock,
+};
 
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
@@ -22,7 +25,11 @@ fn make(name: &str) -> Option<Box<dyn Scheduler>> {
         "wheel" => Box::new(HashedWheelTimer::new()),
         "hier" => Box::new(HierarchicalWheelTimer::new()),
         // Tasks on the driver thread: no hand-off to a worker.
-        "hier-inline" => Box::new(HierarchicalWheelTimer::builder().executor(Executor::inline()).build()),
+        "hier-inline" => Box::new(
+            HierarchicalWheelTimer::builder()
+                .executor(Executor::inline())
+                .build(),
+        ),
         _ => return None,
     })
 }
@@ -37,13 +44,17 @@ fn main() {
     if names.is_empty() {
         names = ALL.iter().map(|s| s.to_string()).collect();
     }
-    println!("{:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}", "scheduler", "timers", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "cpu ms");
+    println!(
+        "{:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "scheduler", "timers", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "cpu ms"
+    );
     for name in &names {
         let Some(s) = make(name) else {
             eprintln!("unknown scheduler {name:?}; known: {}", ALL.join(", "));
             std::process::exit(2);
         };
-        let lateness: Arc<Vec<AtomicU64>> = Arc::new((0..count).map(|_| AtomicU64::new(u64::MAX)).collect());
+        let lateness: Arc<Vec<AtomicU64>> =
+            Arc::new((0..count).map(|_| AtomicU64::new(u64::MAX)).collect());
         let mut rng = 0x9E37_79B9_7F4A_7C15u64;
         let cpu_before = cpu_ms();
         let mut last = None;
@@ -72,7 +83,14 @@ fn main() {
         let pct = |p: f64| ns[((ns.len() as f64 * p) as usize).min(ns.len() - 1)] as f64 / 1000.0;
         println!(
             "{:<12} {:>8} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10}",
-            name, count, pct(0.5), pct(0.9), pct(0.99), pct(0.999), *ns.last().unwrap() as f64 / 1000.0, cpu
+            name,
+            count,
+            pct(0.5),
+            pct(0.9),
+            pct(0.99),
+            pct(0.999),
+            *ns.last().unwrap() as f64 / 1000.0,
+            cpu
         );
     }
 }
@@ -89,4 +107,3 @@ fn cpu_ms() -> u64 {
         })
         .unwrap_or(0)
 }
-

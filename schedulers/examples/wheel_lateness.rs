@@ -35,9 +35,15 @@ fn main() {
     let timer: Box<dyn Scheduler> = if heap {
         Box::new(HeapTimer::new())
     } else {
-        Box::new(HashedWheelTimer::builder().tick(tick).wheel_size(slots).build())
+        Box::new(
+            HashedWheelTimer::builder()
+                .tick(tick)
+                .wheel_size(slots)
+                .build(),
+        )
     };
-    let late: Arc<Vec<AtomicU64>> = Arc::new((0..timers).map(|_| AtomicU64::new(u64::MAX)).collect());
+    let late: Arc<Vec<AtomicU64>> =
+        Arc::new((0..timers).map(|_| AtomicU64::new(u64::MAX)).collect());
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     let start = now();
     for i in 0..timers {
@@ -48,7 +54,12 @@ fn main() {
         let due = now() + delay;
         let late = late.clone();
         timer
-            .schedule(delay, move || late[i].store(now().saturating_duration_since(due).as_nanos() as u64, Relaxed))
+            .schedule(delay, move || {
+                late[i].store(
+                    now().saturating_duration_since(due).as_nanos() as u64,
+                    Relaxed,
+                )
+            })
             .expect("schedule");
     }
     let scheduled_in = now().duration_since(start);
@@ -74,14 +85,22 @@ fn main() {
     timer.shutdown();
     drop(timer);
 
-    let idle = HashedWheelTimer::builder().tick(tick).wheel_size(slots).build();
+    let idle = HashedWheelTimer::builder()
+        .tick(tick)
+        .wheel_size(slots)
+        .build();
     let cpu = cpu_over(Duration::from_secs(5));
     println!("idle cost, nothing pending: {:.2} % of a core", cpu * 100.0);
-    idle.schedule(Duration::from_secs(3600), || ()).expect("schedule");
+    idle.schedule(Duration::from_secs(3600), || ())
+        .expect("schedule");
     let cpu = cpu_over(Duration::from_secs(5));
-    println!("idle cost, 1 timer pending 1 h out (tick {tick:?}): {:.2} % of a core", cpu * 100.0);
+    println!(
+        "idle cost, 1 timer pending 1 h out (tick {tick:?}): {:.2} % of a core",
+        cpu * 100.0
+    );
     for i in 1..far {
-        let delay = Duration::from_secs(3600) + Duration::from_micros((i as u64 * 7_919_993) % 3_600_000_000);
+        let delay = Duration::from_secs(3600)
+            + Duration::from_micros((i as u64 * 7_919_993) % 3_600_000_000);
         idle.schedule(delay, || ()).expect("schedule");
     }
     sleep(Duration::from_millis(200));

@@ -176,7 +176,9 @@ impl ManualClock {
                 return;
             }
             if SystemClock.now().duration_since(start) > SETTLE_LIMIT {
-                panic!("ManualClock: schedulers still busy after {SETTLE_LIMIT:?}; is a task stuck?");
+                panic!(
+                    "ManualClock: schedulers still busy after {SETTLE_LIMIT:?}; is a task stuck?"
+                );
             }
             let guard = lock(&self.inner.progress);
             if *guard == seen {
@@ -206,7 +208,9 @@ impl Default for ManualClock {
 
 impl fmt::Debug for ManualClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ManualClock").field("elapsed", &self.elapsed()).finish()
+        f.debug_struct("ManualClock")
+            .field("elapsed", &self.elapsed())
+            .finish()
     }
 }
 
@@ -252,7 +256,12 @@ pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Blocks until `done(&state)` holds or `timeout` of real time passes
 /// (`await_termination`); returns whether it held.
-pub(crate) fn wait_until<T>(mutex: &Mutex<T>, cond: &Condvar, timeout: Duration, done: impl Fn(&T) -> bool) -> bool {
+pub(crate) fn wait_until<T>(
+    mutex: &Mutex<T>,
+    cond: &Condvar,
+    timeout: Duration,
+    done: impl Fn(&T) -> bool,
+) -> bool {
     let give_up = SystemClock.now().checked_add(timeout);
     let mut state = lock(mutex);
     while !done(&state) {
@@ -263,7 +272,10 @@ pub(crate) fn wait_until<T>(mutex: &Mutex<T>, cond: &Condvar, timeout: Duration,
         if left.is_zero() {
             return false;
         }
-        state = cond.wait_timeout(state, left).unwrap_or_else(PoisonError::into_inner).0;
+        state = cond
+            .wait_timeout(state, left)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
     }
     true
 }

@@ -105,16 +105,25 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            Kind::ZeroPeriod => f.write_str("the period of a periodic task must be greater than zero"),
-            Kind::DelayOverflow => f.write_str("the delay is too large: the deadline would overflow"),
+            Kind::ZeroPeriod => {
+                f.write_str("the period of a periodic task must be greater than zero")
+            }
+            Kind::DelayOverflow => {
+                f.write_str("the delay is too large: the deadline would overflow")
+            }
             Kind::Shutdown => f.write_str("the scheduler has been shut down"),
             Kind::PendingLimit(limit) => {
-                write!(f, "the scheduler already holds its limit of {limit} pending tasks")
+                write!(
+                    f,
+                    "the scheduler already holds its limit of {limit} pending tasks"
+                )
             }
             Kind::Cancelled => f.write_str("the task was cancelled"),
             Kind::Panicked(message) => write!(f, "the task panicked: {message}"),
             Kind::Timeout => f.write_str("timed out waiting for the task"),
-            Kind::Abandoned => f.write_str("the task was removed by shutdown_now and will never run"),
+            Kind::Abandoned => {
+                f.write_str("the task was removed by shutdown_now and will never run")
+            }
         }
     }
 }

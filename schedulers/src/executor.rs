@@ -69,7 +69,10 @@ impl Executor {
     pub fn pool(threads: usize) -> Executor {
         let threads = threads.max(1);
         let (sender, receiver) = unbounded::<Work>();
-        let shared = Arc::new(PoolShared { active: AtomicUsize::new(0), clocks: Mutex::new(Vec::new()) });
+        let shared = Arc::new(PoolShared {
+            active: AtomicUsize::new(0),
+            clocks: Mutex::new(Vec::new()),
+        });
         for i in 0..threads {
             let receiver: Receiver<Work> = receiver.clone();
             let shared = shared.clone();
@@ -83,7 +86,13 @@ impl Executor {
                 })
                 .expect("failed to spawn an executor worker thread");
         }
-        Executor { kind: Kind::Pool(Arc::new(Pool { sender, shared, threads })) }
+        Executor {
+            kind: Kind::Pool(Arc::new(Pool {
+                sender,
+                shared,
+                threads,
+            })),
+        }
     }
 
     /// True for [`Executor::inline`].

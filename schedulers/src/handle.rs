@@ -157,7 +157,10 @@ pub struct ScheduledFuture<T> {
 
 impl<T: Send + 'static> ScheduledFuture<T> {
     pub(crate) fn new(handle: TaskHandle) -> ScheduledFuture<T> {
-        ScheduledFuture { handle, _value: PhantomData }
+        ScheduledFuture {
+            handle,
+            _value: PhantomData,
+        }
     }
 
     /// Blocks until the task finished and returns its value.
@@ -206,6 +209,8 @@ impl<T> Deref for ScheduledFuture<T> {
 
 impl<T> fmt::Debug for ScheduledFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ScheduledFuture").field(&self.handle.cell).finish()
+        f.debug_tuple("ScheduledFuture")
+            .field(&self.handle.cell)
+            .finish()
     }
 }

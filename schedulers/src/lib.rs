@@ -71,9 +71,9 @@
 //! # Ok::<(), schedulers::Error>(())
 //! ```
 
+mod clock;
 #[cfg(feature = "redis")]
 pub mod distributed;
-mod clock;
 mod error;
 mod executor;
 mod handle;

@@ -108,7 +108,9 @@ impl<F: FnOnce() -> T + Send, T: Send + 'static> Job for OnceJob<F, T> {
         }
     }
     fn take_output(&mut self) -> Option<Box<dyn Any + Send>> {
-        self.output.take().map(|v| Box::new(v) as Box<dyn Any + Send>)
+        self.output
+            .take()
+            .map(|v| Box::new(v) as Box<dyn Any + Send>)
     }
 }
 
@@ -187,7 +189,8 @@ impl TaskCell {
     /// no queue has seen yet.
     pub(crate) fn arm(&self, deadline: u64, seq: u64) {
         self.deadline.store(deadline, Relaxed);
-        self.word.store(seq << SEQ_SHIFT, std::sync::atomic::Ordering::Release);
+        self.word
+            .store(seq << SEQ_SHIFT, std::sync::atomic::Ordering::Release);
     }
 
     /// Takes the right to run entry `seq`. False if the entry is stale
@@ -248,7 +251,12 @@ impl TaskCell {
                 _ => ((w & !STATE_MASK) | CANCELLED, false), // cancelled while running
             };
             match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) if again => return Ran::Again { deadline: next, seq },
+                Ok(_) if again => {
+                    return Ran::Again {
+                        deadline: next,
+                        seq,
+                    }
+                }
                 Ok(_) => {
                     wake_waiters(self, w);
                     return Ran::Finished;
@@ -276,9 +284,10 @@ impl TaskCell {
         loop {
             let (target, outcome) = match state_of(w) {
                 SCHEDULED => ((w & !STATE_MASK) | CANCELLED, CancelOutcome::WasPending),
-                RUNNING if self.is_periodic() => {
-                    ((w & !STATE_MASK) | RUNNING_CANCELLED, CancelOutcome::WasRunning)
-                }
+                RUNNING if self.is_periodic() => (
+                    (w & !STATE_MASK) | RUNNING_CANCELLED,
+                    CancelOutcome::WasRunning,
+                ),
                 _ => return CancelOutcome::TooLate,
             };
             match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
@@ -331,7 +340,10 @@ impl TaskCell {
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
-        matches!(state_of(self.word.load(Acquire)), CANCELLED | RUNNING_CANCELLED)
+        matches!(
+            state_of(self.word.load(Acquire)),
+            CANCELLED | RUNNING_CANCELLED
+        )
     }
 
     pub(crate) fn is_done(&self) -> bool {
@@ -361,7 +373,11 @@ impl TaskCell {
                     if left.is_zero() {
                         return Err(Error::new(Kind::Timeout));
                     }
-                    bucket.cond.wait_timeout(guard, left).unwrap_or_else(|e| e.into_inner()).0
+                    bucket
+                        .cond
+                        .wait_timeout(guard, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
                 }
                 // A timeout too large for `Instant` is no timeout.
                 (Some(_), None) => bucket.cond.wait(guard).unwrap_or_else(|e| e.into_inner()),
@@ -432,7 +448,12 @@ struct Bucket {
     cond: Condvar,
 }
 
-static BUCKETS: [Bucket; 64] = [const { Bucket { mutex: Mutex::new(()), cond: Condvar::new() } }; 64];
+static BUCKETS: [Bucket; 64] = [const {
+    Bucket {
+        mutex: Mutex::new(()),
+        cond: Condvar::new(),
+    }
+}; 64];
 
 fn bucket_of(cell: &TaskCell) -> &'static Bucket {
     let addr = cell as *const TaskCell as *const u8 as usize;
@@ -498,7 +519,15 @@ impl Task {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        Task { cell: TaskCell::with_job(Repeat::Once, OnceJob { f: Some(f), output: None }) }
+        Task {
+            cell: TaskCell::with_job(
+                Repeat::Once,
+                OnceJob {
+                    f: Some(f),
+                    output: None,
+                },
+            ),
+        }
     }
 
     /// A task that starts every `period`, counted from its first scheduled
@@ -512,7 +541,9 @@ impl Task {
         F: FnMut() + Send + 'static,
     {
         let period = positive(period)?;
-        Ok(Task { cell: TaskCell::with_job(Repeat::FixedRate(period), PeriodicJob(f)) })
+        Ok(Task {
+            cell: TaskCell::with_job(Repeat::FixedRate(period), PeriodicJob(f)),
+        })
     }
 
     /// A task that starts `delay` after its previous run ended.
@@ -525,7 +556,9 @@ impl Task {
         F: FnMut() + Send + 'static,
     {
         let delay = positive(delay)?;
-        Ok(Task { cell: TaskCell::with_job(Repeat::FixedDelay(delay), PeriodicJob(f)) })
+        Ok(Task {
+            cell: TaskCell::with_job(Repeat::FixedDelay(delay), PeriodicJob(f)),
+        })
     }
 }
 
@@ -541,4 +574,3 @@ impl fmt::Debug for Task {
         fmt::Debug::fmt(&self.cell, f)
     }
 }
-

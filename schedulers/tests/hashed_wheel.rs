@@ -10,7 +10,10 @@ use schedulers::{Executor, HashedWheelTimer};
 const TICK: Duration = Duration::from_millis(1);
 
 crate::conformance!(conformance, TICK, |o| {
-    let mut b = HashedWheelTimer::builder().clock(o.clock).tick(TICK).wheel_size(512);
+    let mut b = HashedWheelTimer::builder()
+        .clock(o.clock)
+        .tick(TICK)
+        .wheel_size(512);
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
@@ -18,7 +21,11 @@ crate::conformance!(conformance, TICK, |o| {
 });
 
 crate::conformance!(conformance_pool, TICK, |o| {
-    let mut b = HashedWheelTimer::builder().clock(o.clock).tick(TICK).wheel_size(64).executor(Executor::pool(1));
+    let mut b = HashedWheelTimer::builder()
+        .clock(o.clock)
+        .tick(TICK)
+        .wheel_size(64)
+        .executor(Executor::pool(1));
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }

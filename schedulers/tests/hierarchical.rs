@@ -19,26 +19,38 @@ crate::conformance!(conformance, Duration::from_millis(1), |o| {
 
 // The whole contract again on a deep hierarchy (2 buckets per wheel, so a
 // 1 h timer cascades through ~22 levels) with tasks run inline on the driver.
-crate::conformance!(conformance_tiny_wheels_inline, Duration::from_millis(1), |o| {
-    let mut b = HierarchicalWheelTimer::builder()
-        .clock(o.clock)
-        .tick(Duration::from_millis(1))
-        .wheel_size(2)
-        .executor(Executor::inline());
-    if let Some(limit) = o.pending_limit {
-        b = b.pending_limit(limit);
+crate::conformance!(
+    conformance_tiny_wheels_inline,
+    Duration::from_millis(1),
+    |o| {
+        let mut b = HierarchicalWheelTimer::builder()
+            .clock(o.clock)
+            .tick(Duration::from_millis(1))
+            .wheel_size(2)
+            .executor(Executor::inline());
+        if let Some(limit) = o.pending_limit {
+            b = b.pending_limit(limit);
+        }
+        Box::new(b.build())
     }
-    Box::new(b.build())
-});
+);
 
 /// Settings out of range are clamped rather than refused, so `build` never
 /// fails: the timers still work and are never early.
 #[test]
 fn bad_settings_are_clamped_and_still_work() {
     use schedulers::{ManualClock, SchedulerExt};
-    for (tick, size) in [(Duration::ZERO, 0), (Duration::from_nanos(1), 1), (Duration::from_millis(1), usize::MAX)] {
+    for (tick, size) in [
+        (Duration::ZERO, 0),
+        (Duration::from_nanos(1), 1),
+        (Duration::from_millis(1), usize::MAX),
+    ] {
         let clock = ManualClock::new();
-        let timer = HierarchicalWheelTimer::builder().clock(clock.clone()).tick(tick).wheel_size(size).build();
+        let timer = HierarchicalWheelTimer::builder()
+            .clock(clock.clone())
+            .tick(tick)
+            .wheel_size(size)
+            .build();
         assert!(timer.tick() >= Duration::from_nanos(1));
         let f = timer.schedule(Duration::from_millis(3), || 5).unwrap();
         clock.advance(Duration::from_micros(2999));
@@ -65,7 +77,11 @@ mod on_the_system_clock {
         for i in 0..100u64 {
             let delay = Duration::from_micros(i * 500);
             let due = SystemClock.now() + delay;
-            futures.push(timer.schedule(delay, move || SystemClock.now() >= due).unwrap());
+            futures.push(
+                timer
+                    .schedule(delay, move || SystemClock.now() >= due)
+                    .unwrap(),
+            );
         }
         for f in futures {
             assert!(f.get().unwrap(), "fired early");
@@ -94,10 +110,15 @@ mod on_the_system_clock {
         let timer = HierarchicalWheelTimer::new();
         timer.schedule(Duration::from_secs(3600), || ()).unwrap();
         // Once this has run, the driver has gone back to sleep until the hour.
-        timer.schedule(Duration::ZERO, || ()).unwrap().get().unwrap();
+        timer
+            .schedule(Duration::ZERO, || ())
+            .unwrap()
+            .get()
+            .unwrap();
         for ms in [50, 5, 1] {
             let soon = timer.schedule(Duration::from_millis(ms), || ()).unwrap();
-            soon.wait_timeout(Duration::from_secs(30)).expect("the driver was not woken");
+            soon.wait_timeout(Duration::from_secs(30))
+                .expect("the driver was not woken");
         }
         assert_eq!(timer.metrics().pending, 1);
     }

@@ -4,14 +4,14 @@
 #![allow(unreachable_pub)]
 
 mod conformance;
+#[cfg(feature = "redis")]
+mod distributed;
 mod hashed_wheel;
 mod heap_timer;
 mod hierarchical;
-mod ported_kafka;
 mod ported_jdk_timer;
 mod ported_jsr166;
+mod ported_kafka;
 mod ported_netty;
 mod smoke;
 mod thread_pool;
-#[cfg(feature = "redis")]
-mod distributed;

@@ -27,10 +27,19 @@ fn args() {
     let clock = ManualClock::new();
     let t = timer(&clock);
     // `schedule(task, Long.MAX_VALUE)` -> IllegalArgumentException.
-    assert!(t.schedule(Duration::MAX, || ()).unwrap_err().is_delay_overflow());
+    assert!(t
+        .schedule(Duration::MAX, || ())
+        .unwrap_err()
+        .is_delay_overflow());
     // Period <= 0 -> IllegalArgumentException("Non-positive period.").
-    assert!(t.schedule_at_fixed_rate(Duration::ZERO, Duration::ZERO, || ()).unwrap_err().is_zero_period());
-    assert!(t.schedule_with_fixed_delay(Duration::ZERO, Duration::ZERO, || ()).unwrap_err().is_zero_period());
+    assert!(t
+        .schedule_at_fixed_rate(Duration::ZERO, Duration::ZERO, || ())
+        .unwrap_err()
+        .is_zero_period());
+    assert!(t
+        .schedule_with_fixed_delay(Duration::ZERO, Duration::ZERO, || ())
+        .unwrap_err()
+        .is_zero_period());
 
     // "A start Date 10.5 periods in the past": our API takes delays, so the
     // past is made by a first run that lasts 10.5 periods. Fixed-rate then
@@ -59,15 +68,25 @@ fn args() {
     })
     .unwrap();
     clock.advance(Duration::ZERO);
-    assert_eq!(rate_runs.load(SeqCst), 11, "fixed-rate catches up on ten missed runs");
+    assert_eq!(
+        rate_runs.load(SeqCst),
+        11,
+        "fixed-rate catches up on ten missed runs"
+    );
     assert_eq!(once_runs.load(SeqCst), 1);
     assert_eq!(delay_runs.load(SeqCst), 1, "fixed-delay does not catch up");
 
     // Any schedule on a cancelled timer -> IllegalStateException.
     t.shutdown();
     assert!(t.schedule(Duration::ZERO, || ()).unwrap_err().is_shutdown());
-    assert!(t.schedule_at_fixed_rate(Duration::ZERO, period, || ()).unwrap_err().is_shutdown());
-    assert!(t.schedule_with_fixed_delay(Duration::ZERO, period, || ()).unwrap_err().is_shutdown());
+    assert!(t
+        .schedule_at_fixed_rate(Duration::ZERO, period, || ())
+        .unwrap_err()
+        .is_shutdown());
+    assert!(t
+        .schedule_with_fixed_delay(Duration::ZERO, period, || ())
+        .unwrap_err()
+        .is_shutdown());
 }
 
 /// Ports `DelayOverflow.java`: a period of `Long.MAX_VALUE` (ms) in every
@@ -85,14 +104,23 @@ fn delay_overflow() {
                 r.fetch_add(1, SeqCst);
             };
             let handle = if fixed_rate {
-                t.schedule_at_fixed_rate(Duration::ZERO, period, bump).unwrap()
+                t.schedule_at_fixed_rate(Duration::ZERO, period, bump)
+                    .unwrap()
             } else {
-                t.schedule_with_fixed_delay(Duration::ZERO, period, bump).unwrap()
+                t.schedule_with_fixed_delay(Duration::ZERO, period, bump)
+                    .unwrap()
             };
             clock.advance(Duration::from_secs(1));
-            assert_eq!(runs.load(SeqCst), 1, "period {period:?}, fixed rate {fixed_rate}");
+            assert_eq!(
+                runs.load(SeqCst),
+                1,
+                "period {period:?}, fixed rate {fixed_rate}"
+            );
             let left = handle.remaining();
-            assert!(left > Duration::from_secs(3600 * 24 * 365 * 100), "sane time left: {left:?}");
+            assert!(
+                left > Duration::from_secs(3600 * 24 * 365 * 100),
+                "sane time left: {left:?}"
+            );
             assert!(handle.cancel(), "cancel() returns true");
             clock.advance(Duration::from_secs(3600 * 24 * 365));
             assert_eq!(runs.load(SeqCst), 1);
@@ -106,7 +134,9 @@ fn delay_overflow() {
 fn purge() {
     let clock = ManualClock::new();
     let t = timer(&clock);
-    let handles: Vec<_> = (0..1000).map(|_| t.schedule(Duration::from_secs(100_000), || ()).unwrap()).collect();
+    let handles: Vec<_> = (0..1000)
+        .map(|_| t.schedule(Duration::from_secs(100_000), || ()).unwrap())
+        .collect();
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let mut cancelled = 0;
     for h in &handles {
@@ -129,14 +159,19 @@ fn purge() {
 fn cancelled_tasks_are_purged_automatically() {
     let clock = ManualClock::new();
     let t = timer(&clock);
-    let keep: Vec<_> = (0..100).map(|_| t.schedule(Duration::from_secs(50), || ()).unwrap()).collect();
+    let keep: Vec<_> = (0..100)
+        .map(|_| t.schedule(Duration::from_secs(50), || ()).unwrap())
+        .collect();
     for _ in 0..50_000 {
         let h = t.schedule(Duration::from_secs(100), || ()).unwrap();
         assert!(h.cancel());
     }
     clock.settle();
     let left = t.purge();
-    assert!(left < 2 * schedulers::heap_timer::AUTO_PURGE_MIN, "{left} dead entries were left behind");
+    assert!(
+        left < 2 * schedulers::heap_timer::AUTO_PURGE_MIN,
+        "{left} dead entries were left behind"
+    );
     assert_eq!(t.metrics().pending, keep.len());
 }
 
@@ -151,9 +186,15 @@ fn a_throwing_task_does_not_kill_the_timer() {
     let pending = t.schedule(Duration::from_secs(2), move || {
         r.fetch_add(1, SeqCst);
     });
-    t.schedule(Duration::from_secs(1), || panic!("like a RuntimeException in run()")).unwrap();
+    t.schedule(Duration::from_secs(1), || {
+        panic!("like a RuntimeException in run()")
+    })
+    .unwrap();
     clock.advance(Duration::from_secs(2));
     assert_eq!(runs.load(SeqCst), 1, "the pending task was not dropped");
     assert!(pending.unwrap().is_done());
-    assert!(t.schedule(Duration::ZERO, || ()).is_ok(), "the timer still takes work");
+    assert!(
+        t.schedule(Duration::ZERO, || ()).is_ok(),
+        "the timer still takes work"
+    );
 }

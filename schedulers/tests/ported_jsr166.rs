@@ -23,13 +23,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use schedulers::thread_pool::AUTO_PURGE_MIN;
-use schedulers::{ManualClock, Scheduler, SchedulerExt, ScheduledThreadPool, Task, TaskHandle};
+use schedulers::{ManualClock, ScheduledThreadPool, Scheduler, SchedulerExt, Task, TaskHandle};
 
 const LONG_DELAY: Duration = Duration::from_secs(10);
 const WAIT: Duration = Duration::from_secs(30);
 
 fn pool(clock: &ManualClock, threads: usize) -> ScheduledThreadPool {
-    ScheduledThreadPool::builder().pool_size(threads).clock(clock.clone()).build()
+    ScheduledThreadPool::builder()
+        .pool_size(threads)
+        .clock(clock.clone())
+        .build()
 }
 
 fn ms(n: u64) -> Duration {
@@ -37,7 +40,10 @@ fn ms(n: u64) -> Duration {
 }
 
 /// A task that reports it started, then blocks until released.
-fn blocker(started: &Sender<()>, release: &Arc<Mutex<Receiver<()>>>) -> impl FnOnce() + Send + 'static {
+fn blocker(
+    started: &Sender<()>,
+    release: &Arc<Mutex<Receiver<()>>>,
+) -> impl FnOnce() + Send + 'static {
     let (started, release) = (started.clone(), release.clone());
     move || {
         started.send(()).unwrap();
@@ -57,7 +63,8 @@ fn test_execute() {
     let p = pool(&clock, 1);
     let ran = Arc::new(AtomicUsize::new(0));
     let r = ran.clone();
-    p.schedule(Duration::ZERO, move || r.fetch_add(1, SeqCst)).unwrap();
+    p.schedule(Duration::ZERO, move || r.fetch_add(1, SeqCst))
+        .unwrap();
     clock.advance(Duration::ZERO);
     assert_eq!(ran.load(SeqCst), 1);
 }
@@ -87,7 +94,9 @@ fn test_schedule3() {
     let c = clock.clone();
     let at = Arc::new(Mutex::new(None));
     let a = at.clone();
-    let f = p.schedule(ms(12), move || *a.lock().unwrap() = Some(c.elapsed())).unwrap();
+    let f = p
+        .schedule(ms(12), move || *a.lock().unwrap() = Some(c.elapsed()))
+        .unwrap();
     clock.advance(ms(12));
     f.get().unwrap();
     assert!(at.lock().unwrap().unwrap() >= ms(12));
@@ -144,7 +153,11 @@ fn test_fixed_rate_sequence() {
         let cycles = 8;
         let times = Arc::new(Mutex::new(Vec::new()));
         let (t, c) = (times.clone(), clock.clone());
-        let h = p.schedule_at_fixed_rate(Duration::ZERO, ms(delay), move || t.lock().unwrap().push(c.elapsed())).unwrap();
+        let h = p
+            .schedule_at_fixed_rate(Duration::ZERO, ms(delay), move || {
+                t.lock().unwrap().push(c.elapsed())
+            })
+            .unwrap();
         while times.lock().unwrap().len() < cycles {
             clock.advance(ms(1));
         }
@@ -152,7 +165,11 @@ fn test_fixed_rate_sequence() {
         let times = times.lock().unwrap();
         let elapsed = times[cycles - 1];
         assert!(elapsed >= ms(delay) * (cycles as u32 - 1), "{times:?}");
-        assert_eq!(elapsed, ms(delay) * (cycles as u32 - 1), "on the grid in virtual time: {times:?}");
+        assert_eq!(
+            elapsed,
+            ms(delay) * (cycles as u32 - 1),
+            "on the grid in virtual time: {times:?}"
+        );
     }
 }
 
@@ -167,7 +184,11 @@ fn test_fixed_delay_sequence() {
         let p = pool(&clock, 2);
         let times = Arc::new(Mutex::new(Vec::new()));
         let (t, c) = (times.clone(), clock.clone());
-        let h = p.schedule_with_fixed_delay(Duration::ZERO, ms(delay), move || t.lock().unwrap().push(c.elapsed())).unwrap();
+        let h = p
+            .schedule_with_fixed_delay(Duration::ZERO, ms(delay), move || {
+                t.lock().unwrap().push(c.elapsed())
+            })
+            .unwrap();
         while times.lock().unwrap().len() < 8 {
             clock.advance(ms(1));
         }
@@ -204,8 +225,14 @@ fn test_submitted_tasks_rejected_when_shutdown() {
         };
         assert!(p.schedule(Duration::ZERO, r()).unwrap_err().is_shutdown());
         assert!(p.schedule(ms(1), r()).unwrap_err().is_shutdown());
-        assert!(p.schedule_at_fixed_rate(ms(1), ms(1), r()).unwrap_err().is_shutdown());
-        assert!(p.schedule_with_fixed_delay(ms(1), ms(1), r()).unwrap_err().is_shutdown());
+        assert!(p
+            .schedule_at_fixed_rate(ms(1), ms(1), r())
+            .unwrap_err()
+            .is_shutdown());
+        assert!(p
+            .schedule_with_fixed_delay(ms(1), ms(1), r())
+            .unwrap_err()
+            .is_shutdown());
         assert!(p.submit(ms(1), Task::once(r())).unwrap_err().is_shutdown());
         clock.advance(LONG_DELAY);
         assert_eq!(ran.load(SeqCst), 0);
@@ -223,7 +250,8 @@ fn test_get_active_count() {
     let (started, started_rx) = channel();
     let (release, release_rx) = latch();
     assert_eq!(p.active_count(), 0);
-    p.schedule(Duration::ZERO, blocker(&started, &release_rx)).unwrap();
+    p.schedule(Duration::ZERO, blocker(&started, &release_rx))
+        .unwrap();
     started_rx.recv_timeout(WAIT).unwrap();
     assert_eq!(p.active_count(), 1);
     release.send(()).unwrap();
@@ -240,7 +268,8 @@ fn test_get_completed_task_count() {
     let (started, started_rx) = channel();
     let (release, release_rx) = latch();
     assert_eq!(p.completed_task_count(), 0);
-    p.schedule(Duration::ZERO, blocker(&started, &release_rx)).unwrap();
+    p.schedule(Duration::ZERO, blocker(&started, &release_rx))
+        .unwrap();
     started_rx.recv_timeout(WAIT).unwrap();
     assert_eq!(p.completed_task_count(), 0, "running is not completed");
     release.send(()).unwrap();
@@ -279,7 +308,8 @@ fn test_is_shutdown_is_terminated_is_terminating() {
     let (started, started_rx) = channel();
     let (release, release_rx) = latch();
     assert!(!p.is_shutdown() && !p.is_terminated());
-    p.schedule(Duration::ZERO, blocker(&started, &release_rx)).unwrap();
+    p.schedule(Duration::ZERO, blocker(&started, &release_rx))
+        .unwrap();
     started_rx.recv_timeout(WAIT).unwrap();
     p.shutdown();
     assert!(p.is_shutdown());
@@ -296,7 +326,9 @@ fn test_get_queue() {
     let p = pool(&clock, 1);
     let (started, started_rx) = channel();
     let (release, release_rx) = latch();
-    let running = p.schedule(Duration::ZERO, blocker(&started, &release_rx)).unwrap();
+    let running = p
+        .schedule(Duration::ZERO, blocker(&started, &release_rx))
+        .unwrap();
     started_rx.recv_timeout(WAIT).unwrap();
     let queued: Vec<_> = (0..3).map(|i| p.schedule(ms(i), || ()).unwrap()).collect();
     assert_eq!(p.queue_len(), 3, "the running task is not in the queue");
@@ -312,10 +344,16 @@ fn test_get_queue() {
 #[test]
 fn test_remove() {
     let clock = ManualClock::new();
-    let p = ScheduledThreadPool::builder().pool_size(1).remove_on_cancel(true).clock(clock.clone()).build();
+    let p = ScheduledThreadPool::builder()
+        .pool_size(1)
+        .remove_on_cancel(true)
+        .clock(clock.clone())
+        .build();
     let (started, started_rx) = channel();
     let (release, release_rx) = latch();
-    let running = p.schedule(Duration::ZERO, blocker(&started, &release_rx)).unwrap();
+    let running = p
+        .schedule(Duration::ZERO, blocker(&started, &release_rx))
+        .unwrap();
     started_rx.recv_timeout(WAIT).unwrap();
     let queued: Vec<_> = (1..=5).map(|i| p.schedule(ms(i), || ()).unwrap()).collect();
     assert_eq!(p.queue_len(), 5);
@@ -327,7 +365,10 @@ fn test_remove() {
     assert_eq!(p.queue_len(), 3);
     release.send(()).unwrap();
     clock.advance(ms(5));
-    assert_eq!([1, 2, 4].map(|i| queued[i].is_done() && !queued[i].is_cancelled()), [true; 3]);
+    assert_eq!(
+        [1, 2, 4].map(|i| queued[i].is_done() && !queued[i].is_cancelled()),
+        [true; 3]
+    );
 }
 
 /// `testPurge`: purge eventually removes cancelled tasks from the queue.
@@ -335,11 +376,17 @@ fn test_remove() {
 fn test_purge() {
     let clock = ManualClock::new();
     let p = pool(&clock, 1);
-    let tasks: Vec<_> = (0..5).map(|i| p.schedule(LONG_DELAY + ms(i), || ()).unwrap()).collect();
+    let tasks: Vec<_> = (0..5)
+        .map(|i| p.schedule(LONG_DELAY + ms(i), || ()).unwrap())
+        .collect();
     assert_eq!(p.queue_len(), 5);
     assert!(tasks[4].cancel());
     assert!(tasks[3].cancel());
-    assert_eq!(p.queue_len(), 5, "without remove_on_cancel, cancelled tasks wait for a purge");
+    assert_eq!(
+        p.queue_len(),
+        5,
+        "without remove_on_cancel, cancelled tasks wait for a purge"
+    );
     assert_eq!(p.purge(), 2);
     assert_eq!(p.queue_len(), 3);
     assert_eq!(p.purge(), 0);
@@ -380,7 +427,11 @@ fn test_shutdown_now() {
     }
     assert!(p.await_termination(WAIT));
     assert!(p.is_terminated());
-    assert_eq!(ran.load(SeqCst), pool_size, "tasks returned by shutdown_now never run");
+    assert_eq!(
+        ran.load(SeqCst),
+        pool_size,
+        "tasks returned by shutdown_now never run"
+    );
 }
 
 /// `testShutdownNow_delayedTasks`: shutdownNow returns a list containing
@@ -392,8 +443,14 @@ fn test_shutdown_now_delayed_tasks() {
     let mut tasks: Vec<TaskHandle> = Vec::new();
     for _ in 0..3 {
         tasks.push(p.schedule(LONG_DELAY, || ()).unwrap().into_handle());
-        tasks.push(p.schedule_at_fixed_rate(LONG_DELAY, LONG_DELAY, || ()).unwrap());
-        tasks.push(p.schedule_with_fixed_delay(LONG_DELAY, LONG_DELAY, || ()).unwrap());
+        tasks.push(
+            p.schedule_at_fixed_rate(LONG_DELAY, LONG_DELAY, || ())
+                .unwrap(),
+        );
+        tasks.push(
+            p.schedule_with_fixed_delay(LONG_DELAY, LONG_DELAY, || ())
+                .unwrap(),
+        );
     }
     assert_eq!(p.queue_len(), 9);
     let queued = p.shutdown_now();
@@ -429,9 +486,20 @@ fn test_shutdown_cancellation() {
             for remove_policy in [false, true] {
                 for delay in [0u64, 1] {
                     for rounds in [1usize, 2] {
-                        let continues: &[bool] = if periodic_policy { &[false, true] } else { &[false] };
+                        let continues: &[bool] = if periodic_policy {
+                            &[false, true]
+                        } else {
+                            &[false]
+                        };
                         for &periodic_tasks_continue in continues {
-                            shutdown_cancellation(delayed_policy, periodic_policy, remove_policy, delay, rounds, periodic_tasks_continue);
+                            shutdown_cancellation(
+                                delayed_policy,
+                                periodic_policy,
+                                remove_policy,
+                                delay,
+                                rounds,
+                                periodic_tasks_continue,
+                            );
                             combinations += 1;
                         }
                     }
@@ -500,11 +568,15 @@ fn shutdown_cancellation(
     let mut immediates = vec![p.schedule(Duration::ZERO, task()).unwrap().into_handle()];
     let mut delayeds = vec![p.schedule(d, task()).unwrap().into_handle()];
     let mut periodics = vec![
-        p.schedule_at_fixed_rate(d, period, periodic_task(rounds)).unwrap(),
-        p.schedule_with_fixed_delay(d, period, periodic_task(rounds)).unwrap(),
+        p.schedule_at_fixed_rate(d, period, periodic_task(rounds))
+            .unwrap(),
+        p.schedule_with_fixed_delay(d, period, periodic_task(rounds))
+            .unwrap(),
     ];
     for _ in 0..pool_size {
-        blocked_rx.recv_timeout(WAIT).unwrap_or_else(|_| panic!("{case}: the pool never wedged"));
+        blocked_rx
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("{case}: the pool never wedged"));
     }
     assert_eq!(ran.load(SeqCst), pool_size, "{case}");
     assert_eq!(p.active_count(), pool_size, "{case}");
@@ -512,27 +584,61 @@ fn shutdown_cancellation(
 
     // The second wave.
     immediates.push(p.schedule(Duration::ZERO, task()).unwrap().into_handle());
-    delayeds.push(p.schedule(if delayed_policy { d } else { LONG_DELAY }, task()).unwrap().into_handle());
-    periodics.push(p.schedule_at_fixed_rate(d, period, periodic_task(rounds)).unwrap());
-    periodics.push(p.schedule_with_fixed_delay(d, period, periodic_task(rounds)).unwrap());
+    delayeds.push(
+        p.schedule(if delayed_policy { d } else { LONG_DELAY }, task())
+            .unwrap()
+            .into_handle(),
+    );
+    periodics.push(
+        p.schedule_at_fixed_rate(d, period, periodic_task(rounds))
+            .unwrap(),
+    );
+    periodics.push(
+        p.schedule_with_fixed_delay(d, period, periodic_task(rounds))
+            .unwrap(),
+    );
     assert_eq!(p.queue_len(), pool_size, "{case}");
     assert_eq!(ran.load(SeqCst), pool_size, "{case}");
-    assert!(immediates.iter().all(|f| f.remaining() == Duration::ZERO), "{case}");
-    assert!(immediates.iter().chain(&delayeds).chain(&periodics).all(|f| !f.is_done()), "{case}");
+    assert!(
+        immediates.iter().all(|f| f.remaining() == Duration::ZERO),
+        "{case}"
+    );
+    assert!(
+        immediates
+            .iter()
+            .chain(&delayeds)
+            .chain(&periodics)
+            .all(|f| !f.is_done()),
+        "{case}"
+    );
 
     p.shutdown();
     assert!(p.is_shutdown(), "{case}");
     assert!(!p.is_terminated(), "{case}: terminating");
-    assert!(p.schedule(Duration::ZERO, task()).unwrap_err().is_shutdown());
+    assert!(p
+        .schedule(Duration::ZERO, task())
+        .unwrap_err()
+        .is_shutdown());
     assert!(p.schedule(ms(1000), task()).unwrap_err().is_shutdown());
-    assert!(p.schedule_at_fixed_rate(ms(1000), ms(1000), periodic_task(1)).unwrap_err().is_shutdown());
-    assert!(p.schedule_with_fixed_delay(ms(1000), ms(1000), periodic_task(2)).unwrap_err().is_shutdown());
+    assert!(p
+        .schedule_at_fixed_rate(ms(1000), ms(1000), periodic_task(1))
+        .unwrap_err()
+        .is_shutdown());
+    assert!(p
+        .schedule_with_fixed_delay(ms(1000), ms(1000), periodic_task(2))
+        .unwrap_err()
+        .is_shutdown());
 
     // What is still queued: the due immediate always; the delayed one and
     // the periodic ones as the policies say.
     assert!(immediates[1].is_pending(), "{case}");
     assert_eq!(delayeds[1].is_pending(), delayed_policy, "{case}");
-    assert!(periodics[2..].iter().all(|f| f.is_pending() == periodic_policy), "{case}");
+    assert!(
+        periodics[2..]
+            .iter()
+            .all(|f| f.is_pending() == periodic_policy),
+        "{case}"
+    );
     assert!(immediates.iter().all(|f| !f.is_done()), "{case}");
     assert!(!delayeds[0].is_done(), "{case}");
     if delayed_policy {
@@ -549,7 +655,10 @@ fn shutdown_cancellation(
             }
         }
     } else {
-        assert!(periodics[..2].iter().all(|f| !f.is_done()), "{case}: running, cancelled only at re-queue");
+        assert!(
+            periodics[..2].iter().all(|f| !f.is_done()),
+            "{case}: running, cancelled only at re-queue"
+        );
         assert!(periodics[2..].iter().all(|f| f.is_cancelled()), "{case}");
     }
 
@@ -561,7 +670,14 @@ fn shutdown_cancellation(
     assert!(p.await_termination(WAIT), "{case}");
     assert!(p.is_terminated(), "{case}");
     assert_eq!(p.queue_len(), 0, "{case}");
-    assert!(immediates.iter().chain(&delayeds).chain(&periodics).all(|f| f.is_done()), "{case}");
+    assert!(
+        immediates
+            .iter()
+            .chain(&delayeds)
+            .chain(&periodics)
+            .all(|f| f.is_done()),
+        "{case}"
+    );
     for f in &immediates {
         f.wait().unwrap();
     }
@@ -580,7 +696,8 @@ fn shutdown_cancellation(
     } else {
         assert!(periodics.iter().all(|f| f.is_cancelled()), "{case}");
     }
-    let expected = pool_size + 1 + usize::from(delayed_policy) + if periodic_tasks_continue { 2 } else { 0 };
+    let expected =
+        pool_size + 1 + usize::from(delayed_policy) + if periodic_tasks_continue { 2 } else { 0 };
     assert_eq!(ran.load(SeqCst), expected, "{case}");
 }
 
@@ -593,10 +710,11 @@ fn test_schedule_with_fixed_delay_overflow() {
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     let huge = Duration::from_secs(i64::MAX as u64);
-    let periodic = p.schedule_with_fixed_delay(Duration::ZERO, huge, move || {
-        r.fetch_add(1, SeqCst);
-    })
-    .unwrap();
+    let periodic = p
+        .schedule_with_fixed_delay(Duration::ZERO, huge, move || {
+            r.fetch_add(1, SeqCst);
+        })
+        .unwrap();
     clock.advance(Duration::ZERO);
     assert_eq!(runs.load(SeqCst), 1);
     let later = p.schedule(Duration::ZERO, || "ran").unwrap();
@@ -625,7 +743,8 @@ fn jtreg_delay_overflow() {
                 .build();
             let (busy, busy_rx) = channel();
             let (proceed, proceed_rx) = latch();
-            p.schedule(Duration::ZERO, blocker(&busy, &proceed_rx)).unwrap();
+            p.schedule(Duration::ZERO, blocker(&busy, &proceed_rx))
+                .unwrap();
             busy_rx.recv_timeout(WAIT).unwrap();
             let (run, run_rx) = channel::<()>();
             schedule_now(&p, run.clone(), now_how);
@@ -639,12 +758,17 @@ fn jtreg_delay_overflow() {
             let never = Arc::new(AtomicUsize::new(0));
             schedule_at_the_end_of_time(&p, &never, end_of_time, then_how);
             proceed.send(()).unwrap();
-            run_rx.recv_timeout(WAIT).unwrap_or_else(|_| panic!("{now_how}/{then_how}: the due task never ran"));
+            run_rx
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("{now_how}/{then_how}: the due task never ran"));
             tick.join().unwrap();
             clock.advance(Duration::from_secs(3600));
             assert_eq!(never.load(SeqCst), 0);
             p.shutdown();
-            assert!(p.await_termination(WAIT), "{now_how}/{then_how}: the end-of-time task is dropped at shutdown");
+            assert!(
+                p.await_termination(WAIT),
+                "{now_how}/{then_how}: the end-of-time task is dropped at shutdown"
+            );
         }
 
         // A periodic task with the largest fixed delay schedules the due
@@ -654,7 +778,9 @@ fn jtreg_delay_overflow() {
         let (run, run_rx) = channel::<()>();
         let p2 = p.clone();
         let h = p
-            .schedule_with_fixed_delay(Duration::ZERO, end_of_time, move || schedule_now(&p2, run.clone(), now_how))
+            .schedule_with_fixed_delay(Duration::ZERO, end_of_time, move || {
+                schedule_now(&p2, run.clone(), now_how)
+            })
             .unwrap();
         clock.advance(Duration::ZERO);
         run_rx.recv_timeout(WAIT).unwrap();
@@ -666,8 +792,14 @@ fn jtreg_delay_overflow() {
     // What Java clamps, we reject.
     let clock = ManualClock::new();
     let p = pool(&clock, 1);
-    assert!(p.schedule(Duration::from_millis(i64::MAX as u64), || ()).unwrap_err().is_delay_overflow());
-    assert!(p.schedule(Duration::from_secs(i64::MAX as u64), || ()).unwrap_err().is_delay_overflow());
+    assert!(p
+        .schedule(Duration::from_millis(i64::MAX as u64), || ())
+        .unwrap_err()
+        .is_delay_overflow());
+    assert!(p
+        .schedule(Duration::from_secs(i64::MAX as u64), || ())
+        .unwrap_err()
+        .is_delay_overflow());
 }
 
 fn schedule_now(p: &ScheduledThreadPool, run: Sender<()>, how: usize) {
@@ -676,27 +808,53 @@ fn schedule_now(p: &ScheduledThreadPool, run: Sender<()>, how: usize) {
     };
     match how {
         0 => drop(p.schedule(Duration::ZERO, notify).unwrap()),
-        1 => drop(p.submit(Duration::ZERO, Task::once(move || {
-            notify();
-            Some(())
-        })).unwrap()),
-        2 => drop(p.schedule_with_fixed_delay(Duration::ZERO, Duration::from_nanos(1000), notify).unwrap()),
-        _ => drop(p.schedule_at_fixed_rate(Duration::ZERO, ms(1000), notify).unwrap()),
+        1 => drop(
+            p.submit(
+                Duration::ZERO,
+                Task::once(move || {
+                    notify();
+                    Some(())
+                }),
+            )
+            .unwrap(),
+        ),
+        2 => drop(
+            p.schedule_with_fixed_delay(Duration::ZERO, Duration::from_nanos(1000), notify)
+                .unwrap(),
+        ),
+        _ => drop(
+            p.schedule_at_fixed_rate(Duration::ZERO, ms(1000), notify)
+                .unwrap(),
+        ),
     }
 }
 
-fn schedule_at_the_end_of_time(p: &ScheduledThreadPool, never: &Arc<AtomicUsize>, end: Duration, how: usize) {
+fn schedule_at_the_end_of_time(
+    p: &ScheduledThreadPool,
+    never: &Arc<AtomicUsize>,
+    end: Duration,
+    how: usize,
+) {
     let n = never.clone();
     let never_runs = move || {
         n.fetch_add(1, SeqCst);
     };
     match how {
         0 => drop(p.schedule(end, never_runs).unwrap()),
-        1 => drop(p.submit(end, Task::once(move || {
-            never_runs();
-            Some(())
-        })).unwrap()),
-        2 => drop(p.schedule_with_fixed_delay(end, Duration::from_nanos(1000), never_runs).unwrap()),
+        1 => drop(
+            p.submit(
+                end,
+                Task::once(move || {
+                    never_runs();
+                    Some(())
+                }),
+            )
+            .unwrap(),
+        ),
+        2 => drop(
+            p.schedule_with_fixed_delay(end, Duration::from_nanos(1000), never_runs)
+                .unwrap(),
+        ),
         _ => drop(p.schedule_at_fixed_rate(end, ms(1000), never_runs).unwrap()),
     }
 }
@@ -709,7 +867,11 @@ fn schedule_at_the_end_of_time(p: &ScheduledThreadPool, never: &Arc<AtomicUsize>
 fn jtreg_basic_cancel() {
     for remove_on_cancel in [false, true] {
         let clock = ManualClock::new();
-        let p = ScheduledThreadPool::builder().pool_size(1).remove_on_cancel(remove_on_cancel).clock(clock.clone()).build();
+        let p = ScheduledThreadPool::builder()
+            .pool_size(1)
+            .remove_on_cancel(remove_on_cancel)
+            .clock(clock.clone())
+            .build();
         let mut most = 0;
         for _ in 0..100_000 {
             let f = p.schedule(Duration::from_secs(3600), || ()).unwrap();
@@ -724,7 +886,11 @@ fn jtreg_basic_cancel() {
             // schedules that worker, so only the settled state is asserted.
             let _ = most;
             clock.advance(Duration::ZERO);
-            assert!(p.queue_len() <= 2 * AUTO_PURGE_MIN, "{} left after the purge", p.queue_len());
+            assert!(
+                p.queue_len() <= 2 * AUTO_PURGE_MIN,
+                "{} left after the purge",
+                p.queue_len()
+            );
         }
         assert_eq!(p.metrics().pending, 0);
         assert_eq!(p.metrics().cancelled, 100_000);

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use schedulers::{Clock, Executor, HierarchicalWheelTimer, ManualClock, Scheduler, SchedulerExt, TaskHandle};
+use schedulers::{
+    Clock, Executor, HierarchicalWheelTimer, ManualClock, Scheduler, SchedulerExt, TaskHandle,
+};
 
 /// Kafka's `TimerTest` setup: `new SystemTimer("test", 1, 3, …)`, a 1 ms
 /// tick and 3 buckets per wheel. One worker, so start order is dispatch order.
@@ -43,14 +45,20 @@ fn timer_test_already_expired_task() {
     let futures: Vec<_> = (-5i32..0)
         .map(|i| {
             let output = output.clone();
-            timer.schedule(Duration::ZERO, move || output.lock().unwrap().push(i)).unwrap()
+            timer
+                .schedule(Duration::ZERO, move || output.lock().unwrap().push(i))
+                .unwrap()
         })
         .collect();
     clock.advance(Duration::ZERO);
     for f in futures {
         assert!(f.is_done(), "already expired tasks should run immediately");
     }
-    assert_eq!(*output.lock().unwrap(), [-5, -4, -3, -2, -1], "output of already expired tasks");
+    assert_eq!(
+        *output.lock().unwrap(),
+        [-5, -4, -3, -2, -1],
+        "output of already expired tasks"
+    );
 }
 
 /// The task list of `TimerTest.testTaskExpiration`: delays 0–4 ms once,
@@ -67,13 +75,18 @@ fn expiration_delays() -> Vec<u64> {
 
 /// Schedules Kafka's `TestTask`s (each records its id when run, at most once)
 /// and returns what they record: `(id, virtual ms when run)`.
-fn schedule_expiration_tasks(timer: &HierarchicalWheelTimer, clock: &ManualClock) -> Arc<Mutex<Vec<(u64, Duration)>>> {
+fn schedule_expiration_tasks(
+    timer: &HierarchicalWheelTimer,
+    clock: &ManualClock,
+) -> Arc<Mutex<Vec<(u64, Duration)>>> {
     let output = Arc::new(Mutex::new(Vec::new()));
     let start = clock.elapsed();
     for id in expiration_delays() {
         let (output, clock) = (output.clone(), clock.clone());
         timer
-            .schedule(Duration::from_millis(id), move || output.lock().unwrap().push((id, clock.elapsed() - start)))
+            .schedule(Duration::from_millis(id), move || {
+                output.lock().unwrap().push((id, clock.elapsed() - start))
+            })
             .unwrap();
     }
     output
@@ -88,7 +101,10 @@ fn timer_test_task_expiration() {
     let clock = ManualClock::new();
     let timer = kafka_timer(&clock);
     let output = schedule_expiration_tasks(&timer, &clock);
-    assert!(timer.levels() >= 6, "a 499 ms delay needs six 3-bucket wheels");
+    assert!(
+        timer.levels() >= 6,
+        "a 499 ms delay needs six 3-bucket wheels"
+    );
     clock.advance(Duration::ZERO);
     for _ in 0..500 {
         clock.advance(Duration::from_millis(1));
@@ -129,7 +145,9 @@ fn timer_task_list_test_all() {
     let tasks: Vec<TaskHandle> = (1..=10)
         .map(|i| {
             let ran = ran.clone();
-            let handle = timer.schedule(Duration::from_millis(10), move || ran.fetch_add(1, SeqCst)).unwrap();
+            let handle = timer
+                .schedule(Duration::from_millis(10), move || ran.fetch_add(1, SeqCst))
+                .unwrap();
             assert_eq!(timer.metrics().pending, i);
             handle.into_handle()
         })
@@ -148,7 +166,11 @@ fn timer_task_list_test_all() {
         assert!(t.cancel());
     }
     assert_eq!(timer.metrics().pending, 0);
-    assert_eq!(timer.next_expiration(), None, "every bucket left the delay queue");
+    assert_eq!(
+        timer.next_expiration(),
+        None,
+        "every bucket left the delay queue"
+    );
     clock.advance(Duration::from_millis(100));
     assert_eq!(ran.load(SeqCst), 0);
 }
@@ -170,13 +192,21 @@ fn timer_task_list_test_get_delay() {
 #[test]
 fn a_timer_days_away_passes_through_the_overflow_wheels_and_fires_once_on_time() {
     let clock = ManualClock::new();
-    let timer = HierarchicalWheelTimer::builder().clock(clock.clone()).build(); // 1 ms x 20
+    let timer = HierarchicalWheelTimer::builder()
+        .clock(clock.clone())
+        .build(); // 1 ms x 20
     let delay = Duration::from_secs(3 * 24 * 3600) + Duration::from_micros(123_456);
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (r, c) = (runs.clone(), clock.clone());
     let start = clock.elapsed();
-    let handle = timer.schedule(delay, move || r.lock().unwrap().push(c.elapsed() - start)).unwrap();
-    assert_eq!(timer.levels(), 7, "1 ms x 20^7 (14.8 days) is the first span to reach 3 days");
+    let handle = timer
+        .schedule(delay, move || r.lock().unwrap().push(c.elapsed() - start))
+        .unwrap();
+    assert_eq!(
+        timer.levels(),
+        7,
+        "1 ms x 20^7 (14.8 days) is the first span to reach 3 days"
+    );
     let mut wakes = 0;
     while let Some(at) = timer.next_expiration() {
         assert!(runs.lock().unwrap().is_empty(), "ran before its deadline");
@@ -186,9 +216,16 @@ fn a_timer_days_away_passes_through_the_overflow_wheels_and_fires_once_on_time()
     }
     let runs = runs.lock().unwrap().clone();
     assert_eq!(runs.len(), 1, "fired exactly once");
-    assert!(runs[0] >= delay && runs[0] < delay + Duration::from_millis(1), "fired at {:?}, due {delay:?}", runs[0]);
+    assert!(
+        runs[0] >= delay && runs[0] < delay + Duration::from_millis(1),
+        "fired at {:?}, due {delay:?}",
+        runs[0]
+    );
     assert!(handle.is_done());
-    assert!(wakes <= 7, "one wake-up per wheel level on the way down, got {wakes}");
+    assert!(
+        wakes <= 7,
+        "one wake-up per wheel level on the way down, got {wakes}"
+    );
     clock.advance(Duration::from_secs(30 * 24 * 3600));
     assert_eq!(timer.metrics().fired, 1);
 }
@@ -213,7 +250,10 @@ impl Rng {
 fn driver_wake_ups_with_100k_timers_an_hour_away() {
     const N: usize = 100_000;
     let clock = ManualClock::new();
-    let timer = HierarchicalWheelTimer::builder().clock(clock.clone()).executor(Executor::inline()).build();
+    let timer = HierarchicalWheelTimer::builder()
+        .clock(clock.clone())
+        .executor(Executor::inline())
+        .build();
     let hour = Duration::from_secs(3600);
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let fired = Arc::new(AtomicUsize::new(0));
@@ -235,7 +275,10 @@ fn driver_wake_ups_with_100k_timers_an_hour_away() {
     // A submit wakes the driver only when it makes the earliest bucket
     // earlier: a new record low of a random sequence, about ln(10^5) ≈ 12
     // times for each of the two or three hour-wide buckets.
-    assert!(woken_by_submits <= 60, "10^5 submits woke the driver {woken_by_submits} times");
+    assert!(
+        woken_by_submits <= 60,
+        "10^5 submits woke the driver {woken_by_submits} times"
+    );
 
     // The idle hour: jump from one wake-up to the next.
     let mut wakes = 0u64;
@@ -258,9 +301,16 @@ fn driver_wake_ups_with_100k_timers_an_hour_away() {
         busy_wakes += 1;
     }
     assert_eq!(fired.load(SeqCst), N);
-    assert!(worst_late.load(SeqCst) < 1_000_000, "a timer ran {} ns late", worst_late.load(SeqCst));
+    assert!(
+        worst_late.load(SeqCst) < 1_000_000,
+        "a timer ran {} ns late",
+        worst_late.load(SeqCst)
+    );
     // A bucket expires at its earliest timer, so every wake-up fires at least
     // one timer: at most one per occupied millisecond (Netty: one per tick).
-    assert!(busy_wakes <= N as u64, "{busy_wakes} wake-ups for {N} timers");
+    assert!(
+        busy_wakes <= N as u64,
+        "{busy_wakes} wake-ups for {N} timers"
+    );
     eprintln!("wake-ups: {woken_by_submits} during submits, {wakes} in the idle hour, {busy_wakes} in the firing hour");
 }

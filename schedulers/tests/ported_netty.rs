@@ -11,7 +11,11 @@ use schedulers::{Executor, HashedWheelTimer, ManualClock, Scheduler, SchedulerEx
 use crate::conformance::{ms, secs, Counter};
 
 fn wheel(clock: &ManualClock, tick: Duration, slots: usize) -> HashedWheelTimer {
-    HashedWheelTimer::builder().clock(clock.clone()).tick(tick).wheel_size(slots).build()
+    HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .tick(tick)
+        .wheel_size(slots)
+        .build()
 }
 
 fn nanos(n: u64) -> Duration {
@@ -26,9 +30,17 @@ fn advance_to(clock: &ManualClock, at: Duration) {
 }
 
 /// A timer that records the virtual time it ran at.
-fn record(timer: &HashedWheelTimer, clock: &ManualClock, delay: Duration, log: &Arc<Mutex<Vec<Duration>>>) -> TaskHandle {
+fn record(
+    timer: &HashedWheelTimer,
+    clock: &ManualClock,
+    delay: Duration,
+    log: &Arc<Mutex<Vec<Duration>>>,
+) -> TaskHandle {
     let (log, c) = (log.clone(), clock.clone());
-    timer.schedule(delay, move || log.lock().unwrap().push(c.elapsed())).unwrap().into_handle()
+    timer
+        .schedule(delay, move || log.lock().unwrap().push(c.elapsed()))
+        .unwrap()
+        .into_handle()
 }
 
 /// `testScheduleTimeoutShouldNotRunBeforeDelay`: a 10 s timeout has not run
@@ -73,14 +85,21 @@ fn stop_timer() {
     }
     clock.advance(ms(2));
     assert_eq!(runs.get(), 3);
-    assert!(processed.shutdown_now().is_empty(), "all timeouts processed");
+    assert!(
+        processed.shutdown_now().is_empty(),
+        "all timeouts processed"
+    );
 
     let unprocessed = wheel(&clock, ms(1), 512);
     for _ in 0..5 {
         unprocessed.schedule(secs(10), || ()).unwrap();
     }
     clock.advance(ms(1));
-    assert_eq!(unprocessed.shutdown_now().len(), 5, "pending timeouts are returned");
+    assert_eq!(
+        unprocessed.shutdown_now().len(),
+        5,
+        "pending timeouts are returned"
+    );
 }
 
 /// `testTimerShouldThrowExceptionAfterShutdownForNewTimeouts`: a new
@@ -107,7 +126,12 @@ fn timer_overflow_wheel_length() {
     let clock = ManualClock::new();
     let timer = Arc::new(wheel(&clock, ms(100), 32));
     let log = Arc::new(Mutex::new(Vec::new()));
-    fn again(timer: Arc<HashedWheelTimer>, clock: ManualClock, log: Arc<Mutex<Vec<Duration>>>, left: u32) {
+    fn again(
+        timer: Arc<HashedWheelTimer>,
+        clock: ManualClock,
+        log: Arc<Mutex<Vec<Duration>>>,
+        left: u32,
+    ) {
         let (t, c, l) = (timer.clone(), clock.clone(), log.clone());
         timer
             .schedule(secs(5), move || {
@@ -135,22 +159,34 @@ fn execution_on_time() {
     let late = Arc::new(Mutex::new(Vec::with_capacity(100_000)));
     for _ in 0..100_000 {
         let (late, c) = (late.clone(), clock.clone());
-        timer.schedule(ms(125), move || late.lock().unwrap().push(c.elapsed())).unwrap();
+        timer
+            .schedule(ms(125), move || late.lock().unwrap().push(c.elapsed()))
+            .unwrap();
     }
     for _ in 0..10 {
         clock.advance(ms(50));
     }
     let late = late.lock().unwrap();
     assert_eq!(late.len(), 100_000);
-    assert!(late.iter().all(|at| *at >= ms(125) && *at <= ms(125) + ms(200)), "{:?}", late.iter().max());
+    assert!(
+        late.iter()
+            .all(|at| *at >= ms(125) && *at <= ms(125) + ms(200)),
+        "{:?}",
+        late.iter().max()
+    );
 }
 
 /// `testExecutionOnTaskExecutor`: tasks run on the supplied executor.
 #[test]
 fn execution_on_task_executor() {
     let clock = ManualClock::new();
-    let timer = HashedWheelTimer::builder().clock(clock.clone()).executor(Executor::pool(1)).build();
-    let name = timer.schedule(ms(1), || std::thread::current().name().map(str::to_owned)).unwrap();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .executor(Executor::pool(1))
+        .build();
+    let name = timer
+        .schedule(ms(1), || std::thread::current().name().map(str::to_owned))
+        .unwrap();
     clock.advance(ms(2));
     assert_eq!(name.get().unwrap().as_deref(), Some("schedulers-worker-0"));
 }
@@ -160,7 +196,10 @@ fn execution_on_task_executor() {
 #[test]
 fn rejected_when_too_many_timeouts_are_added_back_to_back() {
     let clock = ManualClock::new();
-    let timer = HashedWheelTimer::builder().clock(clock.clone()).pending_limit(2).build();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .pending_limit(2)
+        .build();
     timer.schedule(secs(5), || ()).unwrap();
     timer.schedule(secs(5), || ()).unwrap();
     assert!(timer.schedule(ms(1), || ()).unwrap_err().is_pending_limit());
@@ -171,7 +210,10 @@ fn rejected_when_too_many_timeouts_are_added_back_to_back() {
 #[test]
 fn capacity_is_freed_when_existing_timeout_is_cancelled() {
     let clock = ManualClock::new();
-    let timer = HashedWheelTimer::builder().clock(clock.clone()).pending_limit(2).build();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .pending_limit(2)
+        .build();
     timer.schedule(secs(5), || ()).unwrap();
     let second = timer.schedule(secs(5), || ()).unwrap();
     assert!(second.cancel());
@@ -184,7 +226,10 @@ fn capacity_is_freed_when_existing_timeout_is_cancelled() {
 #[test]
 fn capacity_is_freed_when_existing_timeout_is_executed() {
     let clock = ManualClock::new();
-    let timer = HashedWheelTimer::builder().clock(clock.clone()).pending_limit(2).build();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .pending_limit(2)
+        .build();
     timer.schedule(secs(5), || ()).unwrap();
     let fires = timer.schedule(ms(100), || ()).unwrap();
     clock.advance(ms(101));
@@ -217,11 +262,15 @@ fn report_pending_timeouts() {
 fn overflow() {
     let clock = ManualClock::new();
     let timer = HashedWheelTimer::builder().clock(clock.clone()).build();
-    let err = timer.schedule(Duration::from_millis(i64::MAX as u64), || ()).unwrap_err();
+    let err = timer
+        .schedule(Duration::from_millis(i64::MAX as u64), || ())
+        .unwrap_err();
     assert!(err.is_delay_overflow());
     let runs = Counter::default();
     let r = runs.clone();
-    let far = timer.schedule(secs(100 * 365 * 24 * 3600), move || r.bump()).unwrap();
+    let far = timer
+        .schedule(secs(100 * 365 * 24 * 3600), move || r.bump())
+        .unwrap();
     clock.advance(secs(10 * 365 * 24 * 3600));
     assert_eq!(runs.get(), 0);
     assert!(far.cancel());
@@ -272,7 +321,17 @@ fn pending_counted_correctly_when_cancelled_within_goal_tick() {
 /// inside a tick, on a tick, in the first and in later rounds.
 #[test]
 fn never_early_at_any_edge() {
-    for due in [nanos(1), ms(1), ms(25), ms(30), ms(79), ms(80), ms(81), ms(265), ms(800)] {
+    for due in [
+        nanos(1),
+        ms(1),
+        ms(25),
+        ms(30),
+        ms(79),
+        ms(80),
+        ms(81),
+        ms(265),
+        ms(800),
+    ] {
         let clock = ManualClock::new();
         let timer = wheel(&clock, ms(10), 8);
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -292,8 +351,8 @@ fn at_most_one_tick_late_and_exact_on_a_tick() {
     let cases = [
         (ms(25), ms(30)),
         (ms(20) + nanos(1), ms(30)),
-        (ms(30), ms(30)), // on a tick: on time
-        (ms(80), ms(80)), // on the first tick of the next turn
+        (ms(30), ms(30)),   // on a tick: on time
+        (ms(80), ms(80)),   // on the first tick of the next turn
         (ms(265), ms(270)), // three rounds, then 25 ms into the turn
         (ms(240), ms(240)), // three rounds exactly
     ];
@@ -303,7 +362,10 @@ fn at_most_one_tick_late_and_exact_on_a_tick() {
         let log = Arc::new(Mutex::new(Vec::new()));
         record(&timer, &clock, due, &log);
         advance_to(&clock, fires - nanos(1));
-        assert!(log.lock().unwrap().is_empty(), "due {due:?} fired before its tick {fires:?}");
+        assert!(
+            log.lock().unwrap().is_empty(),
+            "due {due:?} fired before its tick {fires:?}"
+        );
         advance_to(&clock, fires);
         assert_eq!(*log.lock().unwrap(), [fires], "due {due:?}");
     }
@@ -318,11 +380,17 @@ fn rounds_fire_in_the_right_revolution() {
     let log = Arc::new(Mutex::new(Vec::new()));
     // Same slot (30 ms mod 80 ms), rounds 0 to 4; scheduled out of order.
     let dues = [ms(350), ms(30), ms(190), ms(110), ms(270)];
-    let handles: Vec<_> = dues.iter().map(|d| record(&timer, &clock, *d, &log)).collect();
+    let handles: Vec<_> = dues
+        .iter()
+        .map(|d| record(&timer, &clock, *d, &log))
+        .collect();
     for _ in 0..40 {
         clock.advance(ms(10));
     }
-    assert_eq!(*log.lock().unwrap(), [ms(30), ms(110), ms(190), ms(270), ms(350)]);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [ms(30), ms(110), ms(190), ms(270), ms(350)]
+    );
     assert!(handles.iter().all(TaskHandle::is_done));
 }
 

@@ -42,7 +42,9 @@ fn heap_timer_periodic_and_shutdown_on_the_system_clock() {
     let runs = Arc::new(Mutex::new(0u32));
     let r = runs.clone();
     let handle = timer
-        .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(2), move || *r.lock().unwrap() += 1)
+        .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(2), move || {
+            *r.lock().unwrap() += 1
+        })
         .unwrap();
     let marker = timer.schedule(Duration::from_millis(50), || ()).unwrap();
     marker.get_timeout(Duration::from_secs(30)).unwrap();

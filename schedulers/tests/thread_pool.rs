@@ -20,7 +20,10 @@ mod remove_on_cancel {
     use super::*;
 
     crate::conformance!(conformance, Duration::ZERO, |o| {
-        let mut b = ScheduledThreadPool::builder().pool_size(1).remove_on_cancel(true).clock(o.clock);
+        let mut b = ScheduledThreadPool::builder()
+            .pool_size(1)
+            .remove_on_cancel(true)
+            .clock(o.clock);
         if let Some(limit) = o.pending_limit {
             b = b.pending_limit(limit);
         }
@@ -107,7 +110,11 @@ mod multi_worker {
             }
             let (l, c) = (log.clone(), h.clock.clone());
             let p = s
-                .schedule_at_fixed_rate(Duration::from_millis(3), Duration::from_millis(50), move || l.record(&c, 1000))
+                .schedule_at_fixed_rate(
+                    Duration::from_millis(3),
+                    Duration::from_millis(50),
+                    move || l.record(&c, 1000),
+                )
                 .unwrap();
             for _ in 0..120 {
                 h.advance_ms(9);
@@ -134,7 +141,9 @@ mod stress {
     use std::thread;
     use std::time::{Duration, Instant};
 
-    use schedulers::{Clock, ManualClock, Scheduler, SchedulerExt, ScheduledThreadPool, SystemClock, TaskHandle};
+    use schedulers::{
+        Clock, ManualClock, ScheduledThreadPool, Scheduler, SchedulerExt, SystemClock, TaskHandle,
+    };
 
     /// xorshift64*, seeded per thread.
     struct Rng(u64);
@@ -209,8 +218,13 @@ mod stress {
         let all = Arc::new(Mutex::new(Vec::new()));
         let submitters: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (pool, clock, done, all, explored) =
-                    (pool.clone(), clock.clone(), done.clone(), all.clone(), explored.clone());
+                let (pool, clock, done, all, explored) = (
+                    pool.clone(),
+                    clock.clone(),
+                    done.clone(),
+                    all.clone(),
+                    explored.clone(),
+                );
                 thread::spawn(move || {
                     let mut rng = Rng::new(7 + t as u64);
                     let mut mine: Vec<(Arc<Record>, TaskHandle)> = Vec::new();
@@ -218,9 +232,16 @@ mod stress {
                         match rng.below(10) {
                             0..=4 => {
                                 let delay = Duration::from_micros(rng.below(8_000));
-                                let rec = Arc::new(Record { runs_at_cancel: AtomicUsize::new(usize::MAX), ..Record::default() });
-                                rec.not_before.store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
-                                let h = pool.schedule(delay, body(&rec, &clock)).unwrap().into_handle();
+                                let rec = Arc::new(Record {
+                                    runs_at_cancel: AtomicUsize::new(usize::MAX),
+                                    ..Record::default()
+                                });
+                                rec.not_before
+                                    .store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
+                                let h = pool
+                                    .schedule(delay, body(&rec, &clock))
+                                    .unwrap()
+                                    .into_handle();
                                 mine.push((rec, h));
                             }
                             5 => {
@@ -231,8 +252,11 @@ mod stress {
                                     runs_at_cancel: AtomicUsize::new(usize::MAX),
                                     ..Record::default()
                                 });
-                                rec.not_before.store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
-                                let h = pool.schedule_at_fixed_rate(delay, period, body(&rec, &clock)).unwrap();
+                                rec.not_before
+                                    .store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
+                                let h = pool
+                                    .schedule_at_fixed_rate(delay, period, body(&rec, &clock))
+                                    .unwrap();
                                 mine.push((rec, h));
                             }
                             6..=7 if !mine.is_empty() => {
@@ -305,13 +329,22 @@ mod stress {
                 // A one-shot cancelled successfully never ran; a periodic
                 // task may finish the run that was under way.
                 let allowed = if rec.periodic { at_cancel + 1 } else { 0 };
-                assert!(runs <= allowed, "task {i} started after a successful cancel ({runs} > {allowed})");
+                assert!(
+                    runs <= allowed,
+                    "task {i} started after a successful cancel ({runs} > {allowed})"
+                );
                 assert!(h.is_cancelled());
             } else {
-                assert!(!rec.periodic, "every periodic task was cancelled at the end");
+                assert!(
+                    !rec.periodic,
+                    "every periodic task was cancelled at the end"
+                );
                 assert_eq!(runs, 1, "one-shot task {i} ran {runs} times");
                 let (at, bound) = (rec.ran_at.load(SeqCst), rec.not_before.load(SeqCst));
-                assert!(at >= bound, "one-shot task {i} ran early: at {at} ns, not before {bound} ns");
+                assert!(
+                    at >= bound,
+                    "one-shot task {i} ran early: at {at} ns, not before {bound} ns"
+                );
                 assert!(h.is_done());
             }
         }
@@ -364,21 +397,32 @@ mod stress {
         const THREADS: usize = 3;
         const PER_THREAD: usize = 2_000;
         let clock = ManualClock::new();
-        let pool = Arc::new(ScheduledThreadPool::builder().pool_size(workers).clock(clock.clone()).build());
+        let pool = Arc::new(
+            ScheduledThreadPool::builder()
+                .pool_size(workers)
+                .clock(clock.clone())
+                .build(),
+        );
         // (latest possible deadline, record), pushed once `schedule` returned.
         type Submitted = Mutex<Vec<(u64, Arc<Record>)>>;
         let submitted: Arc<Submitted> = Arc::new(Mutex::new(Vec::new()));
         let done = Arc::new(AtomicUsize::new(0));
         let submitters: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (pool, clock, submitted, done) = (pool.clone(), clock.clone(), submitted.clone(), done.clone());
+                let (pool, clock, submitted, done) =
+                    (pool.clone(), clock.clone(), submitted.clone(), done.clone());
                 thread::spawn(move || {
                     let mut rng = Rng::new(seed + t as u64);
                     for i in 0..PER_THREAD {
                         // Bursts on a coarse grid: ties and new heads.
-                        let delay = Duration::from_micros(if i % 3 == 0 { rng.below(4) * 500 } else { rng.below(3_000) });
+                        let delay = Duration::from_micros(if i % 3 == 0 {
+                            rng.below(4) * 500
+                        } else {
+                            rng.below(3_000)
+                        });
                         let rec = Arc::new(Record::default());
-                        rec.not_before.store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
+                        rec.not_before
+                            .store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
                         pool.schedule(delay, body(&rec, &clock)).unwrap();
                         let latest = (clock.elapsed() + delay).as_nanos() as u64;
                         submitted.lock().unwrap().push((latest, rec));
@@ -401,7 +445,11 @@ mod stress {
             let all = submitted.lock().unwrap();
             for (i, (latest, rec)) in all[..before].iter().enumerate() {
                 if *latest <= now {
-                    assert_eq!(rec.runs.load(SeqCst), 1, "task {i}, due by {latest} ns, not run at {now} ns");
+                    assert_eq!(
+                        rec.runs.load(SeqCst),
+                        1,
+                        "task {i}, due by {latest} ns, not run at {now} ns"
+                    );
                     checks += 1;
                 }
                 assert!(!rec.early.load(SeqCst), "task {i} ran early");
@@ -432,23 +480,37 @@ mod stress {
         const THREADS: usize = 3;
         const PER_THREAD: usize = 10_000;
         let clock = ManualClock::new();
-        let pool = Arc::new(ScheduledThreadPool::builder().pool_size(4).clock(clock.clone()).build());
+        let pool = Arc::new(
+            ScheduledThreadPool::builder()
+                .pool_size(4)
+                .clock(clock.clone())
+                .build(),
+        );
         let done = Arc::new(AtomicUsize::new(0));
         let all = Arc::new(Mutex::new(Vec::new()));
         let submitters: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (pool, clock, done, all) = (pool.clone(), clock.clone(), done.clone(), all.clone());
+                let (pool, clock, done, all) =
+                    (pool.clone(), clock.clone(), done.clone(), all.clone());
                 thread::spawn(move || {
                     let mut rng = Rng::new(500 + t as u64);
                     let mut mine: Vec<(Arc<Record>, TaskHandle, bool)> = Vec::new();
                     for i in 0..PER_THREAD {
                         let delay = Duration::from_micros(rng.below(400_000));
                         let rec = Arc::new(Record::default());
-                        rec.not_before.store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
-                        let h = pool.schedule(delay, body(&rec, &clock)).unwrap().into_handle();
+                        rec.not_before
+                            .store((clock.elapsed() + delay).as_nanos() as u64, SeqCst);
+                        let h = pool
+                            .schedule(delay, body(&rec, &clock))
+                            .unwrap()
+                            .into_handle();
                         mine.push((rec, h, false));
                         // Cancel nine in ten, some at once, some later.
-                        let k = if rng.below(2) == 0 { i } else { rng.below(i as u64 + 1) as usize };
+                        let k = if rng.below(2) == 0 {
+                            i
+                        } else {
+                            rng.below(i as u64 + 1) as usize
+                        };
                         if rng.below(10) != 0 && !mine[k].2 && mine[k].1.cancel() {
                             mine[k].2 = true;
                         }
@@ -481,8 +543,15 @@ mod stress {
         }
         assert_eq!(pool.metrics().pending, 0);
         assert_eq!(pool.metrics().cancelled as usize, cancelled);
-        assert!(pool.queue_len() <= 2 * schedulers::thread_pool::AUTO_PURGE_MIN, "{} entries left", pool.queue_len());
-        eprintln!("stpe auto-purge: {} tasks, {cancelled} cancelled, {steps} steps", all.len());
+        assert!(
+            pool.queue_len() <= 2 * schedulers::thread_pool::AUTO_PURGE_MIN,
+            "{} entries left",
+            pool.queue_len()
+        );
+        eprintln!(
+            "stpe auto-purge: {} tasks, {cancelled} cancelled, {steps} steps",
+            all.len()
+        );
     }
 
     /// Periodic tasks on many workers, time moving in 3 ms jumps: each
@@ -494,18 +563,32 @@ mod stress {
         const STEP_US: u64 = 3_000;
         const STEPS: u64 = 300;
         let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder().pool_size(5).clock(clock.clone()).build();
+        let pool = ScheduledThreadPool::builder()
+            .pool_size(5)
+            .clock(clock.clone())
+            .build();
         let mut rng = Rng::new(99);
         let mut expected = Vec::new();
         let mut tasks = Vec::new();
         for i in 0..60 {
             let initial = rng.below(10_000);
             let period = 200 + rng.below(7_000);
-            let rec = Arc::new(Record { periodic: true, ..Record::default() });
+            let rec = Arc::new(Record {
+                periodic: true,
+                ..Record::default()
+            });
             let end = STEP_US * STEPS;
             let handle = if i % 2 == 0 {
-                expected.push(if initial <= end { (end - initial) / period + 1 } else { 0 });
-                pool.schedule_at_fixed_rate(Duration::from_micros(initial), Duration::from_micros(period), body(&rec, &clock))
+                expected.push(if initial <= end {
+                    (end - initial) / period + 1
+                } else {
+                    0
+                });
+                pool.schedule_at_fixed_rate(
+                    Duration::from_micros(initial),
+                    Duration::from_micros(period),
+                    body(&rec, &clock),
+                )
             } else {
                 // A run starts at the first step at or after its deadline;
                 // the next deadline is that start (= end of run) + delay.
@@ -516,7 +599,11 @@ mod stress {
                     t = ceil(t + period);
                 }
                 expected.push(n);
-                pool.schedule_with_fixed_delay(Duration::from_micros(initial), Duration::from_micros(period), body(&rec, &clock))
+                pool.schedule_with_fixed_delay(
+                    Duration::from_micros(initial),
+                    Duration::from_micros(period),
+                    body(&rec, &clock),
+                )
             }
             .unwrap();
             tasks.push((rec, handle));
@@ -544,7 +631,12 @@ mod stress {
     /// the pool terminates.
     fn real_time_races(remove_on_cancel: bool, now: bool) {
         const THREADS: usize = 4;
-        let pool = Arc::new(ScheduledThreadPool::builder().pool_size(8).remove_on_cancel(remove_on_cancel).build());
+        let pool = Arc::new(
+            ScheduledThreadPool::builder()
+                .pool_size(8)
+                .remove_on_cancel(remove_on_cancel)
+                .build(),
+        );
         let stop = Arc::new(AtomicBool::new(false));
         let submitted = Arc::new(AtomicUsize::new(0));
         struct Real {
@@ -602,7 +694,12 @@ mod stress {
             thread::yield_now();
         }
         stop.store(true, SeqCst);
-        let returned = if now { pool.shutdown_now() } else { pool.shutdown(); Vec::new() };
+        let returned = if now {
+            pool.shutdown_now()
+        } else {
+            pool.shutdown();
+            Vec::new()
+        };
         let mut accepted = Vec::new();
         let mut rejected = Vec::new();
         for s in submitters {
@@ -610,7 +707,10 @@ mod stress {
             accepted.extend(a);
             rejected.extend(r);
         }
-        assert!(pool.await_termination(Duration::from_secs(60)), "the pool terminates");
+        assert!(
+            pool.await_termination(Duration::from_secs(60)),
+            "the pool terminates"
+        );
         let (mut cancelled, mut ran, mut abandoned) = (0, 0, 0);
         for (i, (rec, h)) in accepted.iter().enumerate() {
             let runs = rec.runs.load(SeqCst);
@@ -620,21 +720,35 @@ mod stress {
             } else if now && runs == 0 {
                 abandoned += 1;
                 let e = h.wait_timeout(Duration::from_secs(10)).unwrap_err();
-                assert!(e.is_abandoned(), "task {i} neither ran nor was returned: {e}");
+                assert!(
+                    e.is_abandoned(),
+                    "task {i} neither ran nor was returned: {e}"
+                );
             } else {
                 ran += 1;
                 assert_eq!(runs, 1, "task {i} ran {runs} times");
                 let at = rec.ran_at.lock().unwrap().expect("ran");
                 assert!(at >= rec.due, "task {i} ran early");
-                assert!(at - rec.due < Duration::from_secs(20), "task {i} was left waiting");
+                assert!(
+                    at - rec.due < Duration::from_secs(20),
+                    "task {i} was left waiting"
+                );
                 assert!(h.is_done());
             }
         }
         for rec in &rejected {
             assert_eq!(rec.runs.load(SeqCst), 0, "a rejected task ran");
         }
-        assert_eq!(rejected.len(), THREADS, "each submitter stopped at its first rejection");
-        assert_eq!(abandoned, returned.len(), "shutdown_now returned exactly the tasks that never ran");
+        assert_eq!(
+            rejected.len(),
+            THREADS,
+            "each submitter stopped at its first rejection"
+        );
+        assert_eq!(
+            abandoned,
+            returned.len(),
+            "shutdown_now returned exactly the tasks that never ran"
+        );
         assert!(returned.iter().all(|h| !h.is_done() && !h.is_cancelled()));
         assert_eq!(pool.metrics().pending, 0);
         eprintln!(
@@ -664,11 +778,18 @@ mod stress {
     #[test]
     fn workers_start_lazily_up_to_the_pool_size() {
         let clock = ManualClock::new();
-        let pool = ScheduledThreadPool::builder().pool_size(3).clock(clock.clone()).build();
+        let pool = ScheduledThreadPool::builder()
+            .pool_size(3)
+            .clock(clock.clone())
+            .build();
         assert_eq!(pool.pool_size(), 0, "no thread before the first task");
-        let hs: Vec<_> = (0..2).map(|_| pool.schedule(Duration::from_secs(1), || ()).unwrap()).collect();
+        let hs: Vec<_> = (0..2)
+            .map(|_| pool.schedule(Duration::from_secs(1), || ()).unwrap())
+            .collect();
         assert_eq!(pool.pool_size(), 2, "one worker per submitted task");
-        let more: Vec<_> = (0..5).map(|_| pool.schedule(Duration::from_secs(1), || ()).unwrap()).collect();
+        let more: Vec<_> = (0..5)
+            .map(|_| pool.schedule(Duration::from_secs(1), || ()).unwrap())
+            .collect();
         assert_eq!(pool.pool_size(), 3, "never more than the pool size");
         clock.advance(Duration::from_secs(1));
         assert!(hs.iter().chain(&more).all(|h| h.is_done()));
@@ -677,9 +798,15 @@ mod stress {
         assert!(pool.await_termination(Duration::from_secs(30)));
         assert_eq!(pool.pool_size(), 0);
 
-        let idle = ScheduledThreadPool::builder().pool_size(4).clock(clock.clone()).build();
+        let idle = ScheduledThreadPool::builder()
+            .pool_size(4)
+            .clock(clock.clone())
+            .build();
         idle.shutdown();
-        assert!(idle.is_terminated(), "a pool that never started a thread terminates at once");
+        assert!(
+            idle.is_terminated(),
+            "a pool that never started a thread terminates at once"
+        );
         let _ = Scheduler::metrics(&idle);
         let _ = SystemClock.now();
     }
@@ -696,7 +823,11 @@ fn last_reference_to_the_pool_dropped_by_its_own_task() {
     use schedulers::SchedulerExt;
 
     for remove_on_cancel in [false, true] {
-        let pool = Arc::new(ScheduledThreadPool::builder().remove_on_cancel(remove_on_cancel).build());
+        let pool = Arc::new(
+            ScheduledThreadPool::builder()
+                .remove_on_cancel(remove_on_cancel)
+                .build(),
+        );
         let p = pool.clone();
         // The task's value is the pool; nobody waits for it.
         drop(pool.schedule(Duration::from_millis(1), move || p).unwrap());

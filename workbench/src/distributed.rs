@@ -20,7 +20,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::record::{metric, summarize, unit, Environment, Record, Results, SubjectInfo, SubjectKind, WorkloadInfo};
+use crate::record::{
+    metric, summarize, unit, Environment, Record, Results, SubjectInfo, SubjectKind, WorkloadInfo,
+};
 
 /// The workload's name in reports and on the command line.
 pub const WORKLOAD: &str = "distributed";
@@ -51,10 +53,18 @@ impl Plan {
             "full" => (100_000, 20_000),
             f => {
                 let factor = f.parse::<f64>().unwrap_or(1.0).clamp(0.001, 100.0);
-                (((100_000.0 * factor) as u64).max(100), ((20_000.0 * factor) as u64).max(500))
+                (
+                    ((100_000.0 * factor) as u64).max(100),
+                    ((20_000.0 * factor) as u64).max(500),
+                )
             }
         };
-        Plan { workers: vec![1, 2, 4], jobs, window_ms, threads: 4 }
+        Plan {
+            workers: vec![1, 2, 4],
+            jobs,
+            window_ms,
+            threads: 4,
+        }
     }
 
     /// The report's description of the workload.
@@ -118,11 +128,27 @@ pub fn run(plan: &Plan, repeats: usize, env: &Environment) -> Result<Vec<Record>
     let exe = worker_binary()?;
     let mut samples: BTreeMap<(u64, &'static str), Vec<f64>> = BTreeMap::new();
     for rep in 0..repeats.max(1) {
-        eprintln!("workbench: {WORKLOAD}: repeat {}/{} ({} jobs, workers {:?})", rep + 1, repeats.max(1), plan.jobs, plan.workers);
-        let workers = plan.workers.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        eprintln!(
+            "workbench: {WORKLOAD}: repeat {}/{} ({} jobs, workers {:?})",
+            rep + 1,
+            repeats.max(1),
+            plan.jobs,
+            plan.workers
+        );
+        let workers = plan
+            .workers
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         let out = Command::new(&exe)
             .args(["bench", "--workers", &workers])
-            .args(["--jobs", &plan.jobs.to_string(), "--window-ms", &plan.window_ms.to_string()])
+            .args([
+                "--jobs",
+                &plan.jobs.to_string(),
+                "--window-ms",
+                &plan.window_ms.to_string(),
+            ])
             .args(["--threads", &plan.threads.to_string(), "--lead-ms", "1000"])
             .output()
             .map_err(|e| format!("running {}: {e}", exe.display()))?;
@@ -130,7 +156,10 @@ pub fn run(plan: &Plan, repeats: usize, env: &Environment) -> Result<Vec<Record>
             let err = String::from_utf8_lossy(&out.stderr);
             return Err(format!("the benchmark failed: {}", err.trim()));
         }
-        for line in String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with('{')) {
+        for line in String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with('{'))
+        {
             for (w, name, value) in parse_line(line)? {
                 samples.entry((w, name)).or_default().push(value);
             }
@@ -143,7 +172,11 @@ pub fn run(plan: &Plan, repeats: usize, env: &Environment) -> Result<Vec<Record>
         .into_iter()
         .map(|((w, name), values)| {
             let (value, spread) = summarize(&values);
-            let unit = if name == metric::FIRES_PER_S { unit::PER_S } else { unit::US };
+            let unit = if name == metric::FIRES_PER_S {
+                unit::PER_S
+            } else {
+                unit::US
+            };
             Record {
                 scheduler: subject_name(w),
                 workload: WORKLOAD.to_owned(),
@@ -163,7 +196,8 @@ pub fn run(plan: &Plan, repeats: usize, env: &Environment) -> Result<Vec<Record>
 /// One JSON line of `schedulers-redis-worker bench` as (workers, metric,
 /// value): throughput and lateness in µs (Redis gives milliseconds).
 fn parse_line(line: &str) -> Result<Vec<(u64, &'static str, f64)>, String> {
-    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("bad benchmark output {line:?}: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("bad benchmark output {line:?}: {e}"))?;
     let field = |path: &[&str]| {
         path.iter()
             .try_fold(&v, |v, k| v.get(k))
@@ -187,19 +221,30 @@ fn worker_binary() -> Result<PathBuf, String> {
     if which("redis-server").is_none() {
         return Err("redis-server is not installed (Debian: apt-get install redis-server)".into());
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().ok_or("no workspace root")?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("no workspace root")?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     eprintln!("workbench: {WORKLOAD}: building schedulers-redis-worker (cargo build --release --features redis)");
     let status = Command::new(cargo)
         .current_dir(root)
-        .args(["build", "--release", "--quiet", "-p", "schedulers", "--features", "redis"])
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "schedulers",
+            "--features",
+            "redis",
+        ])
         .args(["--bin", "schedulers-redis-worker"])
         .status()
         .map_err(|e| format!("running cargo: {e}"))?;
     if !status.success() {
         return Err("cargo could not build schedulers-redis-worker".into());
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let exe = target.join("release").join("schedulers-redis-worker");
     if exe.is_file() {
         Ok(exe)
@@ -209,8 +254,11 @@ fn worker_binary() -> Result<PathBuf, String> {
 }
 
 fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|p| p.join(program)).find(|p| p.is_file()))
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(program))
+            .find(|p| p.is_file())
+    })
 }
 
 #[cfg(test)]
@@ -223,7 +271,9 @@ mod test {
         let got = parse_line(line).unwrap();
         assert!(got.contains(&(2, metric::FIRES_PER_S, 2500.0)));
         assert!(got.contains(&(2, "lateness_p99", 7000.0)));
-        assert!(parse_line(r#"{"workers":2}"#).unwrap_err().contains("jobs_per_sec"));
+        assert!(parse_line(r#"{"workers":2}"#)
+            .unwrap_err()
+            .contains("jobs_per_sec"));
     }
 
     #[test]
@@ -233,6 +283,9 @@ mod test {
         assert!(selected(&s(&["redis"]), &[]));
         assert!(!selected(&s(&["heap"]), &[]));
         assert!(!selected(&[], &s(&["burst"])));
-        assert!(selected(&s(&["heap", "redis-2w"]), &s(&["burst", "distributed"])));
+        assert!(selected(
+            &s(&["heap", "redis-2w"]),
+            &s(&["burst", "distributed"])
+        ));
     }
 }

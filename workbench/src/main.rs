@@ -86,11 +86,21 @@ struct RunArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => run(RunArgs { size: "quick".into(), repeats: 3, ..RunArgs::default() }),
+        None => run(RunArgs {
+            size: "quick".into(),
+            repeats: 3,
+            ..RunArgs::default()
+        }),
         Some(Command::Run(args)) => run(args),
         Some(Command::List) => list(),
         Some(Command::Report { results, out }) => rerender(&results, out),
-        Some(Command::MemoryProbe { subject, size, seed, step, delay }) => memory_probe(&subject, size, seed, step, &delay),
+        Some(Command::MemoryProbe {
+            subject,
+            size,
+            seed,
+            step,
+            delay,
+        }) => memory_probe(&subject, size, seed, step, &delay),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -101,11 +111,21 @@ fn main() -> ExitCode {
     }
 }
 
-fn memory_probe(subject: &str, size: u64, seed: u64, step: usize, delay: &str) -> Result<(), String> {
+fn memory_probe(
+    subject: &str,
+    size: u64,
+    seed: u64,
+    step: usize,
+    delay: &str,
+) -> Result<(), String> {
     let s = subjects::find(subject).ok_or_else(|| format!("unknown subject {subject:?}"))?;
-    let make = s.timers.ok_or_else(|| format!("{subject} is not an in-process subject"))?;
-    let delay: workbench::spec::Dist = serde_json::from_str(delay).map_err(|e| format!("delay: {e}"))?;
-    let bytes = workbench::runner::sweep::memory_probe(&make, size, seed, step, &delay).map_err(|e| e.to_string())?;
+    let make = s
+        .timers
+        .ok_or_else(|| format!("{subject} is not an in-process subject"))?;
+    let delay: workbench::spec::Dist =
+        serde_json::from_str(delay).map_err(|e| format!("delay: {e}"))?;
+    let bytes = workbench::runner::sweep::memory_probe(&make, size, seed, step, &delay)
+        .map_err(|e| e.to_string())?;
     println!("{bytes}");
     Ok(())
 }
@@ -113,7 +133,12 @@ fn memory_probe(subject: &str, size: u64, seed: u64, step: usize, delay: &str) -
 fn list() -> Result<(), String> {
     println!("schedulers and peers:");
     for s in subjects::all() {
-        println!("  {:<14} {:<9} {}", s.name, format!("{:?}", s.kind).to_lowercase(), s.about);
+        println!(
+            "  {:<14} {:<9} {}",
+            s.name,
+            format!("{:?}", s.kind).to_lowercase(),
+            s.about
+        );
     }
     println!(
         "  {:<14} {:<9} schedulers::distributed on one local Redis, 1, 2 and 4 worker processes (workload `{}` only)",
@@ -129,7 +154,11 @@ fn list() -> Result<(), String> {
         }
     }
     let plan = distributed::Plan::for_size("quick");
-    println!("  {:<22} {}", distributed::WORKLOAD, plan.info().description);
+    println!(
+        "  {:<22} {}",
+        distributed::WORKLOAD,
+        plan.info().description
+    );
     Ok(())
 }
 
@@ -138,9 +167,16 @@ fn run(args: RunArgs) -> Result<(), String> {
         return Err("--repeats must be at least 1".into());
     }
     let run_distributed = distributed::selected(&args.schedulers, &args.workloads);
-    let subject_names: Vec<&String> =
-        args.schedulers.iter().filter(|s| !s.starts_with(distributed::SUBJECT_PREFIX)).collect();
-    let workload_names: Vec<&String> = args.workloads.iter().filter(|w| *w != distributed::WORKLOAD).collect();
+    let subject_names: Vec<&String> = args
+        .schedulers
+        .iter()
+        .filter(|s| !s.starts_with(distributed::SUBJECT_PREFIX))
+        .collect();
+    let workload_names: Vec<&String> = args
+        .workloads
+        .iter()
+        .filter(|w| *w != distributed::WORKLOAD)
+        .collect();
     let all = subjects::all();
     let chosen: Vec<_> = if args.schedulers.is_empty() {
         all
@@ -148,7 +184,10 @@ fn run(args: RunArgs) -> Result<(), String> {
         let mut v = Vec::new();
         for name in subject_names {
             let s = all.iter().find(|s| s.name == name).ok_or_else(|| {
-                format!("unknown scheduler {name:?}; known: {}", all.iter().map(|s| s.name).collect::<Vec<_>>().join(", "))
+                format!(
+                    "unknown scheduler {name:?}; known: {}",
+                    all.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                )
             })?;
             v.push(s.clone());
         }
@@ -163,7 +202,14 @@ fn run(args: RunArgs) -> Result<(), String> {
         let mut v = Vec::new();
         for name in workload_names {
             let w = shipped.iter().find(|w| &w.name == name).ok_or_else(|| {
-                format!("unknown workload {name:?}; known: {}", shipped.iter().map(|w| w.name.as_str()).collect::<Vec<_>>().join(", "))
+                format!(
+                    "unknown workload {name:?}; known: {}",
+                    shipped
+                        .iter()
+                        .map(|w| w.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             })?;
             v.push(w.clone());
         }
@@ -219,21 +265,32 @@ fn run(args: RunArgs) -> Result<(), String> {
         let plan = distributed::Plan::for_size(&args.size);
         distributed::run_into(&mut results, &plan, args.repeats, &dist_env);
     }
-    report::write(&results, &dir).map_err(|e| format!("writing the report to {}: {e}", dir.display()))?;
-    report::point_latest(&root, &dir).map_err(|e| format!("pointing {}/latest: {e}", root.display()))?;
+    report::write(&results, &dir)
+        .map_err(|e| format!("writing the report to {}: {e}", dir.display()))?;
+    report::point_latest(&root, &dir)
+        .map_err(|e| format!("pointing {}/latest: {e}", root.display()))?;
     println!("{}", report::headline_markdown(&results));
     for n in &results.notes {
         println!("note: {n}");
     }
-    println!("\nran in {:.0} s; report: {}", results.wall_seconds, dir.join("index.html").display());
+    println!(
+        "\nran in {:.0} s; report: {}",
+        results.wall_seconds,
+        dir.join("index.html").display()
+    );
     Ok(())
 }
 
 fn rerender(path: &Path, out: Option<PathBuf>) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let results: Results = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let dir = out.unwrap_or_else(|| path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf));
-    report::write(&results, &dir).map_err(|e| format!("writing the report to {}: {e}", dir.display()))?;
+    let results: Results =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let dir = out.unwrap_or_else(|| {
+        path.parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    });
+    report::write(&results, &dir)
+        .map_err(|e| format!("writing the report to {}: {e}", dir.display()))?;
     println!("report: {}", dir.join("index.html").display());
     Ok(())
 }

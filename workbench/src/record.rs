@@ -37,12 +37,20 @@ pub struct Measurement {
 impl Measurement {
     /// A measurement without a size.
     pub fn new(metric: &str, value: f64, unit: &str) -> Measurement {
-        Measurement { metric: metric.to_owned(), value, unit: unit.to_owned(), size: None }
+        Measurement {
+            metric: metric.to_owned(),
+            value,
+            unit: unit.to_owned(),
+            size: None,
+        }
     }
 
     /// A measurement at a pending count.
     pub fn at(metric: &str, size: u64, value: f64, unit: &str) -> Measurement {
-        Measurement { size: Some(size), ..Measurement::new(metric, value, unit) }
+        Measurement {
+            size: Some(size),
+            ..Measurement::new(metric, value, unit)
+        }
     }
 }
 
@@ -66,7 +74,13 @@ pub mod metric {
     /// Cancels that came too late (the timer had fired).
     pub const CANCEL_LATE: &str = "cancel_late";
     /// Lateness percentiles: fire time − deadline, µs.
-    pub const LATENESS: [&str; 5] = ["lateness_p50", "lateness_p90", "lateness_p99", "lateness_p99.9", "lateness_max"];
+    pub const LATENESS: [&str; 5] = [
+        "lateness_p50",
+        "lateness_p90",
+        "lateness_p99",
+        "lateness_p99.9",
+        "lateness_max",
+    ];
     /// CPU time of the whole process during the run, ms.
     pub const CPU: &str = "cpu";
     /// CPU time of the process minus the thread that drives the workload:
@@ -226,15 +240,23 @@ pub struct Results {
 
 impl Results {
     /// The record for (subject, workload, metric, size), if any.
-    pub fn get(&self, subject: &str, workload: &str, metric: &str, size: Option<u64>) -> Option<&Record> {
-        self.records
-            .iter()
-            .find(|r| r.scheduler == subject && r.workload == workload && r.metric == metric && r.size == size)
+    pub fn get(
+        &self,
+        subject: &str,
+        workload: &str,
+        metric: &str,
+        size: Option<u64>,
+    ) -> Option<&Record> {
+        self.records.iter().find(|r| {
+            r.scheduler == subject && r.workload == workload && r.metric == metric && r.size == size
+        })
     }
 
     /// Whether the subject is a peer.
     pub fn is_peer(&self, subject: &str) -> bool {
-        self.subjects.iter().any(|s| s.name == subject && s.kind == SubjectKind::Peer)
+        self.subjects
+            .iter()
+            .any(|s| s.name == subject && s.kind == SubjectKind::Peer)
     }
 
     /// The best value among the peers for (workload, metric, size): lowest,
@@ -243,7 +265,12 @@ impl Results {
         let values = self
             .records
             .iter()
-            .filter(|r| r.workload == workload && r.metric == metric && r.size == size && self.is_peer(&r.scheduler))
+            .filter(|r| {
+                r.workload == workload
+                    && r.metric == metric
+                    && r.size == size
+                    && self.is_peer(&r.scheduler)
+            })
             .map(|r| r.value);
         if metric::lower_is_better(metric) {
             values.reduce(f64::min)
@@ -255,7 +282,12 @@ impl Results {
     /// Median spread over every record with more than one sample: how noisy
     /// the machine was.
     pub fn median_spread(&self) -> Option<f64> {
-        let mut s: Vec<f64> = self.records.iter().filter(|r| r.samples.len() > 1).map(|r| r.spread).collect();
+        let mut s: Vec<f64> = self
+            .records
+            .iter()
+            .filter(|r| r.samples.len() > 1)
+            .map(|r| r.spread)
+            .collect();
         if s.is_empty() {
             return None;
         }
@@ -272,8 +304,16 @@ pub fn summarize(samples: &[f64]) -> (f64, f64) {
     if n == 0 {
         return (f64::NAN, 0.0);
     }
-    let median = if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 };
-    let spread = if n > 1 && median.abs() > f64::EPSILON { (s[n - 1] - s[0]) / median.abs() } else { 0.0 };
+    let median = if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    };
+    let spread = if n > 1 && median.abs() > f64::EPSILON {
+        (s[n - 1] - s[0]) / median.abs()
+    } else {
+        0.0
+    };
     (median, spread)
 }
 
@@ -305,7 +345,11 @@ mod test {
 
     #[test]
     fn the_best_peer_is_the_lowest_cost_and_the_highest_throughput() {
-        let subject = |name: &str, kind| SubjectInfo { name: name.into(), kind, about: String::new() };
+        let subject = |name: &str, kind| SubjectInfo {
+            name: name.into(),
+            kind,
+            about: String::new(),
+        };
         let r = Results {
             format: FORMAT,
             run_id: "t".into(),
@@ -313,7 +357,11 @@ mod test {
             repeats: 1,
             wall_seconds: 0.0,
             timing_overhead_ns: 0.0,
-            subjects: vec![subject("ours", SubjectKind::Algorithm), subject("p1", SubjectKind::Peer), subject("p2", SubjectKind::Peer)],
+            subjects: vec![
+                subject("ours", SubjectKind::Algorithm),
+                subject("p1", SubjectKind::Peer),
+                subject("p2", SubjectKind::Peer),
+            ],
             workloads: vec![],
             records: vec![
                 record("ours", metric::SCHEDULE, 10.0),
@@ -329,17 +377,24 @@ mod test {
         assert_eq!(r.best_peer("w", metric::SCHEDULE, None), Some(20.0));
         assert_eq!(r.best_peer("w", metric::FIRES_PER_S, None), Some(7.0));
         assert_eq!(r.best_peer("w", metric::CANCEL, None), None);
-        assert_eq!(r.get("p1", "w", metric::SCHEDULE, None).map(|x| x.value), Some(40.0));
+        assert_eq!(
+            r.get("p1", "w", metric::SCHEDULE, None).map(|x| x.value),
+            Some(40.0)
+        );
     }
 
     #[test]
     fn measurements_round_trip_through_json() {
-        let m = vec![Measurement::new(metric::SCHEDULE, 61.5, unit::NS_OP), Measurement::at(metric::MEMORY, 1000, 80.0, unit::BYTES)];
+        let m = vec![
+            Measurement::new(metric::SCHEDULE, 61.5, unit::NS_OP),
+            Measurement::at(metric::MEMORY, 1000, 80.0, unit::BYTES),
+        ];
         let text = serde_json::to_string(&m).unwrap();
         let back: Vec<Measurement> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m);
         // A child process may leave `size` out.
-        let m: Measurement = serde_json::from_str(r#"{"metric":"cancel","value":1,"unit":"ns/op"}"#).unwrap();
+        let m: Measurement =
+            serde_json::from_str(r#"{"metric":"cancel","value":1,"unit":"ns/op"}"#).unwrap();
         assert_eq!(m.size, None);
     }
 }

@@ -263,7 +263,9 @@ impl Dist {
                 a + (b - a) * rng.unit()
             }
             Dist::Exponential { mean } => -(mean.nanos() as f64) * (1.0 - rng.unit()).ln(),
-            Dist::Lognormal { median, sigma } => median.nanos() as f64 * (sigma * rng.normal()).exp(),
+            Dist::Lognormal { median, sigma } => {
+                median.nanos() as f64 * (sigma * rng.normal()).exp()
+            }
         };
         if ns.is_finite() && ns > 0.0 {
             ns.min(u64::MAX as f64 / 2.0) as u64
@@ -279,26 +281,44 @@ impl Dist {
             Dist::Fixed { value } => value.nanos(),
             Dist::Uniform { max, .. } => max.nanos(),
             Dist::Exponential { mean } => mean.nanos().saturating_mul(20),
-            Dist::Lognormal { median, sigma } => (median.nanos() as f64 * (5.0 * sigma).exp()) as u64,
+            Dist::Lognormal { median, sigma } => {
+                (median.nanos() as f64 * (5.0 * sigma).exp()) as u64
+            }
         }
     }
 
     fn scaled(self, f: f64) -> Dist {
         match self {
-            Dist::Fixed { value } => Dist::Fixed { value: value.scaled(f) },
-            Dist::Uniform { min, max } => Dist::Uniform { min: min.scaled(f), max: max.scaled(f) },
-            Dist::Exponential { mean } => Dist::Exponential { mean: mean.scaled(f) },
-            Dist::Lognormal { median, sigma } => Dist::Lognormal { median: median.scaled(f), sigma },
+            Dist::Fixed { value } => Dist::Fixed {
+                value: value.scaled(f),
+            },
+            Dist::Uniform { min, max } => Dist::Uniform {
+                min: min.scaled(f),
+                max: max.scaled(f),
+            },
+            Dist::Exponential { mean } => Dist::Exponential {
+                mean: mean.scaled(f),
+            },
+            Dist::Lognormal { median, sigma } => Dist::Lognormal {
+                median: median.scaled(f),
+                sigma,
+            },
         }
     }
 
     fn check(&self, field: &str) -> Result<(), SpecError> {
         match *self {
-            Dist::Uniform { min, max } if min > max => Err(SpecError::field(format!("{field}.min"), "must not exceed max")),
-            Dist::Exponential { mean } if mean.0.is_zero() => Err(SpecError::field(format!("{field}.mean"), "must be above zero")),
-            Dist::Lognormal { sigma, .. } if !(sigma.is_finite() && sigma >= 0.0) => {
-                Err(SpecError::field(format!("{field}.sigma"), "must be a finite number >= 0"))
-            }
+            Dist::Uniform { min, max } if min > max => Err(SpecError::field(
+                format!("{field}.min"),
+                "must not exceed max",
+            )),
+            Dist::Exponential { mean } if mean.0.is_zero() => Err(SpecError::field(
+                format!("{field}.mean"),
+                "must be above zero",
+            )),
+            Dist::Lognormal { sigma, .. } if !(sigma.is_finite() && sigma >= 0.0) => Err(
+                SpecError::field(format!("{field}.sigma"), "must be a finite number >= 0"),
+            ),
             _ => Ok(()),
         }
     }
@@ -310,7 +330,9 @@ impl fmt::Display for Dist {
             Dist::Fixed { value } => write!(f, "{value}"),
             Dist::Uniform { min, max } => write!(f, "uniform {min}–{max}"),
             Dist::Exponential { mean } => write!(f, "exponential, mean {mean}"),
-            Dist::Lognormal { median, sigma } => write!(f, "log-normal, median {median}, σ {sigma}"),
+            Dist::Lognormal { median, sigma } => {
+                write!(f, "log-normal, median {median}, σ {sigma}")
+            }
         }
     }
 }
@@ -336,11 +358,14 @@ impl std::str::FromStr for Dur {
     /// Parses `<number><unit>`, unit one of `ns us ms s m h`.
     fn from_str(s: &str) -> Result<Dur, String> {
         let s = s.trim();
-        let split = s.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(|| {
-            format!("duration {s:?} has no unit (ns, us, ms, s, m, h)")
-        })?;
+        let split = s
+            .find(|c: char| c.is_ascii_alphabetic())
+            .ok_or_else(|| format!("duration {s:?} has no unit (ns, us, ms, s, m, h)"))?;
         let (num, unit) = s.split_at(split);
-        let value: f64 = num.trim().parse().map_err(|_| format!("duration {s:?}: {num:?} is not a number"))?;
+        let value: f64 = num
+            .trim()
+            .parse()
+            .map_err(|_| format!("duration {s:?}: {num:?} is not a number"))?;
         let scale = match unit {
             "ns" => 1.0,
             "us" | "µs" => 1e3,
@@ -348,7 +373,11 @@ impl std::str::FromStr for Dur {
             "s" => 1e9,
             "m" | "min" => 60e9,
             "h" => 3600e9,
-            _ => return Err(format!("duration {s:?}: unknown unit {unit:?} (ns, us, ms, s, m, h)")),
+            _ => {
+                return Err(format!(
+                    "duration {s:?}: unknown unit {unit:?} (ns, us, ms, s, m, h)"
+                ))
+            }
         };
         let ns = value * scale;
         if !(ns.is_finite() && (0.0..1.8e19).contains(&ns)) {
@@ -400,7 +429,11 @@ pub struct SpecError {
 
 impl SpecError {
     fn field(field: impl Into<String>, message: impl Into<String>) -> SpecError {
-        SpecError { source: None, field: field.into(), message: message.into() }
+        SpecError {
+            source: None,
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -469,8 +502,11 @@ impl Workload {
     /// As [`Workload::parse`], with the path in [`SpecError::source`]; or the
     /// file could not be read.
     pub fn load(path: &Path) -> Result<Workload, SpecError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SpecError { source: Some(path.display().to_string()), field: String::new(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+            source: Some(path.display().to_string()),
+            field: String::new(),
+            message: e.to_string(),
+        })?;
         Workload::parse(&text).map_err(|mut e| {
             e.source = Some(path.display().to_string());
             e
@@ -484,13 +520,29 @@ impl Workload {
     /// A [`SpecError`] naming the field.
     pub fn check(&self) -> Result<(), SpecError> {
         let ok_name = !self.name.is_empty()
-            && self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !ok_name {
-            return Err(SpecError::field("name", "must be non-empty: letters, digits, '-' and '_'"));
+            return Err(SpecError::field(
+                "name",
+                "must be non-empty: letters, digits, '-' and '_'",
+            ));
         }
         match (&self.sweep, self.groups.is_empty()) {
-            (None, true) => return Err(SpecError::field("group", "a workload needs at least one [[group]] or a [sweep]")),
-            (Some(_), false) => return Err(SpecError::field("sweep", "a workload has either [[group]]s or a [sweep], not both")),
+            (None, true) => {
+                return Err(SpecError::field(
+                    "group",
+                    "a workload needs at least one [[group]] or a [sweep]",
+                ))
+            }
+            (Some(_), false) => {
+                return Err(SpecError::field(
+                    "sweep",
+                    "a workload has either [[group]]s or a [sweep], not both",
+                ))
+            }
             _ => {}
         }
         if let Some(sweep) = &self.sweep {
@@ -570,12 +622,22 @@ impl Workload {
     pub fn summary(&self) -> Vec<String> {
         if let Some(s) = &self.sweep {
             let sizes: Vec<String> = s.sizes.iter().map(|n| format_count(*n)).collect();
-            return vec![format!("sweep over {} pending timers, delays {}", sizes.join(", "), s.delay)];
+            return vec![format!(
+                "sweep over {} pending timers, delays {}",
+                sizes.join(", "),
+                s.delay
+            )];
         }
         self.groups
             .iter()
             .map(|g| {
-                let mut line = format!("{}: {} × {:?}, delay {}", g.name, format_count(g.count), g.kind, g.delay);
+                let mut line = format!(
+                    "{}: {} × {:?}, delay {}",
+                    g.name,
+                    format_count(g.count),
+                    g.kind,
+                    g.delay
+                );
                 if g.anchor == Anchor::Start {
                     line.push_str(" from the start of the run");
                 }
@@ -589,7 +651,11 @@ impl Workload {
                     line.push_str(&format!(", arriving at {:.0}/s ({:?})", a.rate, a.process));
                 }
                 if let Some(c) = &g.cancel {
-                    line.push_str(&format!(", {:.1}% cancelled after {}", c.fraction * 100.0, c.after));
+                    line.push_str(&format!(
+                        ", {:.1}% cancelled after {}",
+                        c.fraction * 100.0,
+                        c.after
+                    ));
                 }
                 if let Some(r) = &g.reset {
                     line.push_str(&format!(", reset every {} until {}", r.every, r.until));
@@ -605,7 +671,11 @@ pub fn format_count(n: u64) -> String {
     if n >= 1000 && n.is_multiple_of(10u64.pow(n.ilog10())) {
         let exp = n.ilog10();
         let lead = n / 10u64.pow(exp);
-        if lead == 1 { format!("1e{exp}") } else { format!("{lead}e{exp}") }
+        if lead == 1 {
+            format!("1e{exp}")
+        } else {
+            format!("{lead}e{exp}")
+        }
     } else {
         n.to_string()
     }
@@ -613,7 +683,10 @@ pub fn format_count(n: u64) -> String {
 
 fn check_sizes(field: &str, sizes: &[u64]) -> Result<(), SpecError> {
     if sizes.is_empty() || sizes.contains(&0) {
-        return Err(SpecError::field(field, "needs at least one size, each above zero"));
+        return Err(SpecError::field(
+            field,
+            "needs at least one size, each above zero",
+        ));
     }
     if sizes.windows(2).any(|w| w[0] >= w[1]) {
         return Err(SpecError::field(field, "must be strictly ascending"));
@@ -624,44 +697,78 @@ fn check_sizes(field: &str, sizes: &[u64]) -> Result<(), SpecError> {
 impl Group {
     fn check(&self, at: &str) -> Result<(), SpecError> {
         if self.count == 0 {
-            return Err(SpecError::field(format!("{at}.count"), "must be at least 1"));
+            return Err(SpecError::field(
+                format!("{at}.count"),
+                "must be at least 1",
+            ));
         }
         self.delay.check(&format!("{at}.delay"))?;
         if self.kind.is_periodic() {
             match self.period {
-                None => return Err(SpecError::field(format!("{at}.period"), "a periodic group needs a period")),
-                Some(p) if p.0.is_zero() => return Err(SpecError::field(format!("{at}.period"), "must be above zero")),
+                None => {
+                    return Err(SpecError::field(
+                        format!("{at}.period"),
+                        "a periodic group needs a period",
+                    ))
+                }
+                Some(p) if p.0.is_zero() => {
+                    return Err(SpecError::field(
+                        format!("{at}.period"),
+                        "must be above zero",
+                    ))
+                }
                 _ => {}
             }
             if self.run_for.is_none() {
-                return Err(SpecError::field(format!("{at}.run_for"), "a periodic group needs run_for"));
+                return Err(SpecError::field(
+                    format!("{at}.run_for"),
+                    "a periodic group needs run_for",
+                ));
             }
             if self.reset.is_some() {
-                return Err(SpecError::field(format!("{at}.reset"), "resets are for one-shot groups"));
+                return Err(SpecError::field(
+                    format!("{at}.reset"),
+                    "resets are for one-shot groups",
+                ));
             }
         } else {
             if self.period.is_some() {
-                return Err(SpecError::field(format!("{at}.period"), "only periodic kinds take a period"));
+                return Err(SpecError::field(
+                    format!("{at}.period"),
+                    "only periodic kinds take a period",
+                ));
             }
             if self.run_for.is_some() {
-                return Err(SpecError::field(format!("{at}.run_for"), "only periodic kinds take run_for"));
+                return Err(SpecError::field(
+                    format!("{at}.run_for"),
+                    "only periodic kinds take run_for",
+                ));
             }
         }
         if let Some(a) = &self.arrival {
             if !(a.rate.is_finite() && a.rate > 0.0) {
-                return Err(SpecError::field(format!("{at}.arrival.rate"), "must be a number above zero (timers per second)"));
+                return Err(SpecError::field(
+                    format!("{at}.arrival.rate"),
+                    "must be a number above zero (timers per second)",
+                ));
             }
         }
         if let Some(c) = &self.cancel {
             if !(0.0..=1.0).contains(&c.fraction) {
-                return Err(SpecError::field(format!("{at}.cancel.fraction"), "must be within 0..=1"));
+                return Err(SpecError::field(
+                    format!("{at}.cancel.fraction"),
+                    "must be within 0..=1",
+                ));
             }
             c.after.check(&format!("{at}.cancel.after"))?;
         }
         if let Some(r) = &self.reset {
             r.every.check(&format!("{at}.reset.every"))?;
             if r.every.bound() == 0 {
-                return Err(SpecError::field(format!("{at}.reset.every"), "heartbeat gaps must be above zero"));
+                return Err(SpecError::field(
+                    format!("{at}.reset.every"),
+                    "heartbeat gaps must be above zero",
+                ));
             }
             if let Some(d) = &r.delay {
                 d.check(&format!("{at}.reset.delay"))?;
@@ -744,7 +851,13 @@ mod test {
         let w = Workload::parse(OK).unwrap();
         let q = w.quick();
         assert_eq!(q.groups[0].count, 10);
-        assert_eq!(q.groups[0].delay, Dist::Lognormal { median: Dur(Duration::from_millis(5)), sigma: 0.5 });
+        assert_eq!(
+            q.groups[0].delay,
+            Dist::Lognormal {
+                median: Dur(Duration::from_millis(5)),
+                sigma: 0.5
+            }
+        );
         assert!(q.quick.is_none());
     }
 
@@ -776,7 +889,12 @@ mod test {
 
     #[test]
     fn durations_parse_and_print() {
-        for (s, ns) in [("250us", 250_000), ("1.5s", 1_500_000_000), ("2m", 120_000_000_000), ("7ns", 7)] {
+        for (s, ns) in [
+            ("250us", 250_000),
+            ("1.5s", 1_500_000_000),
+            ("2m", 120_000_000_000),
+            ("7ns", 7),
+        ] {
             let d: Dur = s.parse().unwrap();
             assert_eq!(d.nanos(), ns, "{s}");
             assert_eq!(d.to_string().parse::<Dur>().unwrap(), d);
@@ -789,13 +907,28 @@ mod test {
     fn distributions_have_the_right_centre() {
         let mut rng = Rng::new(1, 0);
         let n = 20_000;
-        let mean = |d: Dist, rng: &mut Rng| (0..n).map(|_| d.sample(rng) as f64).sum::<f64>() / n as f64;
+        let mean =
+            |d: Dist, rng: &mut Rng| (0..n).map(|_| d.sample(rng) as f64).sum::<f64>() / n as f64;
         let ms = |x: u64| Dur(Duration::from_millis(x));
         let e = mean(Dist::Exponential { mean: ms(10) }, &mut rng);
         assert!((e / 1e7 - 1.0).abs() < 0.05, "{e}");
-        let u = mean(Dist::Uniform { min: ms(10), max: ms(30) }, &mut rng);
+        let u = mean(
+            Dist::Uniform {
+                min: ms(10),
+                max: ms(30),
+            },
+            &mut rng,
+        );
         assert!((u / 2e7 - 1.0).abs() < 0.02, "{u}");
-        let mut v: Vec<u64> = (0..n).map(|_| Dist::Lognormal { median: ms(10), sigma: 1.0 }.sample(&mut rng)).collect();
+        let mut v: Vec<u64> = (0..n)
+            .map(|_| {
+                Dist::Lognormal {
+                    median: ms(10),
+                    sigma: 1.0,
+                }
+                .sample(&mut rng)
+            })
+            .collect();
         v.sort_unstable();
         assert!((v[n / 2] as f64 / 1e7 - 1.0).abs() < 0.05);
         // Same seed, same numbers.

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use schedulers::{
-    HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler, SchedulerExt, Task, TaskHandle,
+    HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler,
+    SchedulerExt, Task, TaskHandle,
 };
 
 use crate::record::{SubjectInfo, SubjectKind};
@@ -28,10 +29,27 @@ pub struct Algorithm {
 
 /// Every scheduler of the `schedulers` crate. Add yours here.
 pub const SCHEDULERS: &[Algorithm] = &[
-    Algorithm { name: "heap", about: "HeapTimer: java.util.Timer clone, one thread, binary heap", make: || Box::new(HeapTimer::new()) },
-    Algorithm { name: "stpe", about: "ScheduledThreadPool: ScheduledThreadPoolExecutor clone, 2 workers, leader/follower", make: || Box::new(ScheduledThreadPool::new(2)) },
-    Algorithm { name: "wheel", about: "HashedWheelTimer: Netty-style flat wheel with rounds, 1 ms tick", make: || Box::new(HashedWheelTimer::new()) },
-    Algorithm { name: "hier", about: "HierarchicalWheelTimer: Kafka-style timing wheels + delay queue of buckets, 1 ms tick", make: || Box::new(HierarchicalWheelTimer::new()) },
+    Algorithm {
+        name: "heap",
+        about: "HeapTimer: java.util.Timer clone, one thread, binary heap",
+        make: || Box::new(HeapTimer::new()),
+    },
+    Algorithm {
+        name: "stpe",
+        about: "ScheduledThreadPool: ScheduledThreadPoolExecutor clone, 2 workers, leader/follower",
+        make: || Box::new(ScheduledThreadPool::new(2)),
+    },
+    Algorithm {
+        name: "wheel",
+        about: "HashedWheelTimer: Netty-style flat wheel with rounds, 1 ms tick",
+        make: || Box::new(HashedWheelTimer::new()),
+    },
+    Algorithm {
+        name: "hier",
+        about:
+            "HierarchicalWheelTimer: Kafka-style timing wheels + delay queue of buckets, 1 ms tick",
+        make: || Box::new(HierarchicalWheelTimer::new()),
+    },
 ];
 
 /// A subject the suite can run: its description and how to get a runner.
@@ -53,26 +71,40 @@ pub struct Subject {
 
 impl fmt::Debug for Subject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Subject").field("name", &self.name).field("kind", &self.kind).finish_non_exhaustive()
+        f.debug_struct("Subject")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
     }
 }
 
 impl Subject {
     /// An in-process subject from its [`Timers`] factory.
-    pub fn in_process(name: &'static str, kind: SubjectKind, about: &'static str, timers: TimersFactory) -> Subject {
+    pub fn in_process(
+        name: &'static str,
+        kind: SubjectKind,
+        about: &'static str,
+        timers: TimersFactory,
+    ) -> Subject {
         let t = timers.clone();
         Subject {
             name,
             kind,
             about,
-            runner: Arc::new(move || Ok(Box::new(InProcess::new(name, t.clone())) as Box<dyn Runner>)),
+            runner: Arc::new(move || {
+                Ok(Box::new(InProcess::new(name, t.clone())) as Box<dyn Runner>)
+            }),
             timers: Some(timers),
         }
     }
 
     /// The report's view of it.
     pub fn info(&self) -> SubjectInfo {
-        SubjectInfo { name: self.name.to_owned(), kind: self.kind, about: self.about.to_owned() }
+        SubjectInfo {
+            name: self.name.to_owned(),
+            kind: self.kind,
+            about: self.about.to_owned(),
+        }
     }
 }
 
@@ -82,7 +114,9 @@ pub fn all() -> Vec<Subject> {
         .iter()
         .map(|a| {
             let make = a.make;
-            let timers: TimersFactory = Arc::new(move |capacity| Box::new(SchedulerTimers::new(make(), capacity)) as Box<dyn Timers>);
+            let timers: TimersFactory = Arc::new(move |capacity| {
+                Box::new(SchedulerTimers::new(make(), capacity)) as Box<dyn Timers>
+            });
             Subject::in_process(a.name, SubjectKind::Algorithm, a.about, timers)
         })
         .collect();
@@ -115,12 +149,22 @@ impl SchedulerTimers {
 
 impl Timers for SchedulerTimers {
     fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String> {
-        let h = self.scheduler.submit(delay, Task::once(move || fire.hit())).map_err(|e| e.to_string())?;
+        let h = self
+            .scheduler
+            .submit(delay, Task::once(move || fire.hit()))
+            .map_err(|e| e.to_string())?;
         self.handles[id] = Some(h);
         Ok(())
     }
 
-    fn schedule_periodic(&mut self, id: usize, kind: Kind, initial: Duration, period: Duration, fire: Fire) -> Result<(), String> {
+    fn schedule_periodic(
+        &mut self,
+        id: usize,
+        kind: Kind,
+        initial: Duration,
+        period: Duration,
+        fire: Fire,
+    ) -> Result<(), String> {
         let s = &self.scheduler;
         let h = match kind {
             Kind::FixedDelay => s.schedule_with_fixed_delay(initial, period, move || fire.hit()),
@@ -135,7 +179,9 @@ impl Timers for SchedulerTimers {
     }
 
     fn reset(&mut self, id: usize, delay: Duration) -> bool {
-        self.handles[id].as_ref().is_some_and(|h| h.reset(delay).unwrap_or(false))
+        self.handles[id]
+            .as_ref()
+            .is_some_and(|h| h.reset(delay).unwrap_or(false))
     }
 
     fn shutdown(self: Box<Self>) {

@@ -57,11 +57,16 @@ impl Suite {
         }
         let total = (self.repeats * self.workloads.len() * runners.len()) as u64;
         let overall = multi.add(ProgressBar::new(total));
-        overall.set_style(style("{prefix:>12} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ~{eta} left {msg}"));
+        overall.set_style(style(
+            "{prefix:>12} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ~{eta} left {msg}",
+        ));
         overall.set_prefix("suite");
         let current = multi.add(ProgressBar::new(1));
         current.set_style(style("{prefix:>12} [{bar:30}] {msg}"));
-        let ctx = RunContext { timing_overhead_ns: overhead, progress: current.clone() };
+        let ctx = RunContext {
+            timing_overhead_ns: overhead,
+            progress: current.clone(),
+        };
 
         // Repeats outermost, so slow drifts of the machine hit every
         // subject alike instead of one subject's repeats.
@@ -76,7 +81,12 @@ impl Suite {
                         continue;
                     }
                     current.set_prefix(s.name);
-                    current.set_message(format!("{} (repeat {}/{})", w.name, rep + 1, self.repeats));
+                    current.set_message(format!(
+                        "{} (repeat {}/{})",
+                        w.name,
+                        rep + 1,
+                        self.repeats
+                    ));
                     match runner.run(w, &ctx) {
                         Ok(ms) => {
                             for m in ms {
@@ -157,7 +167,9 @@ fn warm_up() -> Workload {
 }
 
 fn style(template: &str) -> ProgressStyle {
-    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> ")
+    ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
 }
 
 fn info(w: &Workload) -> WorkloadInfo {

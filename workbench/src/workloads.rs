@@ -5,12 +5,27 @@ use crate::spec::{SpecError, Workload};
 
 /// (file name, TOML text) of every shipped spec, in the suite's order.
 pub const SHIPPED: &[(&str, &str)] = &[
-    ("ack-timeout.toml", include_str!("../workloads/ack-timeout.toml")),
-    ("fire-lateness.toml", include_str!("../workloads/fire-lateness.toml")),
+    (
+        "ack-timeout.toml",
+        include_str!("../workloads/ack-timeout.toml"),
+    ),
+    (
+        "fire-lateness.toml",
+        include_str!("../workloads/fire-lateness.toml"),
+    ),
     ("burst.toml", include_str!("../workloads/burst.toml")),
-    ("keepalive.toml", include_str!("../workloads/keepalive.toml")),
-    ("periodic-fixed-rate.toml", include_str!("../workloads/periodic-fixed-rate.toml")),
-    ("periodic-fixed-delay.toml", include_str!("../workloads/periodic-fixed-delay.toml")),
+    (
+        "keepalive.toml",
+        include_str!("../workloads/keepalive.toml"),
+    ),
+    (
+        "periodic-fixed-rate.toml",
+        include_str!("../workloads/periodic-fixed-rate.toml"),
+    ),
+    (
+        "periodic-fixed-delay.toml",
+        include_str!("../workloads/periodic-fixed-delay.toml"),
+    ),
     ("scale.toml", include_str!("../workloads/scale.toml")),
 ];
 

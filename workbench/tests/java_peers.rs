@@ -62,12 +62,24 @@ const SWEEP: &str = r#"
 "#;
 
 fn by_metric(ms: &[Measurement]) -> HashMap<(String, Option<u64>), (f64, String)> {
-    ms.iter().map(|m| ((m.metric.clone(), m.size), (m.value, m.unit.clone()))).collect()
+    ms.iter()
+        .map(|m| ((m.metric.clone(), m.size), (m.value, m.unit.clone())))
+        .collect()
 }
 
-fn get(peer: &str, w: &str, m: &HashMap<(String, Option<u64>), (f64, String)>, metric: &str, size: Option<u64>, unit: &str) -> f64 {
+fn get(
+    peer: &str,
+    w: &str,
+    m: &HashMap<(String, Option<u64>), (f64, String)>,
+    metric: &str,
+    size: Option<u64>,
+    unit: &str,
+) -> f64 {
     let Some((v, u)) = m.get(&(metric.to_owned(), size)) else {
-        panic!("{peer} on {w}: no {metric} at {size:?}; got {:?}", m.keys().collect::<Vec<_>>())
+        panic!(
+            "{peer} on {w}: no {metric} at {size:?}; got {:?}",
+            m.keys().collect::<Vec<_>>()
+        )
     };
     assert_eq!(u, unit, "{peer} on {w}: unit of {metric}");
     assert!(v.is_finite() && *v >= 0.0, "{peer} on {w}: {metric} = {v}");
@@ -77,7 +89,10 @@ fn get(peer: &str, w: &str, m: &HashMap<(String, Option<u64>), (f64, String)>, m
 #[test]
 fn every_java_peer_runs_the_specs_end_to_end() {
     if let Err(why) = java::harness() {
-        assert!(std::env::var_os("CI").is_none(), "under CI the Java peers must run: {why}");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "under CI the Java peers must run: {why}"
+        );
         eprintln!("skipping the Java peers: {why}");
         return;
     }
@@ -91,43 +106,94 @@ fn every_java_peer_runs_the_specs_end_to_end() {
     let heap = subjects::find("heap").expect("the heap scheduler is registered");
     let mut rust = (heap.runner)().unwrap();
     let keys = |ms: &[Measurement]| -> BTreeSet<(String, String, Option<u64>)> {
-        ms.iter().filter(|m| m.metric != "timing_overhead").map(|m| (m.metric.clone(), m.unit.clone(), m.size)).collect()
+        ms.iter()
+            .filter(|m| m.metric != "timing_overhead")
+            .map(|m| (m.metric.clone(), m.unit.clone(), m.size))
+            .collect()
     };
-    let expected: Vec<_> = [&one, &per, &sweep].iter().map(|w| keys(&rust.run(w, &ctx).unwrap())).collect();
+    let expected: Vec<_> = [&one, &per, &sweep]
+        .iter()
+        .map(|w| keys(&rust.run(w, &ctx).unwrap()))
+        .collect();
     let mut ran = 0;
     for peer in PEERS {
         let mut r = match JavaRunner::start_with_warmup(*peer, 1, 5000) {
             Ok(r) => r,
             Err(why) => {
-                assert!(std::env::var_os("CI").is_none(), "under CI every Java peer must run; {}: {why}", peer.name);
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "under CI every Java peer must run; {}: {why}",
+                    peer.name
+                );
                 eprintln!("skipping {}: {why}", peer.name);
                 continue;
             }
         };
         let p = peer.name;
-        assert!(!r.semantics.is_empty(), "{p}: the harness states the original's semantics");
-        assert!(r.env.get("java").and_then(|v| v.as_str()).is_some_and(|v| !v.is_empty()), "{p}: env {:?}", r.env);
+        assert!(
+            !r.semantics.is_empty(),
+            "{p}: the harness states the original's semantics"
+        );
+        assert!(
+            r.env
+                .get("java")
+                .and_then(|v| v.as_str())
+                .is_some_and(|v| !v.is_empty()),
+            "{p}: env {:?}",
+            r.env
+        );
 
         // One-shots: 300 + 100 scheduled, ~90 cancelled 5 ms in, 300 resets,
         // all long before any deadline (so even a stalled machine has no late ones).
         let ms = r.run(&one, &ctx).unwrap();
-        assert_eq!(keys(&ms), expected[0], "{p}: the Rust runner's figures for the one-shots");
+        assert_eq!(
+            keys(&ms),
+            expected[0],
+            "{p}: the Rust runner's figures for the one-shots"
+        );
         let m = by_metric(&ms);
         let w = "one-shots";
         for cost in ["schedule", "cancel", "reset"] {
             get(p, w, &m, cost, None, "ns/op");
         }
-        assert_eq!(get(p, w, &m, "cancel_late", None, "count"), 0.0, "{p}: cancels 195 ms before any deadline");
-        assert_eq!(get(p, w, &m, "reset_late", None, "count"), 0.0, "{p}: resets 215 ms before any deadline");
-        assert_eq!(get(p, w, &m, "missed", None, "count"), 0.0, "{p}: every timer not cancelled fires");
+        assert_eq!(
+            get(p, w, &m, "cancel_late", None, "count"),
+            0.0,
+            "{p}: cancels 195 ms before any deadline"
+        );
+        assert_eq!(
+            get(p, w, &m, "reset_late", None, "count"),
+            0.0,
+            "{p}: resets 215 ms before any deadline"
+        );
+        assert_eq!(
+            get(p, w, &m, "missed", None, "count"),
+            0.0,
+            "{p}: every timer not cancelled fires"
+        );
         let fired = get(p, w, &m, "fired", None, "count");
-        assert!((250.0..=350.0).contains(&fired), "{p}: fired {fired} of 400 less ~90 cancelled");
-        let lat: Vec<f64> = ["lateness_p50", "lateness_p90", "lateness_p99", "lateness_p99.9", "lateness_max"]
-            .iter()
-            .map(|n| get(p, w, &m, n, None, "µs"))
-            .collect();
-        assert!(lat.windows(2).all(|x| x[0] <= x[1]), "{p}: percentiles ascend: {lat:?}");
-        assert!(lat[4] < 2_000_000.0, "{p}: a 2 s late fire is no timer: {lat:?}");
+        assert!(
+            (250.0..=350.0).contains(&fired),
+            "{p}: fired {fired} of 400 less ~90 cancelled"
+        );
+        let lat: Vec<f64> = [
+            "lateness_p50",
+            "lateness_p90",
+            "lateness_p99",
+            "lateness_p99.9",
+            "lateness_max",
+        ]
+        .iter()
+        .map(|n| get(p, w, &m, n, None, "µs"))
+        .collect();
+        assert!(
+            lat.windows(2).all(|x| x[0] <= x[1]),
+            "{p}: percentiles ascend: {lat:?}"
+        );
+        assert!(
+            lat[4] < 2_000_000.0,
+            "{p}: a 2 s late fire is no timer: {lat:?}"
+        );
         get(p, w, &m, "early", None, "count");
         get(p, w, &m, "fires_per_s", None, "fires/s");
         get(p, w, &m, "cpu", None, "ms");
@@ -136,7 +202,11 @@ fn every_java_peer_runs_the_specs_end_to_end() {
 
         // Periodic: 40 tasks, 10 ms, 300 ms.
         let ms = r.run(&per, &ctx).unwrap();
-        assert_eq!(keys(&ms), expected[1], "{p}: the Rust runner's figures for periodic tasks");
+        assert_eq!(
+            keys(&ms),
+            expected[1],
+            "{p}: the Rust runner's figures for periodic tasks"
+        );
         let m = by_metric(&ms);
         let w = "periodic";
         for n in ["jitter_p50", "jitter_p99", "jitter_p99.9", "jitter_max"] {
@@ -152,14 +222,21 @@ fn every_java_peer_runs_the_specs_end_to_end() {
 
         // Sweep: every figure at both sizes.
         let ms = r.run(&sweep, &ctx).unwrap();
-        assert_eq!(keys(&ms), expected[2], "{p}: the Rust runner's figures for a sweep");
+        assert_eq!(
+            keys(&ms),
+            expected[2],
+            "{p}: the Rust runner's figures for a sweep"
+        );
         let m = by_metric(&ms);
         for size in [1000, 5000] {
             for cost in ["schedule", "reset", "cancel"] {
                 get(p, "sweep", &m, cost, Some(size), "ns/op");
             }
             let b = get(p, "sweep", &m, "memory", Some(size), "B/timer");
-            assert!(b > 8.0 && b < 10_000.0, "{p}: {b} bytes per pending timer at {size}");
+            assert!(
+                b > 8.0 && b < 10_000.0,
+                "{p}: {b} bytes per pending timer at {size}"
+            );
         }
 
         // A bad workload is refused with the field named, and the JVM serves on.
@@ -167,7 +244,10 @@ fn every_java_peer_runs_the_specs_end_to_end() {
         bad.groups[0].kind = workbench::spec::Kind::FixedRate;
         let e = r.run(&bad, &ctx).unwrap_err();
         assert!(e.0.contains("period"), "{p}: {e}");
-        assert!(r.run(&sweep, &ctx).is_ok(), "{p}: still serving after a refused workload");
+        assert!(
+            r.run(&sweep, &ctx).is_ok(),
+            "{p}: still serving after a refused workload"
+        );
         ran += 1;
     }
     eprintln!("{ran} of {} Java peers ran end to end", PEERS.len());

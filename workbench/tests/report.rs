@@ -50,12 +50,18 @@ const SWEEP: &str = r#"
 fn tiny_run() -> Results {
     // Memory per timer is measured in fresh child processes of the binary.
     let _ = workbench::runner::MEMORY_PROBE_EXE.set(PathBuf::from(env!("CARGO_BIN_EXE_workbench")));
-    let subjects: Vec<_> = subjects::all().into_iter().filter(|s| s.timers.is_some()).collect();
+    let subjects: Vec<_> = subjects::all()
+        .into_iter()
+        .filter(|s| s.timers.is_some())
+        .collect();
     assert!(subjects.iter().any(|s| s.kind == SubjectKind::Algorithm));
     assert!(subjects.iter().any(|s| s.kind == SubjectKind::Peer));
     Suite {
         subjects,
-        workloads: vec![Workload::parse(TIMELINE).unwrap(), Workload::parse(SWEEP).unwrap()],
+        workloads: vec![
+            Workload::parse(TIMELINE).unwrap(),
+            Workload::parse(SWEEP).unwrap(),
+        ],
         repeats: 2,
         run_id: "test".into(),
         env: workbench::env::detect("test"),
@@ -72,11 +78,18 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn chromium() -> Option<PathBuf> {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"].iter().map(PathBuf::from).find(|p| p.exists()).or_else(|| {
-        let out = Command::new("sh").args(["-c", "command -v chromium"]).output().ok()?;
-        let p = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        (!p.is_empty()).then(|| PathBuf::from(p))
-    })
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .or_else(|| {
+            let out = Command::new("sh")
+                .args(["-c", "command -v chromium"])
+                .output()
+                .ok()?;
+            let p = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            (!p.is_empty()).then(|| PathBuf::from(p))
+        })
 }
 
 fn dump_dom(browser: &Path, page: &Path, profile: &Path) -> String {
@@ -96,7 +109,11 @@ fn dump_dom(browser: &Path, page: &Path, profile: &Path) -> String {
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("chromium starts");
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -108,23 +125,54 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
     // Every in-process subject measured the timeline and the sweep, and
     // nothing fired early or went missing.
     for s in &results.subjects {
-        for m in [metric::SCHEDULE, metric::CANCEL, metric::RESET, metric::LATENESS[2], metric::JITTER[1]] {
-            assert!(results.get(&s.name, "tiny-mix", m, None).is_some(), "{} lacks {m}", s.name);
+        for m in [
+            metric::SCHEDULE,
+            metric::CANCEL,
+            metric::RESET,
+            metric::LATENESS[2],
+            metric::JITTER[1],
+        ] {
+            assert!(
+                results.get(&s.name, "tiny-mix", m, None).is_some(),
+                "{} lacks {m}",
+                s.name
+            );
         }
         for m in ["missed", "early"] {
             let r = results.get(&s.name, "tiny-mix", m, None).unwrap();
             assert_eq!(r.value, 0.0, "{}: {m} = {:?}", s.name, r.samples);
         }
-        let mem = results.get(&s.name, "tiny-scale", metric::MEMORY, Some(1000)).unwrap();
+        let mem = results
+            .get(&s.name, "tiny-scale", metric::MEMORY, Some(1000))
+            .unwrap();
         assert_eq!(mem.samples.len(), 2);
-        assert!(mem.value > 8.0, "{}: {} bytes per pending timer", s.name, mem.value);
+        assert!(
+            mem.value > 8.0,
+            "{}: {} bytes per pending timer",
+            s.name,
+            mem.value
+        );
         for r in results.records.iter().filter(|r| r.scheduler == s.name) {
-            assert_eq!(r.samples.len(), 2, "{}/{}/{}: one sample per repeat", r.workload, r.metric, s.name);
+            assert_eq!(
+                r.samples.len(),
+                2,
+                "{}/{}/{}: one sample per repeat",
+                r.workload,
+                r.metric,
+                s.name
+            );
         }
         // Correctness only: how many periodic runs fit depends on the
         // machine's load, so only require that they ran.
-        let runs = results.get(&s.name, "tiny-mix", metric::RUNS, None).unwrap();
-        assert!(runs.samples.iter().all(|&n| n > 0.0), "{}: periodic runs {:?}", s.name, runs.samples);
+        let runs = results
+            .get(&s.name, "tiny-mix", metric::RUNS, None)
+            .unwrap();
+        assert!(
+            runs.samples.iter().all(|&n| n > 0.0),
+            "{}: periodic runs {:?}",
+            s.name,
+            runs.samples
+        );
     }
     for r in &results.records {
         assert_eq!(r.env, results.env);
@@ -135,12 +183,25 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
     report::write(&results, &dir).unwrap();
     let charts = report::charts_of(&results);
     let ids: Vec<&str> = charts.iter().map(|c| c.id.as_str()).collect();
-    for want in ["lateness-tiny-mix", "cost", "tiny-scale-schedule", "tiny-scale-memory", "jitter", "cpu"] {
+    for want in [
+        "lateness-tiny-mix",
+        "cost",
+        "tiny-scale-schedule",
+        "tiny-scale-memory",
+        "jitter",
+        "cpu",
+    ] {
         assert!(ids.contains(&want), "no chart {want}: {ids:?}");
     }
     for c in &charts {
-        let svg = c.svg.as_ref().unwrap_or_else(|e| panic!("{} not drawn: {e}", c.id));
-        assert_eq!(&std::fs::read_to_string(dir.join(format!("{}.svg", c.id))).unwrap(), svg);
+        let svg = c
+            .svg
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{} not drawn: {e}", c.id));
+        assert_eq!(
+            &std::fs::read_to_string(dir.join(format!("{}.svg", c.id))).unwrap(),
+            svg
+        );
     }
 
     // The report re-renders from results.json alone, identically.
@@ -150,25 +211,44 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
     let again = scratch("rerender");
     report::write(&back, &again).unwrap();
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    assert_eq!(std::fs::read_to_string(again.join("index.html")).unwrap(), html);
+    assert_eq!(
+        std::fs::read_to_string(again.join("index.html")).unwrap(),
+        html
+    );
 
     let Some(browser) = chromium() else {
         if std::env::var_os("CI").is_some() {
             panic!("chromium is missing under CI; scripts/test installs it");
         }
-        eprintln!("SKIPPED the browser check: chromium is not installed (scripts/test installs it)");
+        eprintln!(
+            "SKIPPED the browser check: chromium is not installed (scripts/test installs it)"
+        );
         return;
     };
     let profile = scratch("chromium-profile");
     let dom = dump_dom(&browser, &dir.join("index.html"), &profile);
     let tables = html.matches("data-table=").count();
-    let want = format!("data-check=\"ok {} charts {} tables \"", charts.len(), tables);
-    assert!(dom.contains(&want), "the page's own check says {:?}, wanted {want}", dom.split("data-check=").nth(1).map(|s| &s[..s.len().min(200)]));
+    let want = format!(
+        "data-check=\"ok {} charts {} tables \"",
+        charts.len(),
+        tables
+    );
+    assert!(
+        dom.contains(&want),
+        "the page's own check says {:?}, wanted {want}",
+        dom.split("data-check=")
+            .nth(1)
+            .map(|s| &s[..s.len().min(200)])
+    );
     for c in &charts {
         assert!(dom.contains(&format!("data-chart=\"{}\"", c.id)));
     }
     for s in &results.subjects {
-        assert!(dom.contains(&format!(">{}<", s.name)), "{} missing from the page", s.name);
+        assert!(
+            dom.contains(&format!(">{}<", s.name)),
+            "{} missing from the page",
+            s.name
+        );
     }
     let _ = std::fs::remove_dir_all(&profile);
     let _ = std::fs::remove_dir_all(&dir);

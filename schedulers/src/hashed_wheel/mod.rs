@@ -104,9 +104,9 @@
 //!   process) catches up in one sweep of the ring rather than tick by tick.
 //! - The worker skips runs of empty slots instead of waking every tick.
 
-mod wheel;
 #[cfg(test)]
 mod test;
+mod wheel;
 
 use std::fmt;
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
@@ -340,7 +340,11 @@ impl HashedWheelTimerBuilder {
                 running: false,
                 terminated: false,
             })),
-            worker: Padded(WorkerView { clock: base.clock.clone(), timebase: base.timebase, tick_ns }),
+            worker: Padded(WorkerView {
+                clock: base.clock.clone(),
+                timebase: base.timebase,
+                tick_ns,
+            }),
             base,
             executor: self.executor,
             wakeup: Condvar::new(),
@@ -443,7 +447,12 @@ impl Shared {
             }
             self.base.clock.on_idle();
             state = match timeout {
-                Some(t) => self.wakeup.wait_timeout(state, t).unwrap_or_else(|e| e.into_inner()).0,
+                Some(t) => {
+                    self.wakeup
+                        .wait_timeout(state, t)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
                 None => self.wakeup.wait(state).unwrap_or_else(|e| e.into_inner()),
             };
             self.wake_at.store(0, SeqCst);
@@ -468,7 +477,9 @@ impl Shared {
     /// Unlinks cancelled timers; true if the batch limit left some queued.
     fn drain_cancels(&self, state: &mut State) -> bool {
         for _ in 0..TRANSFER_BATCH {
-            let Some(cell) = self.cancels.pop() else { return false };
+            let Some(cell) = self.cancels.pop() else {
+                return false;
+            };
             self.unlink(state, &cell);
             state.graveyard.push(cell);
         }
@@ -495,7 +506,9 @@ impl Shared {
         // wheel under this same lock afterwards, so nothing escapes it.
         let shutdown = self.base.is_shutdown();
         for _ in 0..TRANSFER_BATCH {
-            let Some(p) = self.submitted.pop() else { return false };
+            let Some(p) = self.submitted.pop() else {
+                return false;
+            };
             self.place_with(state, p, shutdown);
         }
         !self.submitted.is_empty()
@@ -526,7 +539,11 @@ impl Shared {
         let slot = p.cell.slot.load(Relaxed);
         if slot != 0 {
             let key = (slot - 1) as u32;
-            if state.wheel.get(key).is_some_and(|c| Arc::ptr_eq(c, &p.cell)) {
+            if state
+                .wheel
+                .get(key)
+                .is_some_and(|c| Arc::ptr_eq(c, &p.cell))
+            {
                 state.wheel.reschedule(key, tick, p.seq);
                 return;
             }
@@ -551,16 +568,28 @@ impl Shared {
                     cell.run_claimed(scheduled, || self.base.now(), || self.base.next_seq())
                 {
                     self.base.repend();
-                    again.push(Pending { cell, deadline, seq });
+                    again.push(Pending {
+                        cell,
+                        deadline,
+                        seq,
+                    });
                 }
             } else {
                 self.outstanding.fetch_add(1, SeqCst);
                 let shared = self.clone();
                 self.executor.execute(move || {
-                    let ran = cell.run_claimed(scheduled, || shared.base.now(), || shared.base.next_seq());
+                    let ran = cell.run_claimed(
+                        scheduled,
+                        || shared.base.now(),
+                        || shared.base.next_seq(),
+                    );
                     if let Ran::Again { deadline, seq } = ran {
                         shared.base.repend();
-                        shared.enqueue(Pending { cell, deadline, seq });
+                        shared.enqueue(Pending {
+                            cell,
+                            deadline,
+                            seq,
+                        });
                     }
                     if shared.outstanding.fetch_sub(1, SeqCst) == 1 && shared.base.is_shutdown() {
                         shared.notify();
@@ -605,7 +634,11 @@ impl Core for Shared {
     }
 
     fn requeue(&self, cell: &TaskRef, deadline: u64, seq: u64) {
-        self.enqueue(Pending { cell: cell.clone(), deadline, seq });
+        self.enqueue(Pending {
+            cell: cell.clone(),
+            deadline,
+            seq,
+        });
     }
 
     fn cancelled(&self, cell: &TaskRef, outcome: CancelOutcome) {
@@ -639,7 +672,11 @@ impl Scheduler for HashedWheelTimer {
         let admitted = shared.base.admit(&cell, delay);
         let result = match admitted {
             Ok((deadline, seq)) => {
-                shared.enqueue(Pending { cell: cell.clone(), deadline, seq });
+                shared.enqueue(Pending {
+                    cell: cell.clone(),
+                    deadline,
+                    seq,
+                });
                 Ok(TaskHandle::new(cell, shared.clone()))
             }
             Err(e) => Err(e),
@@ -736,7 +773,9 @@ impl Scheduler for HashedWheelTimer {
     }
 
     fn await_termination(&self, timeout: Duration) -> bool {
-        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| s.terminated)
+        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| {
+            s.terminated
+        })
     }
 
     fn metrics(&self) -> Metrics {

@@ -29,7 +29,11 @@ fn deadline_rounds_up_to_a_tick_and_a_boundary_stays() {
     assert_eq!(tick_of(0, 1_000_000), 0);
     assert_eq!(tick_of(1, 1_000_000), 1);
     assert_eq!(tick_of(999_999, 1_000_000), 1);
-    assert_eq!(tick_of(1_000_000, 1_000_000), 1, "a deadline exactly on a tick fires on it");
+    assert_eq!(
+        tick_of(1_000_000, 1_000_000),
+        1,
+        "a deadline exactly on a tick fires on it"
+    );
     assert_eq!(tick_of(1_000_001, 1_000_000), 2);
     assert_eq!(tick_of(u64::MAX, 1_000_000), u64::MAX / 1_000_000 + 1);
 }
@@ -68,7 +72,10 @@ fn a_jump_of_many_revolutions_expires_in_order() {
     for (i, t) in [100u64, 7, 7, 1_000_000, 42, 5].into_iter().enumerate() {
         w.insert(t, i as u64, i as u32);
     }
-    assert_eq!(advance(&mut w, 100), [(5, 5), (7, 1), (7, 2), (42, 4), (100, 0)]);
+    assert_eq!(
+        advance(&mut w, 100),
+        [(5, 5), (7, 1), (7, 2), (42, 4), (100, 0)]
+    );
     assert_eq!(w.len(), 1);
     assert!(advance(&mut w, 999_999).is_empty());
     assert_eq!(advance(&mut w, 1_000_000), [(1_000_000, 3)]);
@@ -106,7 +113,10 @@ fn a_later_move_is_deferred_to_the_old_slot_visit() {
     let mut w = Wheel::new(8, 0);
     let k = w.insert(2, 0, 1);
     assert!(w.reschedule(k, 30, 1)); // slot 6, three rounds later
-    assert!(advance(&mut w, 2).is_empty(), "the visit at 2 moves it, does not fire it");
+    assert!(
+        advance(&mut w, 2).is_empty(),
+        "the visit at 2 moves it, does not fire it"
+    );
     for now in 3..30 {
         assert!(advance(&mut w, now).is_empty(), "early at {now}");
     }
@@ -141,7 +151,11 @@ fn drain_returns_everything_sorted() {
     for (i, t) in [50u64, 3, 3, 9].into_iter().enumerate() {
         w.insert(t, i as u64, i as u32);
     }
-    let all: Vec<_> = w.drain().into_iter().map(|e: Expired<u32>| (e.tick, e.item)).collect();
+    let all: Vec<_> = w
+        .drain()
+        .into_iter()
+        .map(|e: Expired<u32>| (e.tick, e.item))
+        .collect();
     assert_eq!(all, [(3, 1), (3, 2), (9, 3), (50, 0)]);
     assert!(w.is_empty());
     assert!(advance(&mut w, 100).is_empty());
@@ -152,7 +166,11 @@ fn next_occupied_finds_the_first_non_empty_slot_within_the_limit() {
     let mut w = Wheel::new(16, 100);
     assert_eq!(w.next_occupied(64), 164, "empty: the limit");
     w.insert(140, 0, 1); // slot 12, first reached at tick 108
-    assert_eq!(w.next_occupied(64), 108, "the slot comes round before its timer is due");
+    assert_eq!(
+        w.next_occupied(64),
+        108,
+        "the slot comes round before its timer is due"
+    );
     assert_eq!(w.next_occupied(4), 104, "never beyond the limit");
     w.insert(103, 1, 2);
     assert_eq!(w.next_occupied(64), 103);
@@ -267,7 +285,11 @@ mod driver {
     use crate::{ManualClock, Scheduler, SchedulerExt};
 
     fn timer(clock: &ManualClock) -> HashedWheelTimer {
-        HashedWheelTimer::builder().clock(clock.clone()).tick(Duration::from_millis(1)).wheel_size(64).build()
+        HashedWheelTimer::builder()
+            .clock(clock.clone())
+            .tick(Duration::from_millis(1))
+            .wheel_size(64)
+            .build()
     }
 
     /// Cancelled timers leave the wheel (and free their slab entries) at
@@ -276,13 +298,19 @@ mod driver {
     fn cancelled_timers_are_unlinked_at_the_next_tick() {
         let clock = ManualClock::new();
         let t = timer(&clock);
-        let handles: Vec<_> = (0..1000).map(|i| t.schedule(Duration::from_secs(60 + i), || ()).unwrap()).collect();
+        let handles: Vec<_> = (0..1000)
+            .map(|i| t.schedule(Duration::from_secs(60 + i), || ()).unwrap())
+            .collect();
         clock.advance(Duration::from_millis(1));
         assert_eq!(lock(&t.shared.state).wheel.len(), 1000);
         for h in handles.iter().step_by(2) {
             assert!(h.cancel());
         }
-        assert_eq!(t.metrics().pending, 500, "capacity is freed by the cancel itself");
+        assert_eq!(
+            t.metrics().pending,
+            500,
+            "capacity is freed by the cancel itself"
+        );
         clock.advance(Duration::from_millis(1));
         assert_eq!(lock(&t.shared.state).wheel.len(), 500);
         for h in handles.iter().skip(1).step_by(2) {
@@ -319,16 +347,24 @@ mod driver {
     #[test]
     fn a_sooner_submission_wakes_a_sleeping_worker() {
         use crate::{Clock, SystemClock};
-        let t = HashedWheelTimer::builder().tick(Duration::from_millis(10)).wheel_size(1024).build();
+        let t = HashedWheelTimer::builder()
+            .tick(Duration::from_millis(10))
+            .wheel_size(1024)
+            .build();
         t.schedule(Duration::from_secs(3600), || ()).unwrap();
         // Let the worker transfer it and go to sleep for 64 ticks.
         let settle = t.schedule(Duration::from_millis(1), || ()).unwrap();
         settle.get().unwrap();
         let start = SystemClock.now();
-        let soon = t.schedule(Duration::from_millis(10), move || SystemClock.now()).unwrap();
+        let soon = t
+            .schedule(Duration::from_millis(10), move || SystemClock.now())
+            .unwrap();
         let ran = soon.get().unwrap().duration_since(start);
         assert!(ran >= Duration::from_millis(10), "early: {ran:?}");
-        assert!(ran < Duration::from_millis(400), "the sleeping worker was not woken: {ran:?}");
+        assert!(
+            ran < Duration::from_millis(400),
+            "the sleeping worker was not woken: {ran:?}"
+        );
     }
 
     /// A later reset is a deferred move: the entry stays in its slab slot
@@ -345,7 +381,11 @@ mod driver {
             clock.advance(Duration::from_millis(20));
         }
         let state = lock(&t.shared.state);
-        assert_eq!((state.wheel.len(), state.wheel.slab_size()), (1, 1), "moved in place, never copied");
+        assert_eq!(
+            (state.wheel.len(), state.wheel.slab_size()),
+            (1, 1),
+            "moved in place, never copied"
+        );
         drop(state);
         assert!(h.is_pending());
         clock.advance(Duration::from_millis(500));

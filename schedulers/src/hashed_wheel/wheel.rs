@@ -86,7 +86,10 @@ struct List {
 const EMPTY: u32 = u32::MAX;
 
 impl List {
-    const EMPTY: List = List { head: EMPTY, tail: EMPTY };
+    const EMPTY: List = List {
+        head: EMPTY,
+        tail: EMPTY,
+    };
 }
 
 /// A timer that came due.
@@ -197,8 +200,17 @@ impl<T> Wheel<T> {
             key
         } else {
             let key = self.entries.len();
-            assert!(key < LIST_TAG as usize, "a timing wheel holds at most 2^31 timers");
-            self.entries.push(Entry { item: Some(item), seq, tick, prev: EMPTY, next: EMPTY });
+            assert!(
+                key < LIST_TAG as usize,
+                "a timing wheel holds at most 2^31 timers"
+            );
+            self.entries.push(Entry {
+                item: Some(item),
+                seq,
+                tick,
+                prev: EMPTY,
+                next: EMPTY,
+            });
             key as u32
         };
         self.len += 1;
@@ -220,7 +232,9 @@ impl<T> Wheel<T> {
     /// An earlier one relinks it at once. Returns false if `key` holds no
     /// timer.
     pub(crate) fn reschedule(&mut self, key: Key, tick: u64, seq: u64) -> bool {
-        let Some(e) = self.entries.get_mut(key as usize) else { return false };
+        let Some(e) = self.entries.get_mut(key as usize) else {
+            return false;
+        };
         if e.item.is_none() {
             return false;
         }
@@ -358,12 +372,14 @@ impl<T> Wheel<T> {
             (e.prev, e.next)
         };
         if prev & LIST_TAG != 0 {
-            self.lists[(prev & !LIST_TAG) as usize].head = if next & LIST_TAG != 0 { EMPTY } else { next };
+            self.lists[(prev & !LIST_TAG) as usize].head =
+                if next & LIST_TAG != 0 { EMPTY } else { next };
         } else {
             self.entries[prev as usize].next = next;
         }
         if next & LIST_TAG != 0 {
-            self.lists[(next & !LIST_TAG) as usize].tail = if prev & LIST_TAG != 0 { EMPTY } else { prev };
+            self.lists[(next & !LIST_TAG) as usize].tail =
+                if prev & LIST_TAG != 0 { EMPTY } else { prev };
         } else {
             self.entries[next as usize].prev = prev;
         }

@@ -57,7 +57,9 @@ pub(crate) struct TimerHeap<T> {
 
 impl<T> TimerHeap<T> {
     pub(crate) fn new() -> TimerHeap<T> {
-        TimerHeap { heap: BinaryHeap::new() }
+        TimerHeap {
+            heap: BinaryHeap::new(),
+        }
     }
 
     /// Entries held, dead ones included.
@@ -66,7 +68,11 @@ impl<T> TimerHeap<T> {
     }
 
     pub(crate) fn push(&mut self, deadline: u64, seq: u64, item: T) {
-        self.heap.push(Reverse(Entry { deadline, seq, item }));
+        self.heap.push(Reverse(Entry {
+            deadline,
+            seq,
+            item,
+        }));
     }
 
     /// The earliest entry, dead or alive.
@@ -90,14 +96,20 @@ impl<T> TimerHeap<T> {
     /// (so the caller chooses where they are dropped).
     pub(crate) fn purge(&mut self, mut is_live: impl FnMut(&Entry<T>) -> bool) -> Vec<Entry<T>> {
         let mut all = std::mem::take(&mut self.heap).into_vec();
-        let dead: Vec<Entry<T>> = all.extract_if(.., |Reverse(e)| !is_live(e)).map(|Reverse(e)| e).collect();
+        let dead: Vec<Entry<T>> = all
+            .extract_if(.., |Reverse(e)| !is_live(e))
+            .map(|Reverse(e)| e)
+            .collect();
         self.heap = BinaryHeap::from(all);
         dead
     }
 
     /// Empties the heap, earliest first.
     pub(crate) fn drain_sorted(&mut self) -> Vec<Entry<T>> {
-        let mut all: Vec<Entry<T>> = std::mem::take(&mut self.heap).into_iter().map(|Reverse(e)| e).collect();
+        let mut all: Vec<Entry<T>> = std::mem::take(&mut self.heap)
+            .into_iter()
+            .map(|Reverse(e)| e)
+            .collect();
         all.sort_unstable();
         all
     }

@@ -43,8 +43,8 @@ mod heap;
 mod test;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -143,7 +143,10 @@ impl HeapTimer {
     /// A builder to set the clock, pending limit, thread name and shutdown
     /// policy.
     pub fn builder() -> HeapTimerBuilder {
-        HeapTimerBuilder { common: Common::new("heap-timer"), spin: Duration::ZERO }
+        HeapTimerBuilder {
+            common: Common::new("heap-timer"),
+            spin: Duration::ZERO,
+        }
     }
 
     /// Removes cancelled and moved entries from the heap now and returns how
@@ -182,7 +185,11 @@ impl HeapTimerBuilder {
     pub fn build(self) -> HeapTimer {
         let shared = Arc::new(Shared {
             base: Base::new(&self.common),
-            state: Mutex::new(State { heap: TimerHeap::new(), running: false, terminated: false }),
+            state: Mutex::new(State {
+                heap: TimerHeap::new(),
+                running: false,
+                terminated: false,
+            }),
             wakeup: Condvar::new(),
             terminated: Condvar::new(),
             dead: AtomicIsize::new(0),
@@ -224,7 +231,9 @@ impl Shared {
                     state = lock(&self.state);
                 }
                 None if self.base.is_shutdown() => break,
-                Some(deadline) if deadline <= now => state = self.fire_head(state, now, &mut graveyard),
+                Some(deadline) if deadline <= now => {
+                    state = self.fire_head(state, now, &mut graveyard)
+                }
                 _ => {
                     self.base.clock.on_idle();
                     state = self.wait(state, head);
@@ -244,7 +253,9 @@ impl Shared {
         now: u64,
         graveyard: &mut Vec<TaskRef>,
     ) -> MutexGuard<'a, State> {
-        let Some(entry) = state.heap.pop_due(now) else { return state };
+        let Some(entry) = state.heap.pop_due(now) else {
+            return state;
+        };
         self.queued.store(state.heap.len(), Relaxed);
         let cell = entry.item;
         if !cell.claim(entry.seq) {
@@ -277,7 +288,11 @@ impl Shared {
     }
 
     /// Blocks until `deadline` (ticks) or a wake-up.
-    fn wait<'a>(&'a self, state: MutexGuard<'a, State>, deadline: Option<u64>) -> MutexGuard<'a, State> {
+    fn wait<'a>(
+        &'a self,
+        state: MutexGuard<'a, State>,
+        deadline: Option<u64>,
+    ) -> MutexGuard<'a, State> {
         let real = deadline
             .and_then(|d| self.base.timebase.instant(d))
             .and_then(|at| self.base.clock.wait_for(at));
@@ -292,7 +307,10 @@ impl Shared {
             }
             (Some(timeout), _) => {
                 let timeout = timeout - self.spin;
-                self.wakeup.wait_timeout(state, timeout).unwrap_or_else(|e| e.into_inner()).0
+                self.wakeup
+                    .wait_timeout(state, timeout)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
             }
             (None, _) => self.wakeup.wait(state).unwrap_or_else(|e| e.into_inner()),
         }
@@ -455,7 +473,9 @@ impl Scheduler for HeapTimer {
     }
 
     fn await_termination(&self, timeout: Duration) -> bool {
-        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| s.terminated)
+        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| {
+            s.terminated
+        })
     }
 
     fn metrics(&self) -> Metrics {
@@ -473,7 +493,9 @@ impl Drop for HeapTimer {
 
 impl fmt::Debug for HeapTimer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HeapTimer").field("metrics", &self.metrics()).finish()
+        f.debug_struct("HeapTimer")
+            .field("metrics", &self.metrics())
+            .finish()
     }
 }
 

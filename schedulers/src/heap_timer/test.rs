@@ -88,7 +88,11 @@ fn run(ops: &[Op]) -> (History, History) {
             Op::Purge => {
                 let removed = heap.purge(|e| !dead.contains(&e.seq)).len();
                 assert!(removed <= dead.len());
-                assert_eq!(heap.len(), model.len(), "after a purge only live entries remain");
+                assert_eq!(
+                    heap.len(),
+                    model.len(),
+                    "after a purge only live entries remain"
+                );
             }
             _ => {}
         }
@@ -114,7 +118,9 @@ fn ties_pop_in_sequence_order() {
     for seq in (0..20u64).rev() {
         heap.push(5, seq, seq);
     }
-    let order: Vec<u64> = std::iter::from_fn(|| heap.pop_due(5)).map(|e| e.item).collect();
+    let order: Vec<u64> = std::iter::from_fn(|| heap.pop_due(5))
+        .map(|e| e.item)
+        .collect();
     assert_eq!(order, (0..20).collect::<Vec<_>>());
 }
 
@@ -141,6 +147,8 @@ fn purge_drops_only_dead_entries() {
     assert!(removed.iter().all(|e| e.seq % 3 == 0));
     assert_eq!(heap.len(), 666);
     let drained = heap.drain_sorted();
-    assert!(drained.windows(2).all(|w| (w[0].deadline, w[0].seq) < (w[1].deadline, w[1].seq)));
+    assert!(drained
+        .windows(2)
+        .all(|w| (w[0].deadline, w[0].seq) < (w[1].deadline, w[1].seq)));
     assert!(drained.iter().all(|e| e.seq % 3 != 0));
 }

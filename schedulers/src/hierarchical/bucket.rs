@@ -54,7 +54,11 @@ pub(crate) struct Buckets<T> {
 
 impl<T> Buckets<T> {
     pub(crate) fn new() -> Buckets<T> {
-        Buckets { nodes: Vec::new(), free: NIL, len: 0 }
+        Buckets {
+            nodes: Vec::new(),
+            free: NIL,
+            len: 0,
+        }
     }
 
     /// Timers held, in all lists.
@@ -82,7 +86,13 @@ impl<T> Buckets<T> {
     /// caller's name for the list) is what [`Buckets::unlink`] reports when
     /// the list becomes empty.
     pub(crate) fn new_list(&mut self, tag: u64) -> Key {
-        let key = self.alloc(Node { prev: NIL, next: NIL, expiration: 0, seq: tag, item: None });
+        let key = self.alloc(Node {
+            prev: NIL,
+            next: NIL,
+            expiration: 0,
+            seq: tag,
+            item: None,
+        });
         let node = &mut self.nodes[key as usize];
         node.prev = key;
         node.next = key;
@@ -95,7 +105,13 @@ impl<T> Buckets<T> {
 
     /// Adds a timer at the back of `list`; returns its key.
     pub(crate) fn push_back(&mut self, list: Key, expiration: u64, seq: u64, item: T) -> Key {
-        let key = self.alloc(Node { prev: NIL, next: NIL, expiration, seq, item: Some(item) });
+        let key = self.alloc(Node {
+            prev: NIL,
+            next: NIL,
+            expiration,
+            seq,
+            item: Some(item),
+        });
         self.len += 1;
         self.link_back(list, key);
         key
@@ -160,12 +176,19 @@ impl<T> Buckets<T> {
     pub(crate) fn free_detached(&mut self, key: Key) -> Removed<T> {
         let free = self.free;
         let node = &mut self.nodes[key as usize];
-        let item = node.item.take().expect("a detached timer node holds an item");
+        let item = node
+            .item
+            .take()
+            .expect("a detached timer node holds an item");
         node.next = free;
         node.prev = NIL;
         self.free = key;
         self.len -= 1;
-        Removed { expiration: node.expiration, seq: node.seq, item }
+        Removed {
+            expiration: node.expiration,
+            seq: node.seq,
+            item,
+        }
     }
 
     /// Bytes per node, as the slab holds them.

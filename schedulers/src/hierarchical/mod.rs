@@ -63,7 +63,9 @@ mod test;
 mod timing_wheel;
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed,
+};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::{Duration, Instant};
 
@@ -207,7 +209,10 @@ impl HierarchicalWheelTimer {
         let tick = state.wheel.next_expiration();
         drop(state);
         drop(garbage); // outside the lock, see `main_loop`
-        self.shared.base.timebase.instant(tick?.saturating_mul(self.shared.tick))
+        self.shared
+            .base
+            .timebase
+            .instant(tick?.saturating_mul(self.shared.tick))
     }
 
     /// How many times the driver thread has woken from a wait: timed waits
@@ -324,7 +329,10 @@ impl Shared {
                 state.dispatching = false;
                 continue;
             }
-            if self.base.is_shutdown() && state.wheel.is_empty() && self.in_flight.load(Acquire) == 0 {
+            if self.base.is_shutdown()
+                && state.wheel.is_empty()
+                && self.in_flight.load(Acquire) == 0
+            {
                 break;
             }
             let next = state.wheel.next_expiration();
@@ -341,20 +349,31 @@ impl Shared {
     }
 
     /// Blocks until tick `next` or a wake-up.
-    fn wait<'a>(&'a self, state: MutexGuard<'a, State>, next: Option<u64>) -> MutexGuard<'a, State> {
+    fn wait<'a>(
+        &'a self,
+        state: MutexGuard<'a, State>,
+        next: Option<u64>,
+    ) -> MutexGuard<'a, State> {
         let real = next
             .and_then(|t| t.checked_mul(self.tick))
             .and_then(|ns| self.base.timebase.instant(ns))
             .and_then(|at| self.base.clock.wait_for(at));
         match real {
-            Some(timeout) => self.wakeup.wait_timeout(state, timeout).unwrap_or_else(|e| e.into_inner()).0,
+            Some(timeout) => {
+                self.wakeup
+                    .wait_timeout(state, timeout)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
             None => self.wakeup.wait(state).unwrap_or_else(|e| e.into_inner()),
         }
     }
 
     /// Claims an expired entry and hands it to the executor.
     fn dispatch(self: &Arc<Self>, r: Removed<TaskRef>) {
-        let Removed { seq, item: cell, .. } = r;
+        let Removed {
+            seq, item: cell, ..
+        } = r;
         if !cell.claim(seq) {
             return; // moved by a reset that raced the flush
         }
@@ -394,7 +413,9 @@ impl Shared {
     /// Inserts a live cell and wakes the driver if its bucket is now the
     /// earliest thing to wait for.
     fn enqueue(&self, state: &mut State, deadline: u64, seq: u64, cell: &TaskRef) {
-        let key = state.wheel.insert(self.tick_of(deadline), seq, cell.clone());
+        let key = state
+            .wheel
+            .insert(self.tick_of(deadline), seq, cell.clone());
         cell.slot.store(u64::from(key), Relaxed);
         self.wake_if_earlier(state);
     }
@@ -425,7 +446,10 @@ impl Shared {
         // A cancelled cell is never queued again, so a node holding it is
         // the stale one (if a flush took it first, there is none; the queue
         // holds the cell, so no other cell can have its address).
-        let keys: Vec<u32> = cells.iter().filter_map(|c| Shared::key_of(state, c)).collect();
+        let keys: Vec<u32> = cells
+            .iter()
+            .filter_map(|c| Shared::key_of(state, c))
+            .collect();
         for key in keys {
             if let Some(removed) = state.wheel.remove(key) {
                 cells.push(removed.item);
@@ -437,7 +461,11 @@ impl Shared {
     /// The key of `cell`'s node in the wheel, if the node there is its own.
     fn key_of(state: &State, cell: &TaskRef) -> Option<u32> {
         let key = u32::try_from(cell.slot.load(Relaxed)).ok()?;
-        state.wheel.get(key).filter(|c| Arc::ptr_eq(c, cell)).map(|_| key)
+        state
+            .wheel
+            .get(key)
+            .filter(|c| Arc::ptr_eq(c, cell))
+            .map(|_| key)
     }
 }
 
@@ -582,7 +610,9 @@ impl Scheduler for HierarchicalWheelTimer {
     }
 
     fn await_termination(&self, timeout: Duration) -> bool {
-        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| s.terminated)
+        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| {
+            s.terminated
+        })
     }
 
     fn metrics(&self) -> Metrics {
@@ -609,6 +639,8 @@ impl fmt::Debug for HierarchicalWheelTimer {
 
 impl fmt::Debug for Shared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HierarchicalWheelTimer").field("tick_ns", &self.tick).finish_non_exhaustive()
+        f.debug_struct("HierarchicalWheelTimer")
+            .field("tick_ns", &self.tick)
+            .finish_non_exhaustive()
     }
 }

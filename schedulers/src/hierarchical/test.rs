@@ -54,7 +54,14 @@ fn kafka_timer_task_list_test_all() {
         assert_eq!(b.len(), before);
     }
     assert_eq!(b.len(), tasks.len());
-    assert_eq!((b.keys(list1).len(), b.keys(list2).len(), b.keys(list3).len()), (0, 4, 6));
+    assert_eq!(
+        (
+            b.keys(list1).len(),
+            b.keys(list2).len(),
+            b.keys(list3).len()
+        ),
+        (0, 4, 6)
+    );
     assert_eq!(b.keys(list2), tasks[..4]);
     assert_eq!(b.keys(list3), tasks[4..]);
     // Cancelling the tasks empties the lists.
@@ -92,7 +99,14 @@ fn freed_nodes_are_reused_and_stale_keys_see_nothing() {
     let list = b.new_list(0);
     let k = b.push_back(list, 5, 1, 100);
     b.unlink(k);
-    assert_eq!(b.free_detached(k), Removed { expiration: 5, seq: 1, item: 100 });
+    assert_eq!(
+        b.free_detached(k),
+        Removed {
+            expiration: 5,
+            seq: 1,
+            item: 100
+        }
+    );
     assert_eq!(b.get(k), None, "a freed key names no timer");
     assert_eq!(b.get(list), None, "a sentinel names no timer");
     let k2 = b.push_back(list, 6, 2, 200);
@@ -123,7 +137,10 @@ fn delay_queue_polls_in_expiration_order_and_only_when_expired() {
 #[test]
 fn timers_fire_at_their_tick_never_before() {
     let mut w = TimingWheels::new(20, 0);
-    for (seq, e) in [5u64, 1, 19, 20, 21, 399, 400, 8000].into_iter().enumerate() {
+    for (seq, e) in [5u64, 1, 19, 20, 21, 399, 400, 8000]
+        .into_iter()
+        .enumerate()
+    {
         w.insert(e, seq as u64, e);
     }
     let mut fired = Vec::new();
@@ -197,9 +214,20 @@ fn reschedule_moves_a_timer_without_changing_its_key() {
     let k = w.insert(5000, 0, 42u64);
     assert!(w.reschedule(k, 3, 1));
     assert_eq!(w.get(k), Some(&42));
-    assert_eq!(w.next_expiration(), Some(3), "the old bucket left the queue");
+    assert_eq!(
+        w.next_expiration(),
+        Some(3),
+        "the old bucket left the queue"
+    );
     let out = advance(&mut w, 3);
-    assert_eq!(out, [Removed { expiration: 3, seq: 1, item: 42 }]);
+    assert_eq!(
+        out,
+        [Removed {
+            expiration: 3,
+            seq: 1,
+            item: 42
+        }]
+    );
     assert!(!w.reschedule(k, 9, 2), "a fired timer cannot move");
 }
 
@@ -218,8 +246,18 @@ fn a_timer_days_away_cascades_and_fires_once_on_time() {
         wakes += 1;
         fired.extend(advance(&mut w, t));
     }
-    assert_eq!(fired, [Removed { expiration: three_days, seq: 0, item: 7 }]);
-    assert!(wakes <= levels, "at most one wake-up per level, got {wakes}");
+    assert_eq!(
+        fired,
+        [Removed {
+            expiration: three_days,
+            seq: 0,
+            item: 7
+        }]
+    );
+    assert!(
+        wakes <= levels,
+        "at most one wake-up per level, got {wakes}"
+    );
 }
 
 // ---- against a model ------------------------------------------------------
@@ -234,7 +272,14 @@ enum Op {
 }
 
 fn delay() -> impl Strategy<Value = u64> {
-    prop_oneof![0u64..30, 0u64..1_000, 0u64..200_000, Just(0), Just(20), Just(400)]
+    prop_oneof![
+        0u64..30,
+        0u64..1_000,
+        0u64..200_000,
+        Just(0),
+        Just(20),
+        Just(400)
+    ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -337,23 +382,43 @@ mod driver {
     #[test]
     fn cancels_unlink_in_batches_and_never_run() {
         let clock = ManualClock::new();
-        let timer = HierarchicalWheelTimer::builder().clock(clock.clone()).executor(Executor::inline()).build();
+        let timer = HierarchicalWheelTimer::builder()
+            .clock(clock.clone())
+            .executor(Executor::inline())
+            .build();
         let runs = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..1000)
             .map(|i| {
                 let runs = runs.clone();
-                timer.schedule(Duration::from_secs(3600) + Duration::from_millis(i), move || runs.fetch_add(1, SeqCst)).unwrap()
+                timer
+                    .schedule(
+                        Duration::from_secs(3600) + Duration::from_millis(i),
+                        move || runs.fetch_add(1, SeqCst),
+                    )
+                    .unwrap()
             })
             .collect();
         assert_eq!(nodes(&timer), 1000);
-        for h in handles.iter().step_by(5).chain(handles.iter().skip(1).step_by(5)).chain(handles.iter().skip(2).step_by(5)) {
+        for h in handles
+            .iter()
+            .step_by(5)
+            .chain(handles.iter().skip(1).step_by(5))
+            .chain(handles.iter().skip(2).step_by(5))
+        {
             assert!(h.cancel());
         }
         let linked = nodes(&timer);
-        assert!((400..400 + CANCEL_BATCH).contains(&linked), "{linked} nodes linked after 600 cancels");
+        assert!(
+            (400..400 + CANCEL_BATCH).contains(&linked),
+            "{linked} nodes linked after 600 cancels"
+        );
         assert_eq!(timer.metrics().pending, 400);
         assert!(timer.next_expiration().is_some());
-        assert_eq!(nodes(&timer), 400, "next_expiration unlinks the unfinished batch");
+        assert_eq!(
+            nodes(&timer),
+            400,
+            "next_expiration unlinks the unfinished batch"
+        );
         clock.advance(Duration::from_secs(3601));
         assert_eq!(runs.load(SeqCst), 400);
         assert_eq!(nodes(&timer), 0);
@@ -364,8 +429,13 @@ mod driver {
     #[test]
     fn cancel_between_periodic_runs_unlinks_only_the_current_node() {
         let clock = ManualClock::new();
-        let timer = HierarchicalWheelTimer::builder().clock(clock.clone()).executor(Executor::inline()).build();
-        let periodic = timer.schedule_at_fixed_rate(Duration::from_millis(1), Duration::from_millis(1), || ()).unwrap();
+        let timer = HierarchicalWheelTimer::builder()
+            .clock(clock.clone())
+            .executor(Executor::inline())
+            .build();
+        let periodic = timer
+            .schedule_at_fixed_rate(Duration::from_millis(1), Duration::from_millis(1), || ())
+            .unwrap();
         clock.advance(Duration::from_millis(1)); // ran once and re-entered the wheel
         let other = timer.schedule(Duration::from_millis(5), || 7).unwrap();
         assert!(periodic.cancel());

@@ -270,7 +270,12 @@ impl<T> TimingWheels<T> {
     /// Removes every timer, sorted by `(expiration, seq)`.
     pub(crate) fn drain(&mut self) -> Vec<Removed<T>> {
         let mut out = Vec::with_capacity(self.len());
-        let lists = self.sentinels.iter().copied().chain([self.overdue]).collect::<Vec<_>>();
+        let lists = self
+            .sentinels
+            .iter()
+            .copied()
+            .chain([self.overdue])
+            .collect::<Vec<_>>();
         for list in lists {
             while let Some(key) = self.buckets.pop_front(list) {
                 out.push(self.buckets.free_detached(key));

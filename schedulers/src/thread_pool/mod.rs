@@ -103,7 +103,10 @@ mod queue;
 mod test;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{
+    AtomicBool, AtomicIsize, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed,
+    Ordering::Release,
+};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -228,7 +231,11 @@ impl Indexed for TaskRef {
         }
     }
     fn set_heap_index(&self, index: usize) {
-        let v = if index == NOT_QUEUED { 0 } else { index as u64 + 1 };
+        let v = if index == NOT_QUEUED {
+            0
+        } else {
+            index as u64 + 1
+        };
         self.slot.store(v, Relaxed);
     }
 }
@@ -244,7 +251,11 @@ impl ScheduledThreadPool {
     /// A builder for the pool size, cancel policy, clock, pending limit,
     /// thread names and shutdown policies.
     pub fn builder() -> ScheduledThreadPoolBuilder {
-        ScheduledThreadPoolBuilder { common: Common::new("scheduled-pool"), pool_size: 1, remove_on_cancel: false }
+        ScheduledThreadPoolBuilder {
+            common: Common::new("scheduled-pool"),
+            pool_size: 1,
+            remove_on_cancel: false,
+        }
     }
 
     /// Removes every cancelled entry from the queue now and returns how
@@ -444,15 +455,27 @@ impl Shared {
 
     /// Blocks on `available` until `deadline` (ticks) or a signal; `None`
     /// waits untimed (a follower, or any wait on a virtual clock).
-    fn wait<'a>(&'a self, mut state: MutexGuard<'a, State>, deadline: Option<u64>) -> MutexGuard<'a, State> {
+    fn wait<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        deadline: Option<u64>,
+    ) -> MutexGuard<'a, State> {
         let real = deadline
             .and_then(|d| self.base.timebase.instant(d))
             .and_then(|at| self.base.clock.wait_for(at));
         self.base.clock.on_idle();
         state.waiting += 1;
         let mut state = match real {
-            Some(timeout) => self.available.wait_timeout(state, timeout).unwrap_or_else(|e| e.into_inner()).0,
-            None => self.available.wait(state).unwrap_or_else(|e| e.into_inner()),
+            Some(timeout) => {
+                self.available
+                    .wait_timeout(state, timeout)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
+            None => self
+                .available
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner()),
         };
         state.waiting -= 1;
         state
@@ -465,7 +488,11 @@ impl Shared {
     /// last reference may run the user's destructors, which may touch the
     /// pool again.
     fn run(&self, entry: Entry<TaskRef>) {
-        let Entry { deadline, seq, item: cell } = entry;
+        let Entry {
+            deadline,
+            seq,
+            item: cell,
+        } = entry;
         if !cell.claim(seq) {
             // A stale entry: cancelled (lazily counted as dead) or moved by
             // a reset (its new entry is already queued).
@@ -481,7 +508,8 @@ impl Shared {
         state.completed += 1;
         if let Ran::Again { deadline, seq } = ran {
             self.base.repend();
-            let stop = state.stopped || (self.base.is_shutdown() && self.base.drops_at_shutdown(&cell));
+            let stop =
+                state.stopped || (self.base.is_shutdown() && self.base.drops_at_shutdown(&cell));
             if stop {
                 let outcome = cell.cancel();
                 if outcome.stopped() {
@@ -539,7 +567,10 @@ impl Shared {
             let mut state = lock(&self.state);
             // Checked again: another cancel may have purged meanwhile.
             let dead = usize::try_from(self.dead.load(Relaxed)).unwrap_or(0);
-            if dead < AUTO_PURGE_MIN || dead * 2 <= state.queue.len() || self.purge_requested.load(Relaxed) {
+            if dead < AUTO_PURGE_MIN
+                || dead * 2 <= state.queue.len()
+                || self.purge_requested.load(Relaxed)
+            {
                 return;
             }
             if state.waiting > 0 {
@@ -573,7 +604,10 @@ impl Shared {
             state.alive -= 1;
             // Workers already running take the task; with none, it would be
             // silently lost, which the contract forbids.
-            assert!(state.alive > 0, "failed to spawn the first worker thread of a ScheduledThreadPool");
+            assert!(
+                state.alive > 0,
+                "failed to spawn the first worker thread of a ScheduledThreadPool"
+            );
         }
     }
 }
@@ -727,7 +761,9 @@ impl Scheduler for ScheduledThreadPool {
     }
 
     fn await_termination(&self, timeout: Duration) -> bool {
-        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| s.terminated)
+        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| {
+            s.terminated
+        })
     }
 
     fn metrics(&self) -> Metrics {
@@ -755,6 +791,7 @@ impl fmt::Debug for ScheduledThreadPool {
 
 impl fmt::Debug for Shared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScheduledThreadPool").finish_non_exhaustive()
+        f.debug_struct("ScheduledThreadPool")
+            .finish_non_exhaustive()
     }
 }

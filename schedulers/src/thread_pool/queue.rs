@@ -80,7 +80,11 @@ impl<T: Indexed> DelayedWorkQueue<T> {
     pub(crate) fn push(&mut self, deadline: u64, seq: u64, item: T) -> bool {
         debug_assert_eq!(item.heap_index(), NOT_QUEUED, "an item may have one entry");
         let at = self.heap.len();
-        self.heap.push(Entry { deadline, seq, item });
+        self.heap.push(Entry {
+            deadline,
+            seq,
+            item,
+        });
         self.sift_up(at) == 0
     }
 
@@ -181,7 +185,11 @@ impl<T: Indexed> DelayedWorkQueue<T> {
                 break;
             }
             let right = left + 1;
-            let child = if right < len && self.heap[right].key() < self.heap[left].key() { right } else { left };
+            let child = if right < len && self.heap[right].key() < self.heap[left].key() {
+                right
+            } else {
+                left
+            };
             if key <= self.heap[child].key() {
                 break;
             }
@@ -213,7 +221,11 @@ impl<T: Indexed> DelayedWorkQueue<T> {
                 return;
             }
             let right = left + 1;
-            let child = if right < len && self.heap[right].key() < self.heap[left].key() { right } else { left };
+            let child = if right < len && self.heap[right].key() < self.heap[left].key() {
+                right
+            } else {
+                left
+            };
             if key <= self.heap[child].key() {
                 return;
             }

@@ -17,7 +17,10 @@ struct Item {
 
 impl Item {
     fn new(id: u32) -> Item {
-        Item { id, index: Rc::new(Cell::new(NOT_QUEUED)) }
+        Item {
+            id,
+            index: Rc::new(Cell::new(NOT_QUEUED)),
+        }
     }
 }
 
@@ -42,7 +45,9 @@ fn pops_by_deadline_then_seq() {
         q.push(deadline, seq as u64, item.clone());
         q.check();
     }
-    let order: Vec<u32> = std::iter::from_fn(|| q.pop_due(u64::MAX)).map(|e| e.item.id).collect();
+    let order: Vec<u32> = std::iter::from_fn(|| q.pop_due(u64::MAX))
+        .map(|e| e.item.id)
+        .collect();
     assert_eq!(order, [1, 3, 5, 2, 0, 4], "ties first-in first-out");
     assert!(items.iter().all(|i| i.heap_index() == NOT_QUEUED));
 }
@@ -65,7 +70,10 @@ fn push_reports_a_new_head() {
     let mut q = DelayedWorkQueue::new();
     assert!(q.push(10, 0, Item::new(0)), "first entry is the head");
     assert!(!q.push(20, 1, Item::new(1)));
-    assert!(!q.push(10, 2, Item::new(2)), "a tie goes after the earlier seq");
+    assert!(
+        !q.push(10, 2, Item::new(2)),
+        "a tie goes after the earlier seq"
+    );
     assert!(q.push(9, 3, Item::new(3)));
 }
 
@@ -94,7 +102,10 @@ fn remove_ignores_an_index_from_another_heap() {
     let x = Item::new(0);
     a.push(5, 0, Item::new(1));
     b.push(5, 0, x.clone());
-    assert!(a.remove(&x, same).is_none(), "index 0 in `a` holds another item");
+    assert!(
+        a.remove(&x, same).is_none(),
+        "index 0 in `a` holds another item"
+    );
     assert_eq!(a.len(), 1);
 }
 
@@ -107,7 +118,10 @@ fn purge_and_drain() {
     }
     assert_eq!(q.purge(|e| e.item.id % 2 == 0).len(), 25);
     q.check();
-    assert!(items.iter().filter(|i| i.id % 2 == 1).all(|i| i.heap_index() == NOT_QUEUED));
+    assert!(items
+        .iter()
+        .filter(|i| i.id % 2 == 1)
+        .all(|i| i.heap_index() == NOT_QUEUED));
     assert!(q.purge(|_| true).is_empty());
     let drained: Vec<u64> = q.drain_sorted().into_iter().map(|e| e.deadline).collect();
     let mut sorted = drained.clone();
@@ -128,7 +142,11 @@ fn purge_gives_back_memory() {
     assert_eq!(q.purge(|e| e.item.id < 100).len(), 9_900);
     q.check();
     assert_eq!(q.len(), 100);
-    assert!(q.capacity() <= 1_000, "capacity {} kept after purging a burst", q.capacity());
+    assert!(
+        q.capacity() <= 1_000,
+        "capacity {} kept after purging a burst",
+        q.capacity()
+    );
 }
 
 #[derive(Debug, Clone)]

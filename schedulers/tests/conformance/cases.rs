@@ -23,9 +23,17 @@ pub fn never_early(h: &Harness) {
         if before > h.now() {
             h.advance(before - h.now());
         }
-        assert_eq!(log.len(), i, "task {i} (due {d:?}) or a later one started early");
+        assert_eq!(
+            log.len(),
+            i,
+            "task {i} (due {d:?}) or a later one started early"
+        );
         h.advance_past(*d);
-        assert_eq!(log.len(), i + 1, "task {i} (due {d:?}) did not start within the granularity");
+        assert_eq!(
+            log.len(),
+            i + 1,
+            "task {i} (due {d:?}) did not start within the granularity"
+        );
     }
     for (i, (label, at)) in log.entries().into_iter().enumerate() {
         assert_eq!(label, i);
@@ -89,7 +97,8 @@ pub fn zero_delay_runs_at_once(h: &Harness) {
     let s = h.scheduler();
     let log = Log::new();
     let (l, clock) = (log.clone(), h.clock.clone());
-    s.schedule(Duration::ZERO, move || l.record(&clock, ())).unwrap();
+    s.schedule(Duration::ZERO, move || l.record(&clock, ()))
+        .unwrap();
     h.advance_past(Duration::ZERO);
     assert_eq!(log.len(), 1);
     h.assert_on_time(log.times()[0], Duration::ZERO);
@@ -104,11 +113,15 @@ pub fn cancel_before_fire_prevents_the_run(h: &Harness) {
     let handle = s.schedule(secs(5), move || r.bump()).unwrap();
     let periodic = {
         let r = runs.clone();
-        s.schedule_at_fixed_rate(secs(1), secs(1), move || r.bump()).unwrap()
+        s.schedule_at_fixed_rate(secs(1), secs(1), move || r.bump())
+            .unwrap()
     };
     h.advance(secs(4));
     assert_eq!(runs.get(), 4, "the periodic task ran at 1, 2, 3 and 4 s");
-    assert!(handle.cancel(), "the first cancel of a pending task stops it");
+    assert!(
+        handle.cancel(),
+        "the first cancel of a pending task stops it"
+    );
     assert!(periodic.cancel());
     assert!(!handle.cancel(), "a second cancel stops nothing");
     assert!(!periodic.cancel());
@@ -139,7 +152,11 @@ pub fn cancel_one_shot_from_inside_returns_false(h: &Harness) {
         .unwrap();
     me.set((*handle).clone()).unwrap();
     h.advance_past(ms(10));
-    assert_eq!(handle.get().unwrap(), Some(false), "a running one-shot has no future run to stop");
+    assert_eq!(
+        handle.get().unwrap(),
+        Some(false),
+        "a running one-shot has no future run to stop"
+    );
 }
 
 pub fn cancel_periodic_from_inside_stops_it(h: &Harness) {
@@ -159,7 +176,11 @@ pub fn cancel_periodic_from_inside_stops_it(h: &Harness) {
         .unwrap();
     me.set(handle.clone()).unwrap();
     h.advance_past(ms(100));
-    assert_eq!(results.labels(), [false, false, true], "the third run cancelled the task");
+    assert_eq!(
+        results.labels(),
+        [false, false, true],
+        "the third run cancelled the task"
+    );
     assert!(handle.is_cancelled());
     assert!(handle.is_done());
 }
@@ -172,7 +193,10 @@ pub fn reset_moves_the_deadline_later(h: &Harness) {
     let (l, clock) = (log.clone(), h.clock.clone());
     let handle = s.schedule(secs(10), move || l.record(&clock, ())).unwrap();
     h.advance(secs(8));
-    assert!(handle.reset(secs(10)).unwrap(), "a pending task can be moved");
+    assert!(
+        handle.reset(secs(10)).unwrap(),
+        "a pending task can be moved"
+    );
     h.advance_past(secs(10));
     assert_eq!(log.len(), 0, "the old deadline no longer fires");
     h.advance_past(secs(18));
@@ -186,7 +210,9 @@ pub fn reset_moves_the_deadline_earlier(h: &Harness) {
     let s = h.scheduler();
     let log = Log::new();
     let (l, clock) = (log.clone(), h.clock.clone());
-    let handle = s.schedule(secs(3600), move || l.record(&clock, ())).unwrap();
+    let handle = s
+        .schedule(secs(3600), move || l.record(&clock, ()))
+        .unwrap();
     h.advance(secs(1));
     assert!(handle.reset(secs(2)).unwrap());
     assert_eq!(handle.remaining(), secs(2));
@@ -218,7 +244,9 @@ pub fn reset_periodic_continues_on_the_new_grid(h: &Harness) {
     let s = h.scheduler();
     let log = Log::new();
     let (l, clock) = (log.clone(), h.clock.clone());
-    let handle = s.schedule_at_fixed_rate(secs(10), secs(10), move || l.record(&clock, ())).unwrap();
+    let handle = s
+        .schedule_at_fixed_rate(secs(10), secs(10), move || l.record(&clock, ()))
+        .unwrap();
     h.advance_past(secs(10)); // first run at 10 s; next due at 20 s
     assert!(handle.reset(secs(3)).unwrap()); // now due at ~13 s
     h.advance_past(secs(10) + h.granularity + secs(3));
@@ -250,7 +278,9 @@ pub fn fixed_rate_runs_on_its_grid(h: &Harness) {
     let s = h.scheduler();
     let log = Log::new();
     let (l, clock) = (log.clone(), h.clock.clone());
-    let handle = s.schedule_at_fixed_rate(ms(5), ms(10), move || l.record(&clock, ())).unwrap();
+    let handle = s
+        .schedule_at_fixed_rate(ms(5), ms(10), move || l.record(&clock, ()))
+        .unwrap();
     for _ in 0..100 {
         h.advance_ms(1);
     }
@@ -289,7 +319,10 @@ pub fn fixed_rate_catches_up_after_a_slow_run(h: &Harness) {
     // Runs 2-4 are overdue when the slow run ends at 350 ms.
     let end_of_slow = times[0] + ms(350);
     for k in 1..4 {
-        assert!(times[k] >= end_of_slow && times[k] <= end_of_slow + g * k as u32, "{times:?}");
+        assert!(
+            times[k] >= end_of_slow && times[k] <= end_of_slow + g * k as u32,
+            "{times:?}"
+        );
     }
     for (k, due) in [(4, ms(400)), (5, ms(500))] {
         assert!(times[k] >= due && times[k] <= due + g * 5, "{times:?}");
@@ -317,7 +350,10 @@ pub fn fixed_rate_runs_never_overlap(h: &Harness) {
     }
     assert!(handle.cancel());
     h.advance(secs(1));
-    assert!(!detector.overlapped(), "two runs of one periodic task overlapped");
+    assert!(
+        !detector.overlapped(),
+        "two runs of one periodic task overlapped"
+    );
 }
 
 /// The executor's rule: the next start is the previous *end* plus the delay
@@ -344,7 +380,10 @@ pub fn fixed_delay_counts_from_completion(h: &Harness) {
     assert!(times.len() >= 4, "{times:?}");
     let mut end = times[0] + ms(350);
     for at in &times[1..] {
-        assert!(*at >= end + ms(100), "started before previous end + delay: {times:?}");
+        assert!(
+            *at >= end + ms(100),
+            "started before previous end + delay: {times:?}"
+        );
         assert!(*at <= end + ms(100) + g, "started late: {times:?}");
         end = *at;
     }
@@ -357,8 +396,12 @@ pub fn periodic_with_overflowing_period_runs_once(h: &Harness) {
     let s = h.scheduler();
     let runs = Counter::default();
     let (r1, r2) = (runs.clone(), runs.clone());
-    let rate = s.schedule_at_fixed_rate(Duration::ZERO, Duration::MAX, move || r1.bump()).unwrap();
-    let delay = s.schedule_with_fixed_delay(Duration::ZERO, Duration::MAX, move || r2.bump()).unwrap();
+    let rate = s
+        .schedule_at_fixed_rate(Duration::ZERO, Duration::MAX, move || r1.bump())
+        .unwrap();
+    let delay = s
+        .schedule_with_fixed_delay(Duration::ZERO, Duration::MAX, move || r2.bump())
+        .unwrap();
     h.advance_past(Duration::ZERO);
     h.advance(secs(3600 * 24 * 365));
     assert_eq!(runs.get(), 2, "each ran exactly once");
@@ -379,7 +422,11 @@ pub fn panic_in_one_shot_is_reported_and_survived(h: &Harness) {
     assert_eq!(after.get().unwrap(), 7, "the scheduler survived the panic");
     let later = s.schedule(ms(1), || 8u8).unwrap();
     h.advance_past(h.now() + ms(1));
-    assert_eq!(later.get().unwrap(), 8, "and still accepts and runs new work");
+    assert_eq!(
+        later.get().unwrap(),
+        8,
+        "and still accepts and runs new work"
+    );
 }
 
 pub fn panic_in_periodic_stops_it_and_is_reported(h: &Harness) {
@@ -396,7 +443,9 @@ pub fn panic_in_periodic_stops_it_and_is_reported(h: &Harness) {
         })
         .unwrap();
     let o = others.clone();
-    let healthy = s.schedule_with_fixed_delay(ms(10), ms(10), move || o.bump()).unwrap();
+    let healthy = s
+        .schedule_with_fixed_delay(ms(10), ms(10), move || o.bump())
+        .unwrap();
     for _ in 0..10 {
         h.advance_ms(10);
     }
@@ -407,7 +456,11 @@ pub fn panic_in_periodic_stops_it_and_is_reported(h: &Harness) {
     let err = failing.wait().unwrap_err();
     assert!(err.is_panic());
     assert_eq!(err.panic_message(), Some("third run failed"));
-    assert!(others.get() >= 8, "other periodic tasks keep running: {}", others.get());
+    assert!(
+        others.get() >= 8,
+        "other periodic tasks keep running: {}",
+        others.get()
+    );
     assert!(healthy.cancel());
 }
 
@@ -438,9 +491,18 @@ pub fn shutdown_rejects_new_work(h: &Harness) {
     s.shutdown();
     assert!(s.is_shutdown());
     assert!(s.schedule(ms(1), || ()).unwrap_err().is_shutdown());
-    assert!(s.schedule_at_fixed_rate(ms(1), ms(1), || ()).unwrap_err().is_shutdown());
-    assert!(s.schedule_with_fixed_delay(ms(1), ms(1), || ()).unwrap_err().is_shutdown());
-    assert!(s.submit(ms(1), Task::once(|| ())).unwrap_err().is_shutdown());
+    assert!(s
+        .schedule_at_fixed_rate(ms(1), ms(1), || ())
+        .unwrap_err()
+        .is_shutdown());
+    assert!(s
+        .schedule_with_fixed_delay(ms(1), ms(1), || ())
+        .unwrap_err()
+        .is_shutdown());
+    assert!(s
+        .submit(ms(1), Task::once(|| ()))
+        .unwrap_err()
+        .is_shutdown());
     s.shutdown(); // idempotent
     let _ = s.shutdown_now();
     assert!(s.schedule(ms(1), || ()).unwrap_err().is_shutdown());
@@ -456,7 +518,9 @@ pub fn shutdown_runs_pending_one_shots_and_stops_periodic(h: &Harness) {
     let r = runs.clone();
     let one_shot = s.schedule(secs(5), move || r.bump()).unwrap();
     let t = ticks.clone();
-    let periodic = s.schedule_at_fixed_rate(secs(1), secs(1), move || t.bump()).unwrap();
+    let periodic = s
+        .schedule_at_fixed_rate(secs(1), secs(1), move || t.bump())
+        .unwrap();
     h.advance_past(secs(1));
     assert_eq!(ticks.get(), 1);
     s.shutdown();
@@ -480,7 +544,9 @@ pub fn shutdown_now_returns_what_never_ran(h: &Harness) {
         handles.push(s.schedule(secs(10 + i), move || r.bump()).unwrap());
     }
     let r = runs.clone();
-    let periodic = s.schedule_at_fixed_rate(secs(1), secs(1), move || r.bump()).unwrap();
+    let periodic = s
+        .schedule_at_fixed_rate(secs(1), secs(1), move || r.bump())
+        .unwrap();
     let r = runs.clone();
     let ran = s.schedule(ms(1), move || r.bump()).unwrap();
     h.advance_past(ms(1));
@@ -492,7 +558,10 @@ pub fn shutdown_now_returns_what_never_ran(h: &Harness) {
         assert!(!handle.is_cancelled(), "returned tasks are not cancelled");
         assert!(handle.wait().unwrap_err().is_abandoned());
     }
-    assert!(handles.iter().all(|h| !h.cancel()), "nothing left to cancel");
+    assert!(
+        handles.iter().all(|h| !h.cancel()),
+        "nothing left to cancel"
+    );
     assert!(!periodic.cancel());
     assert!(ran.is_done());
     h.advance(secs(60));
@@ -562,7 +631,11 @@ pub fn drop_is_a_graceful_shutdown(h: &Harness) {
     let handle = s.schedule(secs(1), move || r.bump()).unwrap();
     drop(s);
     h.advance_past(secs(1));
-    assert_eq!(runs.get(), 1, "dropping the scheduler does not lose a pending task");
+    assert_eq!(
+        runs.get(),
+        1,
+        "dropping the scheduler does not lose a pending task"
+    );
     assert!(handle.is_done());
 }
 
@@ -572,10 +645,18 @@ pub fn zero_period_is_an_error(h: &Harness) {
     let s = h.scheduler();
     let ran = Counter::default();
     let r = ran.clone();
-    assert!(s.schedule_at_fixed_rate(ms(1), Duration::ZERO, move || r.bump()).unwrap_err().is_zero_period());
+    assert!(s
+        .schedule_at_fixed_rate(ms(1), Duration::ZERO, move || r.bump())
+        .unwrap_err()
+        .is_zero_period());
     let r = ran.clone();
-    assert!(s.schedule_with_fixed_delay(ms(1), Duration::ZERO, move || r.bump()).unwrap_err().is_zero_period());
-    assert!(Task::fixed_rate(Duration::ZERO, || ()).unwrap_err().is_zero_period());
+    assert!(s
+        .schedule_with_fixed_delay(ms(1), Duration::ZERO, move || r.bump())
+        .unwrap_err()
+        .is_zero_period());
+    assert!(Task::fixed_rate(Duration::ZERO, || ())
+        .unwrap_err()
+        .is_zero_period());
     h.advance(secs(1));
     assert_eq!(ran.get(), 0);
     assert_eq!(s.metrics().pending, 0);
@@ -585,12 +666,24 @@ pub fn delay_overflow_is_an_error(h: &Harness) {
     let s = h.scheduler();
     let e = s.schedule(Duration::MAX, || ()).unwrap_err();
     assert!(e.is_delay_overflow(), "{e}");
-    assert!(s.schedule_at_fixed_rate(Duration::MAX, ms(1), || ()).unwrap_err().is_delay_overflow());
-    assert!(s.schedule_with_fixed_delay(Duration::MAX, ms(1), || ()).unwrap_err().is_delay_overflow());
-    assert!(s.schedule(Duration::from_secs(u64::MAX / 2), || ()).unwrap_err().is_delay_overflow());
+    assert!(s
+        .schedule_at_fixed_rate(Duration::MAX, ms(1), || ())
+        .unwrap_err()
+        .is_delay_overflow());
+    assert!(s
+        .schedule_with_fixed_delay(Duration::MAX, ms(1), || ())
+        .unwrap_err()
+        .is_delay_overflow());
+    assert!(s
+        .schedule(Duration::from_secs(u64::MAX / 2), || ())
+        .unwrap_err()
+        .is_delay_overflow());
     let handle = s.schedule(secs(1), || ()).unwrap();
     assert!(handle.reset(Duration::MAX).unwrap_err().is_delay_overflow());
-    assert!(handle.is_pending(), "a failed reset leaves the task where it was");
+    assert!(
+        handle.is_pending(),
+        "a failed reset leaves the task where it was"
+    );
     h.advance_past(secs(1));
     assert!(handle.is_done());
     assert_eq!(s.metrics().pending, 0);
@@ -611,25 +704,42 @@ pub fn pending_limit_rejects_and_frees_capacity(h: &Harness) {
     };
     let a = s.schedule(secs(1), mk(&runs)).unwrap();
     let _b = s.schedule(secs(2), mk(&runs)).unwrap();
-    let _c = s.schedule_at_fixed_rate(secs(3), secs(3), mk(&runs)).unwrap();
+    let _c = s
+        .schedule_at_fixed_rate(secs(3), secs(3), mk(&runs))
+        .unwrap();
     let err = s.schedule(secs(1), mk(&runs)).unwrap_err();
     assert!(err.is_pending_limit(), "{err}");
-    assert!(s.schedule_with_fixed_delay(secs(1), secs(1), mk(&runs)).unwrap_err().is_pending_limit());
+    assert!(s
+        .schedule_with_fixed_delay(secs(1), secs(1), mk(&runs))
+        .unwrap_err()
+        .is_pending_limit());
     assert_eq!(s.metrics().pending, 3);
     assert!(a.cancel());
     let d = s.schedule(secs(4), mk(&runs)).unwrap(); // a cancel frees capacity
-    assert!(s.schedule(secs(1), mk(&runs)).unwrap_err().is_pending_limit());
+    assert!(s
+        .schedule(secs(1), mk(&runs))
+        .unwrap_err()
+        .is_pending_limit());
     h.advance_past(secs(2)); // b fires: frees one
     let _e = s.schedule(secs(10), mk(&runs)).unwrap();
-    assert!(s.schedule(secs(1), mk(&runs)).unwrap_err().is_pending_limit());
+    assert!(s
+        .schedule(secs(1), mk(&runs))
+        .unwrap_err()
+        .is_pending_limit());
     h.advance_past(secs(4));
-    assert_eq!(runs.get(), 3, "b, the periodic task once, and d; nothing rejected ran");
+    assert_eq!(
+        runs.get(),
+        3,
+        "b, the periodic task once, and d; nothing rejected ran"
+    );
     assert!(d.is_done());
 }
 
 pub fn metrics_count_pending_fired_cancelled(h: &Harness) {
     let s = h.scheduler();
-    let handles: Vec<_> = (0..10).map(|i| s.schedule(secs(1 + i), || ()).unwrap()).collect();
+    let handles: Vec<_> = (0..10)
+        .map(|i| s.schedule(secs(1 + i), || ()).unwrap())
+        .collect();
     let periodic = s.schedule_at_fixed_rate(ms(500), secs(1), || ()).unwrap();
     assert_eq!(s.metrics().pending, 11);
     assert!(handles[9].cancel());
@@ -671,7 +781,9 @@ pub fn virtual_time_is_deterministic(h: &Harness) {
             s.schedule(d, move || l.record(&c, i)).unwrap();
         }
         let (l, c) = (log.clone(), clock.clone());
-        let p = s.schedule_at_fixed_rate(ms(3), ms(50), move || l.record(&c, 1000)).unwrap();
+        let p = s
+            .schedule_at_fixed_rate(ms(3), ms(50), move || l.record(&c, 1000))
+            .unwrap();
         for _ in 0..120 {
             h2.advance_ms(9);
         }

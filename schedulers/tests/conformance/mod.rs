@@ -37,7 +37,11 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(make: fn(Opts) -> Box<dyn Scheduler>, granularity: Duration) -> Harness {
-        Harness { clock: ManualClock::new(), make, granularity }
+        Harness {
+            clock: ManualClock::new(),
+            make,
+            granularity,
+        }
     }
 
     /// A new harness for the same scheduler, with its own clock.
@@ -51,7 +55,10 @@ impl Harness {
     }
 
     pub fn scheduler_with(&self, pending_limit: Option<usize>) -> Box<dyn Scheduler> {
-        (self.make)(Opts { clock: self.clock.clone(), pending_limit })
+        (self.make)(Opts {
+            clock: self.clock.clone(),
+            pending_limit,
+        })
     }
 
     pub fn advance(&self, d: Duration) {
@@ -99,7 +106,9 @@ pub struct Log<T> {
 
 impl<T: Clone + Send + 'static> Log<T> {
     pub fn new() -> Log<T> {
-        Log { entries: Arc::new(Mutex::new(Vec::new())) }
+        Log {
+            entries: Arc::new(Mutex::new(Vec::new())),
+        }
     }
 
     /// A closure-ready recorder: records `label` at the clock's time.

@@ -73,9 +73,15 @@ fn check(records: &[Arc<Record>]) {
         } else {
             assert_eq!(runs, 1, "task {i} ran {runs} times");
             let (at, bound) = (rec.ran_at.load(SeqCst), rec.not_before.load(SeqCst));
-            assert!(at >= bound, "task {i} ran early: at {at} ns, not before {bound} ns");
+            assert!(
+                at >= bound,
+                "task {i} ran early: at {at} ns, not before {bound} ns"
+            );
         }
-        assert!(rec.cancel_won.load(SeqCst) <= 1, "two cancels of task {i} returned true");
+        assert!(
+            rec.cancel_won.load(SeqCst) <= 1,
+            "two cancels of task {i} returned true"
+        );
     }
 }
 
@@ -121,7 +127,10 @@ pub fn concurrent_schedule_cancel_and_fire_match_the_model(h: &Harness) {
     assert_eq!(records.len(), THREADS * PER_THREAD);
     check(&records);
     let m = s.metrics();
-    let cancelled = records.iter().filter(|r| r.cancel_won.load(SeqCst) > 0).count();
+    let cancelled = records
+        .iter()
+        .filter(|r| r.cancel_won.load(SeqCst) > 0)
+        .count();
     assert_eq!(m.cancelled as usize, cancelled);
     assert_eq!(m.fired as usize, records.len() - cancelled);
     assert_eq!(m.pending, 0);
@@ -135,7 +144,12 @@ pub fn shutdown_racing_schedule_loses_nothing(h: &Harness) {
     let started = Arc::new(AtomicUsize::new(0));
     let workers: Vec<_> = (0..THREADS)
         .map(|t| {
-            let (s, accepted, rejected, started) = (s.clone(), accepted.clone(), rejected.clone(), started.clone());
+            let (s, accepted, rejected, started) = (
+                s.clone(),
+                accepted.clone(),
+                rejected.clone(),
+                started.clone(),
+            );
             let h = h.fresh_view();
             thread::spawn(move || {
                 let mut rng = Rng::new(100 + t as u64);
@@ -179,7 +193,10 @@ pub fn reset_racing_fire_runs_once(h: &Harness) {
     let s = h.scheduler();
     let records: Vec<Arc<Record>> = (0..TASKS).map(|_| Record::new(ms(5))).collect();
     let handles: Arc<Vec<TaskHandle>> = Arc::new(
-        records.iter().map(|r| s.schedule(ms(5), task(h, r)).unwrap().into_handle()).collect(),
+        records
+            .iter()
+            .map(|r| s.schedule(ms(5), task(h, r)).unwrap().into_handle())
+            .collect(),
     );
     let records = Arc::new(records);
     let done = Arc::new(AtomicUsize::new(0));
@@ -216,6 +233,9 @@ pub fn reset_racing_fire_runs_once(h: &Harness) {
 impl Harness {
     /// The same clock, for another thread.
     fn fresh_view(&self) -> Harness {
-        Harness { clock: self.clock.clone(), ..self.fresh() }
+        Harness {
+            clock: self.clock.clone(),
+            ..self.fresh()
+        }
     }
 }

@@ -23,7 +23,8 @@ use crate::runner::{Fire, Timers, TimersFactory};
 use crate::spec::Kind;
 
 /// One line for the report.
-pub const ABOUT: &str = "tokio-util 0.7 DelayQueue owned by one task (1 worker), fed over a channel";
+pub const ABOUT: &str =
+    "tokio-util 0.7 DelayQueue owned by one task (1 worker), fed over a channel";
 
 /// The factory.
 pub fn factory() -> TimersFactory {
@@ -31,9 +32,20 @@ pub fn factory() -> TimersFactory {
 }
 
 enum Cmd {
-    Insert { id: usize, at: Instant, fire: Fire, every: Option<(Kind, Duration)> },
-    Remove { id: usize },
-    Reset { id: usize, at: Instant, gen: u32 },
+    Insert {
+        id: usize,
+        at: Instant,
+        fire: Fire,
+        every: Option<(Kind, Duration)>,
+    },
+    Remove {
+        id: usize,
+    },
+    Reset {
+        id: usize,
+        at: Instant,
+        gen: u32,
+    },
 }
 
 struct Dq {
@@ -125,11 +137,30 @@ async fn owner(mut rx: UnboundedReceiver<Cmd>, gates: Arc<Gates>, capacity: usiz
 
 impl Timers for Dq {
     fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String> {
-        self.tx.send(Cmd::Insert { id, at: Instant::now() + delay, fire, every: None }).map_err(|_| "queue owner gone".to_owned())
+        self.tx
+            .send(Cmd::Insert {
+                id,
+                at: Instant::now() + delay,
+                fire,
+                every: None,
+            })
+            .map_err(|_| "queue owner gone".to_owned())
     }
 
-    fn schedule_periodic(&mut self, id: usize, kind: Kind, initial: Duration, period: Duration, fire: Fire) -> Result<(), String> {
-        let cmd = Cmd::Insert { id, at: Instant::now() + initial, fire, every: Some((kind, period)) };
+    fn schedule_periodic(
+        &mut self,
+        id: usize,
+        kind: Kind,
+        initial: Duration,
+        period: Duration,
+        fire: Fire,
+    ) -> Result<(), String> {
+        let cmd = Cmd::Insert {
+            id,
+            at: Instant::now() + initial,
+            fire,
+            every: Some((kind, period)),
+        };
         self.tx.send(cmd).map_err(|_| "queue owner gone".to_owned())
     }
 
@@ -140,8 +171,16 @@ impl Timers for Dq {
     }
 
     fn reset(&mut self, id: usize, delay: Duration) -> bool {
-        let Some(gen) = self.gates.reset(id) else { return false };
-        self.tx.send(Cmd::Reset { id, at: Instant::now() + delay, gen }).is_ok()
+        let Some(gen) = self.gates.reset(id) else {
+            return false;
+        };
+        self.tx
+            .send(Cmd::Reset {
+                id,
+                at: Instant::now() + delay,
+                gen,
+            })
+            .is_ok()
     }
 
     fn shutdown(self: Box<Self>) {

@@ -111,7 +111,9 @@ pub fn subjects() -> Vec<Subject> {
                 name: peer.name,
                 kind: SubjectKind::Peer,
                 about: peer.about,
-                runner: Arc::new(move || JavaRunner::start(peer).map(|r| Box::new(r) as Box<dyn Runner>)),
+                runner: Arc::new(move || {
+                    JavaRunner::start(peer).map(|r| Box::new(r) as Box<dyn Runner>)
+                }),
                 timers: None,
             }
         })
@@ -140,21 +142,35 @@ impl Toolchain {
     /// provides it. A missing Netty jar is not an error here (only the
     /// Netty peers need it).
     pub fn locate() -> Result<Toolchain, String> {
-        let java = find_tool("java").ok_or("no JVM: `java` is not in JAVA_HOME/bin or on PATH (install default-jdk-headless)")?;
+        let java = find_tool("java").ok_or(
+            "no JVM: `java` is not in JAVA_HOME/bin or on PATH (install default-jdk-headless)",
+        )?;
         let javac = find_tool("javac").ok_or("no JDK compiler: `javac` is not in JAVA_HOME/bin or on PATH (install default-jdk-headless)")?;
-        let libs = std::env::var_os("WORKBENCH_JAVA_LIBS").map_or_else(|| PathBuf::from("/usr/share/java"), PathBuf::from);
+        let libs = std::env::var_os("WORKBENCH_JAVA_LIBS")
+            .map_or_else(|| PathBuf::from("/usr/share/java"), PathBuf::from);
         let hdrhistogram = libs.join("hdrhistogram.jar");
         if !hdrhistogram.is_file() {
-            return Err(format!("no HdrHistogram jar: {} is missing (install libhdrhistogram-java)", hdrhistogram.display()));
+            return Err(format!(
+                "no HdrHistogram jar: {} is missing (install libhdrhistogram-java)",
+                hdrhistogram.display()
+            ));
         }
         let netty = Some(libs.join("netty-common.jar")).filter(|p| p.is_file());
-        Ok(Toolchain { java, javac, hdrhistogram, netty })
+        Ok(Toolchain {
+            java,
+            javac,
+            hdrhistogram,
+            netty,
+        })
     }
 }
 
 fn find_tool(name: &str) -> Option<PathBuf> {
     let home = std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin").join(name));
-    let path = std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).map(|d| d.join(name));
+    let path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(name));
     home.into_iter().chain(path).find(|p| p.is_file())
 }
 
@@ -183,7 +199,10 @@ impl Harness {
 /// One line: what is missing, or javac's complaint.
 pub fn harness() -> Result<&'static Harness, String> {
     static HARNESS: OnceLock<Result<Harness, String>> = OnceLock::new();
-    HARNESS.get_or_init(|| Toolchain::locate().and_then(compile)).as_ref().map_err(Clone::clone)
+    HARNESS
+        .get_or_init(|| Toolchain::locate().and_then(compile))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// FNV-1a: a stable hash for the build directory's name.
@@ -202,9 +221,12 @@ fn fnv(parts: &[&[u8]]) -> u64 {
 /// executable holding cargo's `CACHEDIR.TAG`), else `CARGO_TARGET_DIR`, else
 /// the system's temporary directory.
 fn build_root() -> PathBuf {
-    let from_exe = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.ancestors().skip(1).find(|d| d.join("CACHEDIR.TAG").is_file()).map(Path::to_path_buf));
+    let from_exe = std::env::current_exe().ok().and_then(|exe| {
+        exe.ancestors()
+            .skip(1)
+            .find(|d| d.join("CACHEDIR.TAG").is_file())
+            .map(Path::to_path_buf)
+    });
     from_exe
         .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))
         .unwrap_or_else(std::env::temp_dir)
@@ -212,8 +234,14 @@ fn build_root() -> PathBuf {
 }
 
 fn compile(toolchain: Toolchain) -> Result<Harness, String> {
-    let sources: Vec<&(&str, &str)> = SOURCES.iter().filter(|(f, _)| toolchain.netty.is_some() || *f != "NettyPeer.java").collect();
-    let mut key: Vec<&[u8]> = sources.iter().flat_map(|(f, t)| [f.as_bytes(), t.as_bytes()]).collect();
+    let sources: Vec<&(&str, &str)> = SOURCES
+        .iter()
+        .filter(|(f, _)| toolchain.netty.is_some() || *f != "NettyPeer.java")
+        .collect();
+    let mut key: Vec<&[u8]> = sources
+        .iter()
+        .flat_map(|(f, t)| [f.as_bytes(), t.as_bytes()])
+        .collect();
     let javac = toolchain.javac.to_string_lossy().into_owned();
     key.push(javac.as_bytes());
     let dir = build_root().join(format!("{:016x}", fnv(&key)));
@@ -250,14 +278,21 @@ fn compile(toolchain: Toolchain) -> Result<Harness, String> {
     if !out.status.success() {
         let _ = std::fs::remove_dir_all(&tmp);
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("javac failed on the harness: {}", err.lines().take(5).collect::<Vec<_>>().join(" | ")));
+        return Err(format!(
+            "javac failed on the harness: {}",
+            err.lines().take(5).collect::<Vec<_>>().join(" | ")
+        ));
     }
-    std::fs::write(tmp.join("ok"), b"").map_err(|e| format!("cannot write in {}: {e}", tmp.display()))?;
+    std::fs::write(tmp.join("ok"), b"")
+        .map_err(|e| format!("cannot write in {}: {e}", tmp.display()))?;
     if std::fs::rename(&tmp, &dir).is_err() {
         // Another process finished first; use its build.
         let _ = std::fs::remove_dir_all(&tmp);
         if !stamp.is_file() {
-            return Err(format!("cannot move the compiled harness into {}", dir.display()));
+            return Err(format!(
+                "cannot move the compiled harness into {}",
+                dir.display()
+            ));
         }
     }
     Ok(Harness { toolchain, classes })
@@ -322,7 +357,11 @@ impl JavaRunner {
     /// # Errors
     ///
     /// As [`JavaRunner::start`].
-    pub fn start_with_warmup(peer: JavaPeer, rounds: u32, timers: u32) -> Result<JavaRunner, String> {
+    pub fn start_with_warmup(
+        peer: JavaPeer,
+        rounds: u32,
+        timers: u32,
+    ) -> Result<JavaRunner, String> {
         let h = harness()?;
         if peer.netty && h.toolchain.netty.is_none() {
             return Err("no Netty jar: netty-common.jar is missing (install libnetty-java)".into());
@@ -375,22 +414,43 @@ impl JavaRunner {
             })
             .map_err(|e| format!("cannot start a reader thread: {e}"))?;
         let stdin = child.stdin.take();
-        let mut r = JavaRunner { peer, child, stdin, lines, stderr: tail, env: Default::default(), semantics: String::new() };
+        let mut r = JavaRunner {
+            peer,
+            child,
+            stdin,
+            lines,
+            stderr: tail,
+            env: Default::default(),
+            semantics: String::new(),
+        };
         loop {
             match r.next_line(START_LIMIT).map_err(|e| e.0)? {
                 Line::Env(env) => r.env = env,
-                Line::Peer { skipped: Some(why), .. } => return Err(why),
+                Line::Peer {
+                    skipped: Some(why), ..
+                } => return Err(why),
                 Line::Peer { semantics, .. } => r.semantics = semantics.unwrap_or_default(),
                 Line::Ready => return Ok(r),
                 Line::Error { message } => return Err(message),
-                Line::Result { .. } => return Err("the harness answered before it was asked".into()),
+                Line::Result { .. } => {
+                    return Err("the harness answered before it was asked".into())
+                }
             }
         }
     }
 
     fn stderr_tail(&self) -> String {
-        let q = self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        q.iter().rev().take(3).rev().cloned().collect::<Vec<_>>().join(" | ")
+        let q = self
+            .stderr
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        q.iter()
+            .rev()
+            .take(3)
+            .rev()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" | ")
     }
 
     fn next_line(&mut self, limit: Duration) -> Result<Line, RunError> {
@@ -398,14 +458,27 @@ impl JavaRunner {
             Ok(l) => l,
             Err(RecvTimeoutError::Timeout) => {
                 let _ = self.child.kill();
-                return Err(RunError(format!("{}: no answer from the JVM within {} s; killed it", self.peer.name, limit.as_secs())));
+                return Err(RunError(format!(
+                    "{}: no answer from the JVM within {} s; killed it",
+                    self.peer.name,
+                    limit.as_secs()
+                )));
             }
             Err(RecvTimeoutError::Disconnected) => {
                 let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
-                return Err(RunError(format!("{}: the JVM exited ({status}): {}", self.peer.name, self.stderr_tail())));
+                return Err(RunError(format!(
+                    "{}: the JVM exited ({status}): {}",
+                    self.peer.name,
+                    self.stderr_tail()
+                )));
             }
         };
-        serde_json::from_str(&line).map_err(|e| RunError(format!("{}: unreadable line from the harness ({e}): {line}", self.peer.name)))
+        serde_json::from_str(&line).map_err(|e| {
+            RunError(format!(
+                "{}: unreadable line from the harness ({e}): {line}",
+                self.peer.name
+            ))
+        })
     }
 }
 
@@ -423,18 +496,37 @@ fn warmup() -> (u32, u32) {
 
 impl Runner for JavaRunner {
     fn run(&mut self, workload: &Workload, ctx: &RunContext) -> Result<Vec<Measurement>, RunError> {
-        let text = serde_json::to_string(workload).map_err(|e| RunError(format!("cannot encode the workload: {e}")))?;
-        let stdin = self.stdin.as_mut().ok_or_else(|| RunError("the JVM's stdin is closed".into()))?;
+        let text = serde_json::to_string(workload)
+            .map_err(|e| RunError(format!("cannot encode the workload: {e}")))?;
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| RunError("the JVM's stdin is closed".into()))?;
         writeln!(stdin, "{text}")
             .and_then(|()| stdin.flush())
-            .map_err(|e| RunError(format!("{}: cannot write to the JVM ({e}): {}", self.peer.name, self.stderr_tail())))?;
+            .map_err(|e| {
+                RunError(format!(
+                    "{}: cannot write to the JVM ({e}): {}",
+                    self.peer.name,
+                    self.stderr_tail()
+                ))
+            })?;
         ctx.progress.set_length(1);
         ctx.progress.set_position(0);
         let r = match self.next_line(RUN_LIMIT)? {
-            Line::Result { workload: w, measurements } if w == workload.name => Ok(measurements),
-            Line::Result { workload: w, .. } => Err(RunError(format!("{}: asked for {}, got {w}", self.peer.name, workload.name))),
+            Line::Result {
+                workload: w,
+                measurements,
+            } if w == workload.name => Ok(measurements),
+            Line::Result { workload: w, .. } => Err(RunError(format!(
+                "{}: asked for {}, got {w}",
+                self.peer.name, workload.name
+            ))),
             Line::Error { message } => Err(RunError(message)),
-            other => Err(RunError(format!("{}: unexpected line from the harness: {other:?}", self.peer.name))),
+            other => Err(RunError(format!(
+                "{}: unexpected line from the harness: {other:?}",
+                self.peer.name
+            ))),
         };
         ctx.progress.set_position(1);
         r
@@ -525,8 +617,16 @@ pub const ORIGINALS: &[Original] = &[
 ];
 
 /// The figures the pairing table shows, in order.
-pub const PAIRED_METRICS: &[&str] =
-    &[metric::SCHEDULE, metric::CANCEL, metric::RESET, "lateness_p50", "lateness_p99", "jitter_p99", metric::MEMORY, metric::CPU];
+pub const PAIRED_METRICS: &[&str] = &[
+    metric::SCHEDULE,
+    metric::CANCEL,
+    metric::RESET,
+    "lateness_p50",
+    "lateness_p99",
+    "jitter_p99",
+    metric::MEMORY,
+    metric::CPU,
+];
 
 /// One row of the pairing table: our algorithm against its original on one
 /// (workload, metric, size).
@@ -561,11 +661,24 @@ pub fn pairs(results: &Results) -> Vec<Pair> {
     let mut out = Vec::new();
     let all_java: Vec<&str> = PEERS.iter().map(|p| p.name).collect();
     for o in ORIGINALS {
-        let algorithms = || results.subjects.iter().filter(|s| s.kind == SubjectKind::Algorithm);
+        let algorithms = || {
+            results
+                .subjects
+                .iter()
+                .filter(|s| s.kind == SubjectKind::Algorithm)
+        };
         // By its usual short names, else by its type name in the subject's description.
-        let by_name = o.names.iter().find_map(|n| algorithms().find(|s| s.name == *n));
-        let Some(subject) = by_name.or_else(|| algorithms().find(|s| s.about.split(|c: char| !c.is_alphanumeric()).any(|w| w == o.ours)))
-        else {
+        let by_name = o
+            .names
+            .iter()
+            .find_map(|n| algorithms().find(|s| s.name == *n));
+        let Some(subject) = by_name.or_else(|| {
+            algorithms().find(|s| {
+                s.about
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w == o.ours)
+            })
+        }) else {
             continue;
         };
         let subject = subject.name.as_str();
@@ -577,17 +690,33 @@ pub fn pairs(results: &Results) -> Vec<Pair> {
                     .iter()
                     .filter(|r| r.workload == w.name && r.metric == *m && r.scheduler == *subject)
                     .filter_map(|r| r.size)
-                    .filter(|s| candidates.iter().any(|c| results.get(c, &w.name, m, Some(*s)).is_some()))
+                    .filter(|s| {
+                        candidates
+                            .iter()
+                            .any(|c| results.get(c, &w.name, m, Some(*s)).is_some())
+                    })
                     .max();
-                let Some(mine) = results.get(subject, &w.name, m, size) else { continue };
+                let Some(mine) = results.get(subject, &w.name, m, size) else {
+                    continue;
+                };
                 let lower = metric::lower_is_better(m);
                 let best = candidates
                     .iter()
                     .filter_map(|c| results.get(c, &w.name, m, size).map(|r| (*c, r.value)))
                     .filter(|(_, v)| v.is_finite())
-                    .reduce(|a, b| if (b.1 < a.1) == lower && b.1 != a.1 { b } else { a });
+                    .reduce(|a, b| {
+                        if (b.1 < a.1) == lower && b.1 != a.1 {
+                            b
+                        } else {
+                            a
+                        }
+                    });
                 let Some((orig, ov)) = best else { continue };
-                let ratio = if ov.abs() > f64::EPSILON { mine.value / ov } else { f64::NAN };
+                let ratio = if ov.abs() > f64::EPSILON {
+                    mine.value / ov
+                } else {
+                    f64::NAN
+                };
                 out.push(Pair {
                     ours: o.ours,
                     subject: subject.to_owned(),
@@ -607,7 +736,10 @@ pub fn pairs(results: &Results) -> Vec<Pair> {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// The report's section on the originals: per algorithm, a table of its
@@ -630,7 +762,12 @@ pub fn originals_html(results: &Results) -> String {
             Some(list) => list.join(", "),
             None => "the best Java peer per figure".to_owned(),
         };
-        h.push_str(&format!("<h3>{} ({}) vs {}</h3>\n", esc(o.ours), esc(&first.subject), esc(&with)));
+        h.push_str(&format!(
+            "<h3>{} ({}) vs {}</h3>\n",
+            esc(o.ours),
+            esc(&first.subject),
+            esc(&with)
+        ));
         h.push_str(&format!(
             "<table data-table=\"originals-{}\"><thead><tr><th>workload</th><th>metric</th><th>ours</th><th>original</th><th>peer</th><th>ratio</th></tr></thead><tbody>\n",
             esc(&first.subject)
@@ -640,7 +777,11 @@ pub fn originals_html(results: &Results) -> String {
                 Some(n) => format!("{} @ {}", p.metric, crate::spec::format_count(n)),
                 None => p.metric.clone(),
             };
-            let better = if metric::lower_is_better(&p.metric) { p.ratio < 1.0 } else { p.ratio > 1.0 };
+            let better = if metric::lower_is_better(&p.metric) {
+                p.ratio < 1.0
+            } else {
+                p.ratio > 1.0
+            };
             h.push_str(&format!(
                 "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{} {}</td><td>{}</td><td class=\"{}\">{}×</td></tr>\n",
                 esc(&p.workload),
@@ -743,25 +884,55 @@ mod test {
             rec("netty-1ms", "burst", "schedule", 40.0, None),
         ]);
         let p = pairs(&r);
-        let find = |ours: &str, w: &str, m: &str| p.iter().find(|x| x.ours == ours && x.workload == w && x.metric == m).cloned();
+        let find = |ours: &str, w: &str, m: &str| {
+            p.iter()
+                .find(|x| x.ours == ours && x.workload == w && x.metric == m)
+                .cloned()
+        };
         let heap = find("HeapTimer", "burst", "schedule").unwrap();
         assert_eq!((heap.original.as_str(), heap.ratio), ("jdk-timer", 0.25));
         let stpe = find("ScheduledThreadPool", "burst", "schedule").unwrap();
-        assert_eq!((stpe.original.as_str(), stpe.ratio), ("jdk-stpe-2-roc", 0.5));
+        assert_eq!(
+            (stpe.original.as_str(), stpe.ratio),
+            ("jdk-stpe-2-roc", 0.5)
+        );
         let sweep = find("HeapTimer", "scale", "cancel").unwrap();
         assert_eq!((sweep.size, sweep.ratio), (Some(100_000), 0.5));
         let hier = find("HierarchicalWheelTimer", "burst", "schedule").unwrap();
-        assert_eq!((hier.original.as_str(), hier.original_value), ("netty-1ms", 40.0));
-        assert!(find("HashedWheelTimer", "scale", "cancel").is_none(), "no figure of the wheel there");
+        assert_eq!(
+            (hier.original.as_str(), hier.original_value),
+            ("netty-1ms", 40.0)
+        );
+        assert!(
+            find("HashedWheelTimer", "scale", "cancel").is_none(),
+            "no figure of the wheel there"
+        );
         // Found by the type name in its description; its Netty peer did better.
         let wheel = find("HashedWheelTimer", "burst", "schedule").unwrap();
-        assert_eq!((wheel.subject.as_str(), wheel.original.as_str(), wheel.ratio), ("wh", "netty-1ms", 2.0));
+        assert_eq!(
+            (wheel.subject.as_str(), wheel.original.as_str(), wheel.ratio),
+            ("wh", "netty-1ms", 2.0)
+        );
 
         let html = originals_html(&r);
-        assert!(html.contains("<h3>HeapTimer (heap) vs jdk-timer</h3>"), "{html}");
+        assert!(
+            html.contains("<h3>HeapTimer (heap) vs jdk-timer</h3>"),
+            "{html}"
+        );
         assert!(html.contains("0.25×") && html.contains("Semantic differences"));
-        assert_eq!((fmt_ratio(0.0046), fmt_ratio(0.25), fmt_ratio(3.456), fmt_ratio(f64::NAN)), ("0.0046".into(), "0.25".into(), "3.46".into(), "–".into()));
-        assert_eq!(originals_html(&results(vec![rec("heap", "burst", "schedule", 1.0, None)])), "");
+        assert_eq!(
+            (
+                fmt_ratio(0.0046),
+                fmt_ratio(0.25),
+                fmt_ratio(3.456),
+                fmt_ratio(f64::NAN)
+            ),
+            ("0.0046".into(), "0.25".into(), "3.46".into(), "–".into())
+        );
+        assert_eq!(
+            originals_html(&results(vec![rec("heap", "burst", "schedule", 1.0, None)])),
+            ""
+        );
     }
 
     #[test]
@@ -774,6 +945,9 @@ mod test {
             .collect();
         on_disk.sort();
         let embedded: Vec<String> = SOURCES.iter().map(|(f, _)| (*f).to_owned()).collect();
-        assert_eq!(on_disk, embedded, "add every file of workbench/java/ to SOURCES");
+        assert_eq!(
+            on_disk, embedded,
+            "add every file of workbench/java/ to SOURCES"
+        );
     }
 }

@@ -28,8 +28,18 @@ use crate::subjects::Subject;
 /// Every peer. Add yours here.
 pub fn all() -> Vec<Subject> {
     vec![
-        Subject::in_process("tokio-sleep", SubjectKind::Peer, tokio_sleep::ABOUT, tokio_sleep::factory()),
-        Subject::in_process("delay-queue", SubjectKind::Peer, delay_queue::ABOUT, delay_queue::factory()),
+        Subject::in_process(
+            "tokio-sleep",
+            SubjectKind::Peer,
+            tokio_sleep::ABOUT,
+            tokio_sleep::factory(),
+        ),
+        Subject::in_process(
+            "delay-queue",
+            SubjectKind::Peer,
+            delay_queue::ABOUT,
+            delay_queue::factory(),
+        ),
         Subject::in_process("stp", SubjectKind::Peer, stp::ABOUT, stp::factory()),
     ]
     .into_iter()
@@ -52,7 +62,9 @@ const CANCELLED: u32 = 2;
 
 impl Gates {
     pub(crate) fn new(n: usize) -> Gates {
-        Gates { cells: (0..n).map(|_| AtomicU32::new(PENDING)).collect() }
+        Gates {
+            cells: (0..n).map(|_| AtomicU32::new(PENDING)).collect(),
+        }
     }
 
     fn update(&self, id: usize, f: impl Fn(u32) -> Option<u32>) -> Result<u32, u32> {
@@ -61,12 +73,15 @@ impl Gates {
 
     /// Cancels a pending timer; true iff it was pending.
     pub(crate) fn cancel(&self, id: usize) -> bool {
-        self.update(id, |v| (v & 3 == PENDING).then_some((v & !3) | CANCELLED)).is_ok()
+        self.update(id, |v| (v & 3 == PENDING).then_some((v & !3) | CANCELLED))
+            .is_ok()
     }
 
     /// Starts a reset: the new generation if the timer was pending.
     pub(crate) fn reset(&self, id: usize) -> Option<u32> {
-        self.update(id, |v| (v & 3 == PENDING).then_some(v.wrapping_add(4))).ok().map(|v| v.wrapping_add(4) >> 2)
+        self.update(id, |v| (v & 3 == PENDING).then_some(v.wrapping_add(4)))
+            .ok()
+            .map(|v| v.wrapping_add(4) >> 2)
     }
 
     /// The current generation.
@@ -76,7 +91,10 @@ impl Gates {
 
     /// Claims a one-shot run of generation `gen`; true iff it may fire.
     pub(crate) fn claim(&self, id: usize, gen: u32) -> bool {
-        self.update(id, |v| (v == gen << 2 | PENDING).then_some((v & !3) | FIRED)).is_ok()
+        self.update(id, |v| {
+            (v == gen << 2 | PENDING).then_some((v & !3) | FIRED)
+        })
+        .is_ok()
     }
 
     /// Whether a periodic timer is still live (not cancelled).

@@ -16,7 +16,8 @@ use crate::runner::{Fire, Timers, TimersFactory};
 use crate::spec::Kind;
 
 /// One line for the report.
-pub const ABOUT: &str = "scheduled-thread-pool 0.2: heap + mutex + condvar, 1 worker; reset = cancel + new job";
+pub const ABOUT: &str =
+    "scheduled-thread-pool 0.2: heap + mutex + condvar, 1 worker; reset = cancel + new job";
 
 /// The factory.
 pub fn factory() -> TimersFactory {
@@ -38,7 +39,11 @@ impl Stp {
             .thread_name_pattern("stp-{}")
             .on_drop_behavior(OnPoolDropBehavior::DiscardPendingScheduled)
             .build();
-        Stp { pool, gates: Arc::new(Gates::new(capacity)), jobs }
+        Stp {
+            pool,
+            gates: Arc::new(Gates::new(capacity)),
+            jobs,
+        }
     }
 
     fn job(&self, id: usize, gen: u32, delay: Duration, fire: Fire) -> JobHandle {
@@ -58,7 +63,14 @@ impl Timers for Stp {
         Ok(())
     }
 
-    fn schedule_periodic(&mut self, id: usize, kind: Kind, initial: Duration, period: Duration, fire: Fire) -> Result<(), String> {
+    fn schedule_periodic(
+        &mut self,
+        id: usize,
+        kind: Kind,
+        initial: Duration,
+        period: Duration,
+        fire: Fire,
+    ) -> Result<(), String> {
         let (gates, f) = (self.gates.clone(), fire.clone());
         let run = move || {
             if gates.live(id) {
@@ -82,7 +94,9 @@ impl Timers for Stp {
     }
 
     fn reset(&mut self, id: usize, delay: Duration) -> bool {
-        let Some(gen) = self.gates.reset(id) else { return false };
+        let Some(gen) = self.gates.reset(id) else {
+            return false;
+        };
         if let Some((h, fire)) = self.jobs[id].take() {
             h.cancel();
             let new = self.job(id, gen, delay, fire.clone());

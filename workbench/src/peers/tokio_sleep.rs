@@ -59,7 +59,14 @@ impl Timers for TokioSleep {
         Ok(())
     }
 
-    fn schedule_periodic(&mut self, id: usize, kind: Kind, initial: Duration, period: Duration, fire: Fire) -> Result<(), String> {
+    fn schedule_periodic(
+        &mut self,
+        id: usize,
+        kind: Kind,
+        initial: Duration,
+        period: Duration,
+        fire: Fire,
+    ) -> Result<(), String> {
         let start = Instant::now() + initial;
         let f = fire.clone();
         let h = match kind {
@@ -95,7 +102,9 @@ impl Timers for TokioSleep {
     }
 
     fn reset(&mut self, id: usize, delay: Duration) -> bool {
-        let Some((h, fire)) = self.tasks[id].take() else { return false };
+        let Some((h, fire)) = self.tasks[id].take() else {
+            return false;
+        };
         let live = !h.is_finished();
         h.abort();
         if live {

@@ -57,7 +57,10 @@ fn err<E: std::fmt::Display>(e: E) -> String {
 
 /// The (min, max) of the positive values, padded for a log axis.
 fn log_range(series: &[Series]) -> (f64, f64) {
-    let vals = series.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1)).filter(|v| *v > 0.0);
+    let vals = series
+        .iter()
+        .flat_map(|s| s.points.iter().filter_map(|p| p.1))
+        .filter(|v| *v > 0.0);
     let (lo, hi) = vals.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
     if lo > hi {
         (0.1, 10.0)
@@ -91,7 +94,13 @@ fn fmt_value(v: f64) -> String {
 /// # Errors
 ///
 /// The drawing error, as text.
-pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Series]) -> Result<String, String> {
+pub fn lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    x: &XAxis,
+    series: &[Series],
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let whole = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -100,11 +109,17 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Serie
         legend(&side, series, false)?;
         let (ylo, yhi) = log_range(series);
         let mut builder = ChartBuilder::on(&root);
-        builder.caption(title, ("sans-serif", 20)).margin(12).x_label_area_size(48).y_label_area_size(70);
+        builder
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(48)
+            .y_label_area_size(70);
         match x {
             XAxis::Categories(names) => {
                 let n = names.len().max(1);
-                let mut chart = builder.build_cartesian_2d(-0.5f64..n as f64 - 0.5, (ylo..yhi).log_scale()).map_err(err)?;
+                let mut chart = builder
+                    .build_cartesian_2d(-0.5f64..n as f64 - 0.5, (ylo..yhi).log_scale())
+                    .map_err(err)?;
                 chart
                     .configure_mesh()
                     .x_labels(0)
@@ -120,8 +135,14 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Serie
             XAxis::Log => {
                 let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
                 let (xlo, xhi) = xs.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
-                let (xlo, xhi) = if xlo > xhi { (1.0, 10.0) } else { (xlo / 1.5, xhi * 1.5) };
-                let mut chart = builder.build_cartesian_2d((xlo..xhi).log_scale(), (ylo..yhi).log_scale()).map_err(err)?;
+                let (xlo, xhi) = if xlo > xhi {
+                    (1.0, 10.0)
+                } else {
+                    (xlo / 1.5, xhi * 1.5)
+                };
+                let mut chart = builder
+                    .build_cartesian_2d((xlo..xhi).log_scale(), (ylo..yhi).log_scale())
+                    .map_err(err)?;
                 chart
                     .configure_mesh()
                     .x_desc(x_desc)
@@ -143,22 +164,42 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, x: &XAxis, series: &[Serie
 const LEGEND_WIDTH: u32 = 210;
 
 /// Draws the legend in its own column, one row per series.
-fn legend(area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>, series: &[Series], bars: bool) -> Result<(), String> {
-    let style = ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+fn legend(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    series: &[Series],
+    bars: bool,
+) -> Result<(), String> {
+    let style = ("sans-serif", 13)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
     for (i, s) in series.iter().enumerate() {
         let y = 50 + i as i32 * 20;
         let c = color(s.color);
         if bars {
-            let fill = if s.peer { c.mix(0.55).filled() } else { c.filled() };
-            area.draw(&Rectangle::new([(8, y - 6), (26, y + 6)], fill)).map_err(err)?;
+            let fill = if s.peer {
+                c.mix(0.55).filled()
+            } else {
+                c.filled()
+            };
+            area.draw(&Rectangle::new([(8, y - 6), (26, y + 6)], fill))
+                .map_err(err)?;
         } else if s.peer {
-            area.draw(&PathElement::new(vec![(6, y), (14, y)], c.stroke_width(2))).map_err(err)?;
-            area.draw(&PathElement::new(vec![(19, y), (27, y)], c.stroke_width(2))).map_err(err)?;
+            area.draw(&PathElement::new(vec![(6, y), (14, y)], c.stroke_width(2)))
+                .map_err(err)?;
+            area.draw(&PathElement::new(vec![(19, y), (27, y)], c.stroke_width(2)))
+                .map_err(err)?;
         } else {
-            area.draw(&PathElement::new(vec![(6, y), (27, y)], c.stroke_width(2))).map_err(err)?;
+            area.draw(&PathElement::new(vec![(6, y), (27, y)], c.stroke_width(2)))
+                .map_err(err)?;
         }
-        let name = if s.peer { format!("{} (peer)", s.name) } else { s.name.clone() };
-        area.draw(&Text::new(name, (34, y), style.clone())).map_err(err)?;
+        let name = if s.peer {
+            format!("{} (peer)", s.name)
+        } else {
+            s.name.clone()
+        };
+        area.draw(&Text::new(name, (34, y), style.clone()))
+            .map_err(err)?;
     }
     Ok(())
 }
@@ -167,38 +208,63 @@ fn legend(area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>, series: &[
 /// in a name starts a second line.
 fn category_labels<'a, Y: Ranged<ValueType = f64>>(
     root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
-    chart: &ChartContext<'a, SVGBackend<'a>, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    chart: &ChartContext<
+        'a,
+        SVGBackend<'a>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, Y>,
+    >,
     names: &[String],
     ylo: f64,
 ) -> Result<(), String> {
-    let style = ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+    let style = ("sans-serif", 13)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
     for (i, name) in names.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(i as f64, ylo));
         for (k, line) in name.split('\n').enumerate() {
-            root.draw(&Text::new(line.to_owned(), (x, y + 6 + 15 * k as i32), style.clone())).map_err(err)?;
+            root.draw(&Text::new(
+                line.to_owned(),
+                (x, y + 6 + 15 * k as i32),
+                style.clone(),
+            ))
+            .map_err(err)?;
         }
     }
     Ok(())
 }
 
-fn draw_lines<'a, X, Y>(chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>, series: &[Series]) -> Result<(), String>
+fn draw_lines<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    series: &[Series],
+) -> Result<(), String>
 where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
     for s in series {
         let c = color(s.color);
-        let pts: Vec<(f64, f64)> = s.points.iter().filter_map(|&(x, y)| y.filter(|v| *v > 0.0).map(|y| (x, y))).collect();
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter_map(|&(x, y)| y.filter(|v| *v > 0.0).map(|y| (x, y)))
+            .collect();
         if pts.is_empty() {
             continue;
         }
         let style = c.stroke_width(2);
         if s.peer {
-            chart.draw_series(DashedLineSeries::new(pts.clone(), 8, 4, style)).map_err(err)?;
+            chart
+                .draw_series(DashedLineSeries::new(pts.clone(), 8, 4, style))
+                .map_err(err)?;
         } else {
-            chart.draw_series(LineSeries::new(pts.clone(), style)).map_err(err)?;
+            chart
+                .draw_series(LineSeries::new(pts.clone(), style))
+                .map_err(err)?;
         }
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(err)?;
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+            .map_err(err)?;
     }
     Ok(())
 }
@@ -208,7 +274,12 @@ where
 /// # Errors
 ///
 /// The drawing error, as text.
-pub fn bars(title: &str, y_desc: &str, categories: &[String], series: &[Series]) -> Result<String, String> {
+pub fn bars(
+    title: &str,
+    y_desc: &str,
+    categories: &[String],
+    series: &[Series],
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let whole = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -230,7 +301,7 @@ pub fn bars(title: &str, y_desc: &str, categories: &[String], series: &[Series])
             .x_labels(0)
             .y_desc(y_desc)
             .y_labels(y_label_count(ylo, yhi))
-                    .y_label_formatter(&|v| fmt_value(*v))
+            .y_label_formatter(&|v| fmt_value(*v))
             .draw()
             .map_err(err)?;
         category_labels(&root, &chart, categories, ylo)?;
@@ -244,8 +315,15 @@ pub fn bars(title: &str, y_desc: &str, categories: &[String], series: &[Series])
                 .iter()
                 .filter_map(|&(x, y)| {
                     let y = y.filter(|v| *v > 0.0)?;
-                    let style = if s.peer { c.mix(0.55).filled() } else { c.filled() };
-                    Some(Rectangle::new([(x + x0, ylo), (x + x0 + width * 0.9, y)], style))
+                    let style = if s.peer {
+                        c.mix(0.55).filled()
+                    } else {
+                        c.filled()
+                    };
+                    Some(Rectangle::new(
+                        [(x + x0, ylo), (x + x0 + width * 0.9, y)],
+                        style,
+                    ))
                 })
                 .collect();
             if rects.is_empty() {

@@ -20,7 +20,9 @@ use crate::record::{metric, Record, Results};
 
 /// `reports/` at the root of the workspace this binary was built from.
 pub fn default_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map_or_else(|| PathBuf::from("reports"), |p| p.join("reports"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("reports"), |p| p.join("reports"))
 }
 
 /// Points `root/latest` at `dir` (a relative symlink where possible).
@@ -37,7 +39,9 @@ pub fn point_latest(root: &Path, dir: &Path) -> io::Result<()> {
             std::fs::remove_file(&latest)?;
         }
     }
-    let target = dir.file_name().map_or_else(|| dir.to_path_buf(), PathBuf::from);
+    let target = dir
+        .file_name()
+        .map_or_else(|| dir.to_path_buf(), PathBuf::from);
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink(target, latest)
@@ -79,28 +83,50 @@ pub fn write(results: &Results, dir: &Path) -> io::Result<()> {
     std::fs::write(dir.join("index.html"), html(results, &charts))
 }
 
-fn subjects_series(results: &Results, mut value: impl FnMut(&str, usize) -> Vec<(f64, Option<f64>)>) -> Vec<Series> {
+fn subjects_series(
+    results: &Results,
+    mut value: impl FnMut(&str, usize) -> Vec<(f64, Option<f64>)>,
+) -> Vec<Series> {
     results
         .subjects
         .iter()
         .enumerate()
-        .map(|(i, s)| Series { name: s.name.clone(), color: i, peer: s.kind == crate::record::SubjectKind::Peer, points: value(&s.name, i) })
+        .map(|(i, s)| Series {
+            name: s.name.clone(),
+            color: i,
+            peer: s.kind == crate::record::SubjectKind::Peer,
+            points: value(&s.name, i),
+        })
         .filter(|s| s.points.iter().any(|p| p.1.is_some()))
         .collect()
 }
 
 fn has(results: &Results, workload: &str, m: &str) -> bool {
-    results.records.iter().any(|r| r.workload == workload && r.metric == m)
+    results
+        .records
+        .iter()
+        .any(|r| r.workload == workload && r.metric == m)
 }
 
-fn val(results: &Results, subject: &str, workload: &str, m: &str, size: Option<u64>) -> Option<f64> {
+fn val(
+    results: &Results,
+    subject: &str,
+    workload: &str,
+    m: &str,
+    size: Option<u64>,
+) -> Option<f64> {
     results.get(subject, workload, m, size).map(|r| r.value)
 }
 
 /// Every chart the results support, in page order.
 pub fn charts_of(results: &Results) -> Vec<Chart> {
     let mut out = Vec::new();
-    let timeline: Vec<&str> = results.workloads.iter().filter(|w| !w.sweep).map(|w| w.name.as_str()).collect();
+    let timeline: Vec<&str> = results
+        .workloads
+        .iter()
+        .filter(|w| !w.sweep)
+        .map(|w| w.name.as_str())
+        .collect();
 
     // Lateness percentiles, one chart per workload.
     let pct = ["p50", "p90", "p99", "p99.9", "max"];
@@ -109,11 +135,19 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
             continue;
         }
         let series = subjects_series(results, |s, _| {
-            metric::LATENESS.iter().enumerate().map(|(i, m)| (i as f64, val(results, s, w, m, None))).collect()
+            metric::LATENESS
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (i as f64, val(results, s, w, m, None)))
+                .collect()
         });
         let title = format!("{w}: lateness percentiles (fire time − deadline)");
         let x = XAxis::Categories(pct.iter().map(|s| s.to_string()).collect());
-        out.push(Chart { id: format!("lateness-{w}"), title: title.clone(), svg: charts::lines(&title, "percentile", "lateness (µs, log)", &x, &series) });
+        out.push(Chart {
+            id: format!("lateness-{w}"),
+            title: title.clone(),
+            svg: charts::lines(&title, "percentile", "lateness (µs, log)", &x, &series),
+        });
     }
 
     // Cost per operation.
@@ -126,10 +160,22 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
         }
     }
     if !cats.is_empty() {
-        let series = subjects_series(results, |s, _| cats.iter().enumerate().map(|(i, (w, op))| (i as f64, val(results, s, w, op, None))).collect());
-        let names: Vec<String> = cats.iter().map(|(w, op)| format!("{}\n{op}", short(w))).collect();
+        let series = subjects_series(results, |s, _| {
+            cats.iter()
+                .enumerate()
+                .map(|(i, (w, op))| (i as f64, val(results, s, w, op, None)))
+                .collect()
+        });
+        let names: Vec<String> = cats
+            .iter()
+            .map(|(w, op)| format!("{}\n{op}", short(w)))
+            .collect();
         let title = "Cost per operation, from the application's thread".to_owned();
-        out.push(Chart { id: "cost".into(), title: title.clone(), svg: charts::bars(&title, "ns/op (log)", &names, &series) });
+        out.push(Chart {
+            id: "cost".into(),
+            title: title.clone(),
+            svg: charts::bars(&title, "ns/op (log)", &names, &series),
+        });
     }
 
     // Sweeps: cost and memory against pending count.
@@ -155,7 +201,13 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
             out.push(Chart {
                 id: format!("{}-{m}", w.name),
                 title: title.clone(),
-                svg: charts::lines(&title, "pending timers", &format!("{unit} (log)"), &XAxis::Log, &series),
+                svg: charts::lines(
+                    &title,
+                    "pending timers",
+                    &format!("{unit} (log)"),
+                    &XAxis::Log,
+                    &series,
+                ),
             });
         }
     }
@@ -163,26 +215,56 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
     // Periodic jitter.
     let mut jcats = Vec::new();
     for w in &timeline {
-        for (m, p) in [(metric::JITTER[0], "p50"), (metric::JITTER[1], "p99"), (metric::JITTER[3], "max")] {
+        for (m, p) in [
+            (metric::JITTER[0], "p50"),
+            (metric::JITTER[1], "p99"),
+            (metric::JITTER[3], "max"),
+        ] {
             if has(results, w, m) {
                 jcats.push((w.to_string(), m, p));
             }
         }
     }
     if !jcats.is_empty() {
-        let series = subjects_series(results, |s, _| jcats.iter().enumerate().map(|(i, (w, m, _))| (i as f64, val(results, s, w, m, None))).collect());
-        let names: Vec<String> = jcats.iter().map(|(w, _, p)| format!("{}\n{p}", short(w))).collect();
+        let series = subjects_series(results, |s, _| {
+            jcats
+                .iter()
+                .enumerate()
+                .map(|(i, (w, m, _))| (i as f64, val(results, s, w, m, None)))
+                .collect()
+        });
+        let names: Vec<String> = jcats
+            .iter()
+            .map(|(w, _, p)| format!("{}\n{p}", short(w)))
+            .collect();
         let title = "Periodic start jitter".to_owned();
-        out.push(Chart { id: "jitter".into(), title: title.clone(), svg: charts::bars(&title, "µs (log)", &names, &series) });
+        out.push(Chart {
+            id: "jitter".into(),
+            title: title.clone(),
+            svg: charts::bars(&title, "µs (log)", &names, &series),
+        });
     }
 
     // Background CPU per workload.
-    let cpu: Vec<&str> = timeline.iter().copied().filter(|w| has(results, w, metric::CPU_BACKGROUND)).collect();
+    let cpu: Vec<&str> = timeline
+        .iter()
+        .copied()
+        .filter(|w| has(results, w, metric::CPU_BACKGROUND))
+        .collect();
     if !cpu.is_empty() {
-        let series = subjects_series(results, |s, _| cpu.iter().enumerate().map(|(i, w)| (i as f64, val(results, s, w, metric::CPU_BACKGROUND, None))).collect());
+        let series = subjects_series(results, |s, _| {
+            cpu.iter()
+                .enumerate()
+                .map(|(i, w)| (i as f64, val(results, s, w, metric::CPU_BACKGROUND, None)))
+                .collect()
+        });
         let names: Vec<String> = cpu.iter().map(|w| short(w).to_owned()).collect();
         let title = "CPU time of the scheduler's own threads per run".to_owned();
-        out.push(Chart { id: "cpu".into(), title: title.clone(), svg: charts::bars(&title, "ms (log)", &names, &series) });
+        out.push(Chart {
+            id: "cpu".into(),
+            title: title.clone(),
+            svg: charts::bars(&title, "ms (log)", &names, &series),
+        });
     }
     out
 }
@@ -205,10 +287,30 @@ const HEADLINE: &[(&str, &str, bool, &str)] = &[
     ("scale", metric::MEMORY, true, "B/timer"),
     ("fire-lateness", "lateness_p99", false, "lateness p99 µs"),
     ("burst", metric::FIRES_PER_S, false, "burst fires/s"),
-    ("periodic-fixed-rate", "jitter_p99", false, "fixed-rate jitter p99 µs"),
-    ("fire-lateness", metric::CPU_BACKGROUND, false, "lateness CPU ms"),
-    (crate::distributed::WORKLOAD, metric::FIRES_PER_S, false, "distributed jobs/s"),
-    (crate::distributed::WORKLOAD, "lateness_p99", false, "distributed lateness p99 µs"),
+    (
+        "periodic-fixed-rate",
+        "jitter_p99",
+        false,
+        "fixed-rate jitter p99 µs",
+    ),
+    (
+        "fire-lateness",
+        metric::CPU_BACKGROUND,
+        false,
+        "lateness CPU ms",
+    ),
+    (
+        crate::distributed::WORKLOAD,
+        metric::FIRES_PER_S,
+        false,
+        "distributed jobs/s",
+    ),
+    (
+        crate::distributed::WORKLOAD,
+        "lateness_p99",
+        false,
+        "distributed lateness p99 µs",
+    ),
 ];
 
 /// The largest size at which every subject that ran `workload` has
@@ -218,9 +320,19 @@ fn common_size(results: &Results, workload: &str, m: &str) -> Option<u64> {
     results
         .subjects
         .iter()
-        .filter(|s| results.records.iter().any(|r| r.scheduler == s.name && r.workload == workload))
+        .filter(|s| {
+            results
+                .records
+                .iter()
+                .any(|r| r.scheduler == s.name && r.workload == workload)
+        })
         .map(|s| {
-            results.records.iter().filter(|r| r.scheduler == s.name && r.workload == workload && r.metric == m).filter_map(|r| r.size).max()
+            results
+                .records
+                .iter()
+                .filter(|r| r.scheduler == s.name && r.workload == workload && r.metric == m)
+                .filter_map(|r| r.size)
+                .max()
         })
         .collect::<Option<Vec<u64>>>()
         .and_then(|v| v.into_iter().min())
@@ -237,7 +349,11 @@ pub fn headline(results: &Results) -> (Vec<String>, Vec<(String, Vec<Cell>)>) {
         if !has(results, w, m) {
             continue;
         }
-        let size = if sized { common_size(results, w, m) } else { None };
+        let size = if sized {
+            common_size(results, w, m)
+        } else {
+            None
+        };
         if sized && size.is_none() {
             continue;
         }
@@ -254,7 +370,8 @@ pub fn headline(results: &Results) -> (Vec<String>, Vec<(String, Vec<Cell>)>) {
             let cells = keys
                 .iter()
                 .map(|&(w, m, size)| {
-                    val(results, &s.name, w, m, size).map(|v| (v, results.best_peer(w, m, size).and_then(|b| ratio(v, b))))
+                    val(results, &s.name, w, m, size)
+                        .map(|v| (v, results.best_peer(w, m, size).and_then(|b| ratio(v, b))))
                 })
                 .collect();
             (s.name.clone(), cells)
@@ -293,7 +410,11 @@ pub fn headline_markdown(results: &Results) -> String {
     let _ = writeln!(s, "| subject | {} |", cols.join(" | "));
     let _ = writeln!(s, "|---|{}", "---|".repeat(cols.len()));
     for (name, cells) in rows {
-        let peer = if results.is_peer(&name) { " (peer)" } else { "" };
+        let peer = if results.is_peer(&name) {
+            " (peer)"
+        } else {
+            ""
+        };
         let cells: Vec<String> = cells
             .iter()
             .map(|c| match c {
@@ -309,7 +430,10 @@ pub fn headline_markdown(results: &Results) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
@@ -337,7 +461,14 @@ fn html(results: &Results, charts: &[Chart]) -> String {
         esc(&results.run_id)
     );
     let _ = write!(h, "<h1>Scheduler workbench</h1><p>Run <code>{}</code>. Which scheduler for which workload, and what it costs: every algorithm of the <code>schedulers</code> crate and its peers ran the same seeded workloads; each figure is the median of {} repeats.</p>", esc(&results.run_id), results.repeats);
-    let noise = results.median_spread().map_or("n/a (one repeat)".to_owned(), |s| format!("{:.1}% (median of (max − min)/median over all figures)", s * 100.0));
+    let noise = results
+        .median_spread()
+        .map_or("n/a (one repeat)".to_owned(), |s| {
+            format!(
+                "{:.1}% (median of (max − min)/median over all figures)",
+                s * 100.0
+            )
+        });
     let _ = write!(h, "<h2>Environment</h2><table data-table=\"env\"><tbody>");
     for (k, v) in [
         ("CPU", e.cpu.clone()),
@@ -347,9 +478,21 @@ fn html(results: &Results, charts: &[Chart]) -> String {
         ("commit", e.commit.clone()),
         ("date", e.date.clone()),
         ("profile", e.profile.clone()),
-        ("repeats", format!("{} per subject and workload, after one discarded warm-up run per subject", results.repeats)),
+        (
+            "repeats",
+            format!(
+                "{} per subject and workload, after one discarded warm-up run per subject",
+                results.repeats
+            ),
+        ),
         ("wall time", format!("{:.0} s", results.wall_seconds)),
-        ("timing-loop overhead", format!("{:.1} ns per timed operation (subtracted from per-op costs)", results.timing_overhead_ns)),
+        (
+            "timing-loop overhead",
+            format!(
+                "{:.1} ns per timed operation (subtracted from per-op costs)",
+                results.timing_overhead_ns
+            ),
+        ),
         ("noise over repeats", noise),
     ] {
         let _ = write!(h, "<tr><td>{k}</td><td>{}</td></tr>", esc(&v));
@@ -360,20 +503,33 @@ fn html(results: &Results, charts: &[Chart]) -> String {
     }
     h.push_str("<h2>Subjects</h2><table data-table=\"subjects\"><thead><tr><th>name</th><th>kind</th><th>what and how it is driven</th></tr></thead><tbody>");
     for s in &results.subjects {
-        let _ = write!(h, "<tr><td>{}</td><td>{:?}</td><td style=\"text-align:left\">{}</td></tr>", esc(&s.name), s.kind, esc(&s.about));
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{:?}</td><td style=\"text-align:left\">{}</td></tr>",
+            esc(&s.name),
+            s.kind,
+            esc(&s.about)
+        );
     }
     h.push_str("</tbody></table>");
 
     // Headline.
     let (cols, rows) = headline(results);
     h.push_str("<h2>Headline</h2><p>Each figure with its ratio to the best peer (×1.00 is as good as the best peer; lower is better except fires/s).</p>");
-    let _ = write!(h, "<table data-table=\"headline\"><thead><tr><th>subject</th>");
+    let _ = write!(
+        h,
+        "<table data-table=\"headline\"><thead><tr><th>subject</th>"
+    );
     for c in &cols {
         let _ = write!(h, "<th>{}</th>", esc(c));
     }
     h.push_str("</tr></thead><tbody>");
     for (name, cells) in &rows {
-        let class = if results.is_peer(name) { " class=\"peer\"" } else { "" };
+        let class = if results.is_peer(name) {
+            " class=\"peer\""
+        } else {
+            ""
+        };
         let _ = write!(h, "<tr><td{class}>{}</td>", esc(name));
         for c in cells {
             h.push_str(&cell(c.map(|(v, r)| (v, r, 0.0))));
@@ -387,19 +543,36 @@ fn html(results: &Results, charts: &[Chart]) -> String {
 
     h.push_str("<h2>Charts</h2>");
     for c in charts {
-        let _ = write!(h, "<figure id=\"{0}\" data-chart=\"{0}\"><figcaption>{1}</figcaption>", esc(&c.id), esc(&c.title));
+        let _ = write!(
+            h,
+            "<figure id=\"{0}\" data-chart=\"{0}\"><figcaption>{1}</figcaption>",
+            esc(&c.id),
+            esc(&c.title)
+        );
         match &c.svg {
             Ok(svg) => h.push_str(svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..])),
             Err(why) => {
                 let _ = write!(h, "<p class=\"note\">chart not drawn: {}</p>", esc(why));
             }
         }
-        let _ = write!(h, "<p class=\"r\"><a href=\"{}.svg\">{}.svg</a></p></figure>", esc(&c.id), esc(&c.id));
+        let _ = write!(
+            h,
+            "<p class=\"r\"><a href=\"{}.svg\">{}.svg</a></p></figure>",
+            esc(&c.id),
+            esc(&c.id)
+        );
     }
 
     h.push_str("<h2>Every figure, by workload</h2><p>Median over repeats; <span class=\"r\">×r</span> is the ratio to the best peer, <span class=\"r\">±s</span> half the spread over repeats. Hover a figure for every sample.</p>");
     for w in &results.workloads {
-        let _ = write!(h, "<h3 id=\"w-{0}\">{0}</h3><p>{1}<br><i>Models:</i> {2}. Seed {3}.</p><ul>", esc(&w.name), esc(&w.description), esc(&w.models), w.seed);
+        let _ = write!(
+            h,
+            "<h3 id=\"w-{0}\">{0}</h3><p>{1}<br><i>Models:</i> {2}. Seed {3}.</p><ul>",
+            esc(&w.name),
+            esc(&w.description),
+            esc(&w.models),
+            w.seed
+        );
         for line in &w.summary {
             let _ = write!(h, "<li>{}</li>", esc(line));
         }
@@ -419,15 +592,25 @@ fn cell(c: Option<(f64, Option<f64>, f64)>) -> String {
                 Some(r) if !(0.5..=2.0).contains(&r) => " class=\"worse\"",
                 _ => "",
             };
-            let ratio = r.map_or(String::new(), |r| format!(" <span class=\"r\">×{r:.2}</span>"));
-            let spread = if spread > 0.0 { format!(" <span class=\"r\">±{:.0}%</span>", spread * 50.0) } else { String::new() };
+            let ratio = r.map_or(String::new(), |r| {
+                format!(" <span class=\"r\">×{r:.2}</span>")
+            });
+            let spread = if spread > 0.0 {
+                format!(" <span class=\"r\">±{:.0}%</span>", spread * 50.0)
+            } else {
+                String::new()
+            };
             format!("<td{class}>{}{ratio}{spread}</td>", fmt_num(v))
         }
     }
 }
 
 fn workload_table(results: &Results, workload: &str) -> String {
-    let recs: Vec<&Record> = results.records.iter().filter(|r| r.workload == workload).collect();
+    let recs: Vec<&Record> = results
+        .records
+        .iter()
+        .filter(|r| r.workload == workload)
+        .collect();
     let mut keys: Vec<(String, Option<u64>, String)> = Vec::new();
     let mut seen = BTreeSet::new();
     for r in &recs {
@@ -439,9 +622,16 @@ fn workload_table(results: &Results, workload: &str) -> String {
         return "<p class=\"note\">no figures (every subject failed or was skipped)</p>".into();
     }
     keys.sort_by_key(|(m, size, _)| (*size, metric_rank(m)));
-    let mut h = format!("<table data-table=\"{}\"><thead><tr><th>metric</th>", esc(workload));
+    let mut h = format!(
+        "<table data-table=\"{}\"><thead><tr><th>metric</th>",
+        esc(workload)
+    );
     for s in &results.subjects {
-        let class = if s.kind == crate::record::SubjectKind::Peer { " class=\"peer\"" } else { "" };
+        let class = if s.kind == crate::record::SubjectKind::Peer {
+            " class=\"peer\""
+        } else {
+            ""
+        };
         let _ = write!(h, "<th{class}>{}</th>", esc(&s.name));
     }
     h.push_str("</tr></thead><tbody>");
@@ -456,8 +646,16 @@ fn workload_table(results: &Results, workload: &str) -> String {
             match results.get(&s.name, workload, &m, size) {
                 Some(r) => {
                     let samples: Vec<String> = r.samples.iter().map(|v| fmt_num(*v)).collect();
-                    let td = cell(Some((r.value, best.and_then(|b| ratio(r.value, b)), r.spread)));
-                    h.push_str(&td.replacen("<td", &format!("<td title=\"samples: {}\"", samples.join(", ")), 1));
+                    let td = cell(Some((
+                        r.value,
+                        best.and_then(|b| ratio(r.value, b)),
+                        r.spread,
+                    )));
+                    h.push_str(&td.replacen(
+                        "<td",
+                        &format!("<td title=\"samples: {}\"", samples.join(", ")),
+                        1,
+                    ));
                 }
                 None => h.push_str("<td>–</td>"),
             }
@@ -470,9 +668,30 @@ fn workload_table(results: &Results, workload: &str) -> String {
 
 fn metric_rank(m: &str) -> usize {
     const ORDER: &[&str] = &[
-        "schedule", "cancel", "reset", "memory", "lateness_p50", "lateness_p90", "lateness_p99", "lateness_p99.9", "lateness_max",
-        "jitter_p50", "jitter_p99", "jitter_p99.9", "jitter_max", "drift", "fires_per_s", "fired", "runs", "runs_ratio", "missed", "early",
-        "cancel_late", "reset_late", "cpu", "cpu_background",
+        "schedule",
+        "cancel",
+        "reset",
+        "memory",
+        "lateness_p50",
+        "lateness_p90",
+        "lateness_p99",
+        "lateness_p99.9",
+        "lateness_max",
+        "jitter_p50",
+        "jitter_p99",
+        "jitter_p99.9",
+        "jitter_max",
+        "drift",
+        "fires_per_s",
+        "fired",
+        "runs",
+        "runs_ratio",
+        "missed",
+        "early",
+        "cancel_late",
+        "reset_late",
+        "cpu",
+        "cpu_background",
     ];
     ORDER.iter().position(|o| *o == m).unwrap_or(ORDER.len())
 }

@@ -49,7 +49,8 @@ fn cpu(who: UsageWho) -> Duration {
     match getrusage(who) {
         Ok(u) => {
             let (a, b) = (u.user_time(), u.system_time());
-            let us = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
+            let us =
+                |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
             Duration::from_micros(us(a) + us(b))
         }
         Err(_) => Duration::ZERO,
@@ -60,7 +61,11 @@ fn cpu(who: UsageWho) -> Duration {
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
         .map_or(0, |pages| pages * 4096)
 }
 

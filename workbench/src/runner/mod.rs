@@ -61,7 +61,10 @@ pub struct RunContext {
 impl RunContext {
     /// A context with a hidden progress bar.
     pub fn quiet(timing_overhead_ns: f64) -> RunContext {
-        RunContext { timing_overhead_ns, progress: ProgressBar::hidden() }
+        RunContext {
+            timing_overhead_ns,
+            progress: ProgressBar::hidden(),
+        }
     }
 }
 
@@ -93,8 +96,14 @@ pub trait Timers: Send {
     /// # Errors
     ///
     /// The subject refused, or does not do this kind of timer.
-    fn schedule_periodic(&mut self, id: usize, kind: Kind, initial: Duration, period: Duration, fire: Fire)
-        -> Result<(), String>;
+    fn schedule_periodic(
+        &mut self,
+        id: usize,
+        kind: Kind,
+        initial: Duration,
+        period: Duration,
+        fire: Fire,
+    ) -> Result<(), String>;
 
     /// Cancels timer `id`; true iff this stopped a future run.
     fn cancel(&mut self, id: usize) -> bool;
@@ -176,12 +185,20 @@ impl Probe {
 
     /// The [`Fire`] for one-shot slot `slot`.
     pub fn once(self: &Arc<Self>, slot: usize) -> Fire {
-        Fire { probe: self.clone(), slot: slot as u32, periodic: false }
+        Fire {
+            probe: self.clone(),
+            slot: slot as u32,
+            periodic: false,
+        }
     }
 
     /// The [`Fire`] for periodic slot `slot`.
     pub fn periodic(self: &Arc<Self>, slot: usize) -> Fire {
-        Fire { probe: self.clone(), slot: slot as u32, periodic: true }
+        Fire {
+            probe: self.clone(),
+            slot: slot as u32,
+            periodic: true,
+        }
     }
 
     /// The instant every recorded time counts from.
@@ -207,7 +224,12 @@ impl Probe {
         let n = self.runs[slot].load(Relaxed);
         let kept = (n as usize).min(self.cap);
         let base = slot * self.cap;
-        (n, (0..kept).map(|k| self.times[base + k].load(Relaxed)).collect())
+        (
+            n,
+            (0..kept)
+                .map(|k| self.times[base + k].load(Relaxed))
+                .collect(),
+        )
     }
 }
 
@@ -226,7 +248,8 @@ impl Fire {
     #[inline]
     pub fn hit(&self) {
         let p = &*self.probe;
-        let t = u64::try_from(measure::now().saturating_duration_since(p.epoch).as_nanos()).unwrap_or(u64::MAX - 1);
+        let t = u64::try_from(measure::now().saturating_duration_since(p.epoch).as_nanos())
+            .unwrap_or(u64::MAX - 1);
         let slot = self.slot as usize;
         if self.periodic {
             let k = p.runs[slot].fetch_add(1, Relaxed) as usize;

@@ -21,7 +21,13 @@ use crate::spec::{Rng, Sweep};
 /// # Errors
 ///
 /// A [`RunError`] if the subject refuses a schedule.
-pub fn run(name: &str, make: &TimersFactory, seed: u64, sweep: &Sweep, ctx: &RunContext) -> Result<Vec<Measurement>, RunError> {
+pub fn run(
+    name: &str,
+    make: &TimersFactory,
+    seed: u64,
+    sweep: &Sweep,
+    ctx: &RunContext,
+) -> Result<Vec<Measurement>, RunError> {
     let mut out = Vec::new();
     ctx.progress.set_length(sweep.sizes.iter().sum::<u64>() * 3);
     ctx.progress.set_position(0);
@@ -30,8 +36,12 @@ pub fn run(name: &str, make: &TimersFactory, seed: u64, sweep: &Sweep, ctx: &Run
         let n64 = n;
         let n = usize::try_from(n).map_err(|_| RunError(format!("size {n} too large")))?;
         let mut rng = Rng::new(seed, k as u64);
-        let delays: Vec<Duration> = (0..n).map(|_| Duration::from_nanos(sweep.delay.sample(&mut rng))).collect();
-        let moves: Vec<Duration> = (0..n).map(|_| Duration::from_nanos(sweep.delay.sample(&mut rng))).collect();
+        let delays: Vec<Duration> = (0..n)
+            .map(|_| Duration::from_nanos(sweep.delay.sample(&mut rng)))
+            .collect();
+        let moves: Vec<Duration> = (0..n)
+            .map(|_| Duration::from_nanos(sweep.delay.sample(&mut rng)))
+            .collect();
         let reset_order = rng.permutation(n);
         let cancel_order = rng.permutation(n);
         let mut timers = make(n);
@@ -75,9 +85,24 @@ pub fn run(name: &str, make: &TimersFactory, seed: u64, sweep: &Sweep, ctx: &Run
             )));
         }
         let per = |a, b| ns(a, b) as f64 / n as f64;
-        out.push(Measurement::at(metric::SCHEDULE, n64, per(t0, t1), unit::NS_OP));
-        out.push(Measurement::at(metric::RESET, n64, per(t2, t3), unit::NS_OP));
-        out.push(Measurement::at(metric::CANCEL, n64, per(t4, t5), unit::NS_OP));
+        out.push(Measurement::at(
+            metric::SCHEDULE,
+            n64,
+            per(t0, t1),
+            unit::NS_OP,
+        ));
+        out.push(Measurement::at(
+            metric::RESET,
+            n64,
+            per(t2, t3),
+            unit::NS_OP,
+        ));
+        out.push(Measurement::at(
+            metric::CANCEL,
+            n64,
+            per(t4, t5),
+            unit::NS_OP,
+        ));
         let memory = match super::MEMORY_PROBE_EXE.get() {
             Some(exe) => child_memory(exe, name, n64, seed, k, sweep)?,
             None => rss1.saturating_sub(rss0) as f64 / n as f64,
@@ -87,16 +112,34 @@ pub fn run(name: &str, make: &TimersFactory, seed: u64, sweep: &Sweep, ctx: &Run
     Ok(out)
 }
 
-fn child_memory(exe: &std::path::Path, name: &str, n: u64, seed: u64, k: usize, sweep: &Sweep) -> Result<f64, RunError> {
+fn child_memory(
+    exe: &std::path::Path,
+    name: &str,
+    n: u64,
+    seed: u64,
+    k: usize,
+    sweep: &Sweep,
+) -> Result<f64, RunError> {
     let delay = serde_json::to_string(&sweep.delay).map_err(|e| RunError(e.to_string()))?;
     let out = std::process::Command::new(exe)
-        .args(["memory-probe", name, &n.to_string(), &seed.to_string(), &k.to_string(), &delay])
+        .args([
+            "memory-probe",
+            name,
+            &n.to_string(),
+            &seed.to_string(),
+            &k.to_string(),
+            &delay,
+        ])
         .output()
         .map_err(|e| RunError(format!("memory probe {}: {e}", exe.display())))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    text.trim()
-        .parse()
-        .map_err(|_| RunError(format!("memory probe for {name} at {n}: {} {}", text.trim(), String::from_utf8_lossy(&out.stderr).trim())))
+    text.trim().parse().map_err(|_| {
+        RunError(format!(
+            "memory probe for {name} at {n}: {} {}",
+            text.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    })
 }
 
 /// The child's side of the memory measurement: in this fresh process,
@@ -107,10 +150,18 @@ fn child_memory(exe: &std::path::Path, name: &str, n: u64, seed: u64, k: usize, 
 /// # Errors
 ///
 /// A [`RunError`] if the subject refuses a schedule.
-pub fn memory_probe(make: &TimersFactory, n: u64, seed: u64, k: usize, delay: &crate::spec::Dist) -> Result<f64, RunError> {
+pub fn memory_probe(
+    make: &TimersFactory,
+    n: u64,
+    seed: u64,
+    k: usize,
+    delay: &crate::spec::Dist,
+) -> Result<f64, RunError> {
     let n = usize::try_from(n).map_err(|_| RunError(format!("size {n} too large")))?;
     let mut rng = Rng::new(seed, k as u64);
-    let delays: Vec<Duration> = (0..n).map(|_| Duration::from_nanos(delay.sample(&mut rng))).collect();
+    let delays: Vec<Duration> = (0..n)
+        .map(|_| Duration::from_nanos(delay.sample(&mut rng)))
+        .collect();
     let mut timers = make(n);
     let probe = Probe::new(measure::now(), n, 0, 0);
     let fires: Vec<_> = (0..n).map(|i| probe.once(i)).collect();

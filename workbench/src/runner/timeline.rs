@@ -59,7 +59,10 @@ fn plan(w: &Workload) -> Plan {
         let mut rng = Rng::new(w.seed, gi as u64 + 1);
         let mut t = 0.0f64;
         if g.kind.is_periodic() {
-            let (period, run_for) = (g.period.map_or(1, |p| p.nanos().max(1)), g.run_for.map_or(0, |d| d.nanos()));
+            let (period, run_for) = (
+                g.period.map_or(1, |p| p.nanos().max(1)),
+                g.run_for.map_or(0, |d| d.nanos()),
+            );
             cap = cap.max((run_for / period) as usize + 64);
         }
         for _ in 0..g.count {
@@ -73,20 +76,50 @@ fn plan(w: &Workload) -> Plan {
             let at = t as u64;
             let delay = g.delay.sample(&mut rng);
             if g.kind.is_periodic() {
-                meta.push(Meta { group: gi as u16, slot: periodic as u32 });
+                meta.push(Meta {
+                    group: gi as u16,
+                    slot: periodic as u32,
+                });
                 periodic += 1;
-                events.push(Event { at, arg: delay, id, op: Op::Periodic });
+                events.push(Event {
+                    at,
+                    arg: delay,
+                    id,
+                    op: Op::Periodic,
+                });
                 let end = g.run_for.map_or(0, |d| d.nanos()).max(at);
-                events.push(Event { at: end, arg: 0, id, op: Op::Cancel });
+                events.push(Event {
+                    at: end,
+                    arg: 0,
+                    id,
+                    op: Op::Cancel,
+                });
                 continue;
             }
-            meta.push(Meta { group: gi as u16, slot: once as u32 });
+            meta.push(Meta {
+                group: gi as u16,
+                slot: once as u32,
+            });
             once += 1;
-            let op = if g.anchor == Anchor::Start { Op::ScheduleAt } else { Op::Schedule };
-            events.push(Event { at, arg: delay, id, op });
+            let op = if g.anchor == Anchor::Start {
+                Op::ScheduleAt
+            } else {
+                Op::Schedule
+            };
+            events.push(Event {
+                at,
+                arg: delay,
+                id,
+                op,
+            });
             if let Some(c) = &g.cancel {
                 if rng.unit() < c.fraction {
-                    events.push(Event { at: at + c.after.sample(&mut rng), arg: 0, id, op: Op::Cancel });
+                    events.push(Event {
+                        at: at + c.after.sample(&mut rng),
+                        arg: 0,
+                        id,
+                        op: Op::Cancel,
+                    });
                 }
             }
             if let Some(r) = &g.reset {
@@ -97,13 +130,24 @@ fn plan(w: &Workload) -> Plan {
                         break;
                     }
                     let d = r.delay.as_ref().unwrap_or(&g.delay).sample(&mut rng);
-                    events.push(Event { at: hb, arg: d, id, op: Op::Reset });
+                    events.push(Event {
+                        at: hb,
+                        arg: d,
+                        id,
+                        op: Op::Reset,
+                    });
                 }
             }
         }
     }
     events.sort_by_key(|e| e.at); // stable: ties keep the order of generation
-    Plan { events, meta, once, periodic, cap }
+    Plan {
+        events,
+        meta,
+        once,
+        periodic,
+        cap,
+    }
 }
 
 #[derive(Default)]
@@ -128,7 +172,11 @@ impl Cost {
 /// # Errors
 ///
 /// A [`RunError`] if the subject refuses a schedule.
-pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<Measurement>, RunError> {
+pub fn run(
+    make: &TimersFactory,
+    w: &Workload,
+    ctx: &RunContext,
+) -> Result<Vec<Measurement>, RunError> {
     let plan = plan(w);
     let n = plan.meta.len();
     ctx.progress.set_length(plan.events.len() as u64 + 1);
@@ -142,7 +190,13 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
     let fires: Vec<_> = plan
         .meta
         .iter()
-        .map(|m| if w.groups[m.group as usize].kind.is_periodic() { probe.periodic(m.slot as usize) } else { probe.once(m.slot as usize) })
+        .map(|m| {
+            if w.groups[m.group as usize].kind.is_periodic() {
+                probe.periodic(m.slot as usize)
+            } else {
+                probe.once(m.slot as usize)
+            }
+        })
         .collect();
     let (cpu0, thread0) = (measure::cpu_process(), measure::cpu_thread());
     let start = measure::now();
@@ -245,19 +299,39 @@ pub fn run(make: &TimersFactory, w: &Workload, ctx: &RunContext) -> Result<Vec<M
 
     let o = ctx.timing_overhead_ns;
     let mut out = Vec::new();
-    for (name, c) in [(metric::SCHEDULE, &sched), (metric::CANCEL, &cancel), (metric::RESET, &reset)] {
+    for (name, c) in [
+        (metric::SCHEDULE, &sched),
+        (metric::CANCEL, &cancel),
+        (metric::RESET, &reset),
+    ] {
         if let Some(v) = c.per_op(o) {
             out.push(Measurement::new(name, v, unit::NS_OP));
         }
     }
     if cancel.n > 0 {
-        out.push(Measurement::new(metric::CANCEL_LATE, cancel_late as f64, unit::COUNT));
+        out.push(Measurement::new(
+            metric::CANCEL_LATE,
+            cancel_late as f64,
+            unit::COUNT,
+        ));
     }
     if reset.n > 0 {
-        out.push(Measurement::new("reset_late", reset_late as f64, unit::COUNT));
+        out.push(Measurement::new(
+            "reset_late",
+            reset_late as f64,
+            unit::COUNT,
+        ));
     }
-    out.push(Measurement::new(metric::CPU, cpu.as_secs_f64() * 1e3, unit::MS));
-    out.push(Measurement::new(metric::CPU_BACKGROUND, cpu.saturating_sub(driver_cpu).as_secs_f64() * 1e3, unit::MS));
+    out.push(Measurement::new(
+        metric::CPU,
+        cpu.as_secs_f64() * 1e3,
+        unit::MS,
+    ));
+    out.push(Measurement::new(
+        metric::CPU_BACKGROUND,
+        cpu.saturating_sub(driver_cpu).as_secs_f64() * 1e3,
+        unit::MS,
+    ));
     if plan.once > 0 {
         one_shot_figures(&plan, w, &probe, &deadline, &cancelled, expected, &mut out);
     }
@@ -320,14 +394,29 @@ fn one_shot_figures(
     }
     push_percentiles(&h, &metric::LATENESS, out);
     out.push(Measurement::new(metric::FIRED, fired as f64, unit::COUNT));
-    out.push(Measurement::new(metric::MISSED, expected.saturating_sub(fired) as f64, unit::COUNT));
+    out.push(Measurement::new(
+        metric::MISSED,
+        expected.saturating_sub(fired) as f64,
+        unit::COUNT,
+    ));
     out.push(Measurement::new("early", early as f64, unit::COUNT));
     if fired >= 2 && last > first {
-        out.push(Measurement::new(metric::FIRES_PER_S, fired as f64 / ((last - first) as f64 / 1e9), unit::PER_S));
+        out.push(Measurement::new(
+            metric::FIRES_PER_S,
+            fired as f64 / ((last - first) as f64 / 1e9),
+            unit::PER_S,
+        ));
     }
 }
 
-fn periodic_figures(plan: &Plan, w: &Workload, probe: &Probe, deadline: &[u64], offset: u64, out: &mut Vec<Measurement>) {
+fn periodic_figures(
+    plan: &Plan,
+    w: &Workload,
+    probe: &Probe,
+    deadline: &[u64],
+    offset: u64,
+    out: &mut Vec<Measurement>,
+) {
     let mut h = histogram();
     let (mut runs, mut nominal, mut drift_sum, mut tasks) = (0u64, 0u64, 0f64, 0u64);
     for (id, m) in plan.meta.iter().enumerate() {
@@ -340,8 +429,14 @@ fn periodic_figures(plan: &Plan, w: &Workload, probe: &Probe, deadline: &[u64], 
         let (n, times) = probe.runs(m.slot as usize);
         runs += u64::from(n);
         let first = deadline[id];
-        nominal += if end > first { (end - first) / period + 1 } else { 0 };
-        let Some(&t_last) = times.last() else { continue };
+        nominal += if end > first {
+            (end - first) / period + 1
+        } else {
+            0
+        };
+        let Some(&t_last) = times.last() else {
+            continue;
+        };
         tasks += 1;
         match g.kind {
             Kind::FixedRate => {
@@ -365,10 +460,18 @@ fn periodic_figures(plan: &Plan, w: &Workload, probe: &Probe, deadline: &[u64], 
     push_percentiles(&h, &metric::JITTER, out);
     out.push(Measurement::new(metric::RUNS, runs as f64, unit::COUNT));
     if nominal > 0 {
-        out.push(Measurement::new(metric::RUNS_RATIO, runs as f64 / nominal as f64, unit::RATIO));
+        out.push(Measurement::new(
+            metric::RUNS_RATIO,
+            runs as f64 / nominal as f64,
+            unit::RATIO,
+        ));
     }
     if tasks > 0 {
-        out.push(Measurement::new(metric::DRIFT, drift_sum / tasks as f64 / 1e6, unit::MS));
+        out.push(Measurement::new(
+            metric::DRIFT,
+            drift_sum / tasks as f64 / 1e6,
+            unit::MS,
+        ));
     }
 }
 
@@ -404,12 +507,23 @@ mod test {
     fn a_seed_plans_the_same_operations_every_time() {
         let w = Workload::parse(SPEC).unwrap();
         let (a, b) = (plan(&w), plan(&w));
-        let key = |p: &Plan| p.events.iter().map(|e| (e.at, e.arg, e.id, e.op)).collect::<Vec<_>>();
+        let key = |p: &Plan| {
+            p.events
+                .iter()
+                .map(|e| (e.at, e.arg, e.id, e.op))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(key(&a), key(&b));
-        let other = Workload { seed: 6, ..w.clone() };
+        let other = Workload {
+            seed: 6,
+            ..w.clone()
+        };
         assert_ne!(key(&a), key(&plan(&other)));
 
-        assert!(a.events.windows(2).all(|e| e[0].at <= e[1].at), "sorted by time");
+        assert!(
+            a.events.windows(2).all(|e| e[0].at <= e[1].at),
+            "sorted by time"
+        );
         assert_eq!((a.once, a.periodic), (2000, 10));
         assert_eq!(ops(&a, Op::Schedule), 2000);
         assert_eq!(ops(&a, Op::Periodic), 10);
@@ -422,7 +536,13 @@ mod test {
         let resets = ops(&a, Op::Reset);
         assert!((4_000..6_000).contains(&resets), "{resets}");
         // Poisson arrivals at 1000/s: the last of 2000 arrives near 2 s.
-        let last = a.events.iter().filter(|e| e.op == Op::Schedule).map(|e| e.at).max().unwrap();
+        let last = a
+            .events
+            .iter()
+            .filter(|e| e.op == Op::Schedule)
+            .map(|e| e.at)
+            .max()
+            .unwrap();
         assert!((1.7e9..2.3e9).contains(&(last as f64)), "{last}");
     }
 }
