@@ -72,6 +72,7 @@
 //! ```
 
 mod clock;
+pub mod core;
 #[cfg(feature = "redis")]
 pub mod distributed;
 mod error;
