@@ -292,9 +292,12 @@ impl Timebase {
         Timebase { epoch }
     }
 
-    /// Nanoseconds since the epoch (0 for earlier instants).
+    /// Nanoseconds since the epoch (0 for earlier instants), saturating
+    /// just below [`NEVER`], so that a task parked at "never" stays parked.
     pub(crate) fn ticks(&self, t: Instant) -> u64 {
-        u64::try_from(t.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+        u64::try_from(t.saturating_duration_since(self.epoch).as_nanos())
+            .unwrap_or(u64::MAX)
+            .min(NEVER - 1)
     }
 
     /// The instant `ticks` nanoseconds after the epoch, or `None` if it is

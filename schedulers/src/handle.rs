@@ -2,15 +2,15 @@
 //! [`ScheduledFuture`].
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::Timebase;
-use crate::error::Error;
-use crate::scheduler::Core;
-use crate::task::TaskRef;
+use crate::core::Key;
+use crate::error::{Error, Kind};
+use crate::shared::Shared;
+use crate::slot;
+use crate::task::Output;
 
 /// A handle to one scheduled task: cancel it, move it, ask about it, wait
 /// for it. Cloning gives another handle to the same task; dropping every
@@ -36,53 +36,53 @@ use crate::task::TaskRef;
 /// assert!(handle.is_cancelled() && handle.is_done());
 /// assert!(!handle.cancel()); // only the first cancel stops anything
 /// ```
-#[derive(Clone)]
 pub struct TaskHandle {
-    cell: TaskRef,
-    core: Arc<dyn Core>,
+    shared: Arc<Shared>,
+    key: Key,
 }
 
 impl TaskHandle {
-    pub(crate) fn new(cell: TaskRef, core: Arc<dyn Core>) -> TaskHandle {
-        TaskHandle { cell, core }
+    /// A handle that owns one of the slot's references.
+    pub(crate) fn new(shared: Arc<Shared>, key: Key) -> TaskHandle {
+        TaskHandle { shared, key }
     }
 
     /// Stops every future run of the task. Returns true iff this call
     /// stopped a run that would otherwise have started: the task was pending,
     /// or it is periodic and running now (its next run will not happen).
     /// A one-shot task that already started cannot be cancelled.
+    ///
+    /// A successful cancel drops the task's closure (and what it captured)
+    /// at once, unless the task is running.
     pub fn cancel(&self) -> bool {
-        let outcome = self.cell.cancel();
-        if outcome.stopped() {
-            self.core.base().count_cancel(outcome);
-            self.core.cancelled(&self.cell, outcome);
-        }
-        outcome.stopped()
+        self.shared.cancel(self.key)
     }
 
     /// True if a cancel stopped the task.
     pub fn is_cancelled(&self) -> bool {
-        self.cell.is_cancelled()
+        matches!(
+            self.shared.state(self.key),
+            slot::CANCELLED | slot::RUNNING_CANCELLED
+        )
     }
 
     /// True once the task will never run again: it completed, panicked or
     /// was cancelled.
     pub fn is_done(&self) -> bool {
-        self.cell.is_done()
+        matches!(
+            self.shared.state(self.key),
+            slot::DONE | slot::PANICKED | slot::CANCELLED
+        )
     }
 
     /// True while the task waits for its next run.
     pub fn is_pending(&self) -> bool {
-        self.cell.is_pending()
+        self.shared.state(self.key) == slot::SCHEDULED
     }
 
     /// Time left until the next run: zero once it is due, running or over.
     pub fn remaining(&self) -> Duration {
-        if !self.cell.is_pending() {
-            return Duration::ZERO;
-        }
-        let now = self.core.base().now();
-        Duration::from_nanos(self.cell.deadline().saturating_sub(now))
+        self.shared.remaining(self.key)
     }
 
     /// Moves the next run to `delay` from now, earlier or later (go-zero's
@@ -95,14 +95,7 @@ impl TaskHandle {
     /// [`Error::is_delay_overflow`] if the new deadline does not fit the
     /// time range.
     pub fn reset(&self, delay: Duration) -> Result<bool, Error> {
-        let base = self.core.base();
-        let deadline = Timebase::deadline(base.now(), delay)?;
-        let seq = base.next_seq();
-        if !self.cell.reseq(seq, deadline) {
-            return Ok(false);
-        }
-        self.core.requeue(&self.cell, deadline, seq);
-        Ok(true)
+        self.shared.reset(self.key, delay)
     }
 
     /// Blocks until the task will never run again.
@@ -113,7 +106,7 @@ impl TaskHandle {
     /// [`Error::is_abandoned`] if it did not complete normally. A periodic
     /// task only ever ends with an error: cancelled or panicked.
     pub fn wait(&self) -> Result<(), Error> {
-        self.cell.wait(None)
+        self.shared.wait_for_end(self.key, None)
     }
 
     /// As [`TaskHandle::wait`], giving up after `timeout` of real time.
@@ -122,13 +115,29 @@ impl TaskHandle {
     ///
     /// As [`TaskHandle::wait`], or [`Error::is_timeout`].
     pub fn wait_timeout(&self, timeout: Duration) -> Result<(), Error> {
-        self.cell.wait(Some(timeout))
+        self.shared.wait_for_end(self.key, Some(timeout))
+    }
+}
+
+impl Clone for TaskHandle {
+    fn clone(&self) -> TaskHandle {
+        self.shared.acquire(self.key);
+        TaskHandle::new(self.shared.clone(), self.key)
+    }
+}
+
+impl Drop for TaskHandle {
+    fn drop(&mut self) {
+        self.shared.release(self.key);
     }
 }
 
 impl fmt::Debug for TaskHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("TaskHandle").field(&self.cell).finish()
+        f.debug_struct("TaskHandle")
+            .field("key", &self.key)
+            .field("state", &slot::name(self.shared.state(self.key)))
+            .finish()
     }
 }
 
@@ -152,15 +161,12 @@ impl fmt::Debug for TaskHandle {
 /// ```
 pub struct ScheduledFuture<T> {
     handle: TaskHandle,
-    _value: PhantomData<fn() -> T>,
+    output: Arc<Output<T>>,
 }
 
 impl<T: Send + 'static> ScheduledFuture<T> {
-    pub(crate) fn new(handle: TaskHandle) -> ScheduledFuture<T> {
-        ScheduledFuture {
-            handle,
-            _value: PhantomData,
-        }
+    pub(crate) fn new(handle: TaskHandle, output: Arc<Output<T>>) -> ScheduledFuture<T> {
+        ScheduledFuture { handle, output }
     }
 
     /// Blocks until the task finished and returns its value.
@@ -186,12 +192,10 @@ impl<T: Send + 'static> ScheduledFuture<T> {
     }
 
     fn take(self) -> Result<T, Error> {
-        match self.handle.cell.take_output().map(|v| v.downcast::<T>()) {
-            Some(Ok(v)) => Ok(*v),
-            // `ScheduledFuture<T>` is only made for cells built with a `T`
-            // job, and `get` consumes the only typed handle.
-            _ => unreachable!("a completed task's value is taken once, with its own type"),
-        }
+        // A task that completed stored its value before it was marked done.
+        self.output
+            .take()
+            .ok_or_else(|| Error::new(Kind::Panicked("the value was already taken".into())))
     }
 
     /// The untyped handle, for code that does not need the value.
@@ -209,8 +213,6 @@ impl<T> Deref for ScheduledFuture<T> {
 
 impl<T> fmt::Debug for ScheduledFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ScheduledFuture")
-            .field(&self.handle.cell)
-            .finish()
+        f.debug_tuple("ScheduledFuture").field(&self.handle).finish()
     }
 }

@@ -82,7 +82,12 @@ pub mod hashed_wheel;
 pub mod heap_timer;
 pub mod hierarchical;
 mod scheduler;
+mod shared;
+mod slab;
+mod slot;
 mod task;
+mod timer_thread;
+mod waiters;
 pub mod thread_pool;
 
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};

@@ -2,14 +2,14 @@
 //! the generic [`SchedulerExt`] layer over it, and [`Metrics`].
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::{Clock, Timebase};
-use crate::error::{Error, Kind};
+use crate::clock::Clock;
+use crate::error::Error;
 use crate::handle::{ScheduledFuture, TaskHandle};
-use crate::task::{CancelOutcome, Task, TaskRef};
+use crate::shared::Policy;
+use crate::task::Task;
 
 /// A scheduled executor: runs tasks after a delay, once or periodically.
 ///
@@ -112,7 +112,9 @@ pub trait SchedulerExt: Scheduler {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.submit(delay, Task::once(f)).map(ScheduledFuture::new)
+        let (task, output) = Task::with_output(f);
+        self.submit(delay, task)
+            .map(|handle| ScheduledFuture::new(handle, output))
     }
 
     /// Runs `f` after `initial`, then every `period` after that first
@@ -169,150 +171,6 @@ pub struct Metrics {
     pub cancelled: u64,
 }
 
-/// What a scheduler's handles need from it: its shared state plus the two
-/// queue operations that differ between algorithms.
-pub(crate) trait Core: Send + Sync + 'static {
-    fn base(&self) -> &Base;
-
-    /// Queues a pending cell again at a new entry (after a reset moved it).
-    fn requeue(&self, cell: &TaskRef, deadline: u64, seq: u64);
-
-    /// Told after a cancel that stopped a future run; the counters are
-    /// already updated. The stale entry may be removed now or later.
-    fn cancelled(&self, cell: &TaskRef, outcome: CancelOutcome);
-}
-
-/// The state every scheduler shares: time, sequence numbers, counters,
-/// the pending limit and the shutdown flag.
-#[derive(Debug)]
-pub(crate) struct Base {
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) timebase: Timebase,
-    seq: AtomicU64,
-    /// Signed: a periodic task re-armed by its runner can be cancelled a
-    /// moment before the driver counts it pending again.
-    pending: AtomicIsize,
-    fired: AtomicU64,
-    cancelled: AtomicU64,
-    pending_limit: usize,
-    shutdown: AtomicBool,
-    /// Set by `shutdown_now`: nothing runs or repeats any more.
-    stopped: AtomicBool,
-    /// Whether periodic tasks keep running after `shutdown` (default false).
-    pub(crate) keep_periodic: bool,
-    /// Whether pending one-shot tasks still run after `shutdown` (default true).
-    pub(crate) run_delayed: bool,
-}
-
-impl Base {
-    pub(crate) fn new(common: &Common) -> Base {
-        let clock = common.clock.clone();
-        let timebase = Timebase::new(clock.now());
-        Base {
-            keep_periodic: common.keep_periodic,
-            run_delayed: common.run_delayed,
-            clock,
-            timebase,
-            seq: AtomicU64::new(0),
-            pending: AtomicIsize::new(0),
-            fired: AtomicU64::new(0),
-            cancelled: AtomicU64::new(0),
-            pending_limit: common.pending_limit.unwrap_or(usize::MAX),
-            shutdown: AtomicBool::new(false),
-            stopped: AtomicBool::new(false),
-        }
-    }
-
-    /// Now, in ticks (nanoseconds since the scheduler started).
-    pub(crate) fn now(&self) -> u64 {
-        self.timebase.ticks(self.clock.now())
-    }
-
-    /// A fresh sequence number: orders ties and names queue entries.
-    pub(crate) fn next_seq(&self) -> u64 {
-        self.seq.fetch_add(1, Relaxed)
-    }
-
-    /// Admits a new task due `delay` from now: checks shutdown, the delay
-    /// and the pending limit, then counts it as pending and arms its cell.
-    /// Returns `(deadline, seq)` for the queue entry.
-    pub(crate) fn admit(&self, cell: &TaskRef, delay: Duration) -> Result<(u64, u64), Error> {
-        if self.is_shutdown() {
-            return Err(Error::new(Kind::Shutdown));
-        }
-        let deadline = Timebase::deadline(self.now(), delay)?;
-        let limit = isize::try_from(self.pending_limit).unwrap_or(isize::MAX);
-        if self.pending.fetch_add(1, Relaxed) >= limit {
-            self.pending.fetch_sub(1, Relaxed);
-            return Err(Error::new(Kind::PendingLimit(self.pending_limit)));
-        }
-        let seq = self.next_seq();
-        cell.arm(deadline, seq);
-        Ok((deadline, seq))
-    }
-
-    /// A cell left the pending set without running (it was dropped).
-    pub(crate) fn unpend(&self) {
-        self.pending.fetch_sub(1, Relaxed);
-    }
-
-    /// A pending task was claimed to run.
-    pub(crate) fn fire(&self) {
-        self.pending.fetch_sub(1, Relaxed);
-        self.fired.fetch_add(1, Relaxed);
-    }
-
-    /// A periodic task went back to waiting.
-    pub(crate) fn repend(&self) {
-        self.pending.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn count_cancel(&self, outcome: CancelOutcome) {
-        if outcome == CancelOutcome::WasPending {
-            self.pending.fetch_sub(1, Relaxed);
-        }
-        self.cancelled.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn is_shutdown(&self) -> bool {
-        self.shutdown.load(SeqCst)
-    }
-
-    /// Sets the shutdown flag; true for the first caller.
-    pub(crate) fn start_shutdown(&self) -> bool {
-        !self.shutdown.swap(true, SeqCst)
-    }
-
-    /// Sets the shutdown and stopped flags (`shutdown_now`): from now on
-    /// [`Base::drops_at_shutdown`] drops every task, whatever the policy.
-    pub(crate) fn start_shutdown_now(&self) {
-        self.stopped.store(true, SeqCst);
-        self.shutdown.store(true, SeqCst);
-    }
-
-    pub(crate) fn metrics(&self) -> Metrics {
-        Metrics {
-            pending: usize::try_from(self.pending.load(Relaxed)).unwrap_or(0),
-            fired: self.fired.load(Relaxed),
-            cancelled: self.cancelled.load(Relaxed),
-        }
-    }
-
-    /// Decides, at shutdown, whether a queued task is dropped (cancelled):
-    /// everything after `shutdown_now`; otherwise periodic tasks unless kept,
-    /// and one-shots not yet due unless delayed tasks are kept (the JDK's
-    /// `onShutdown`: a one-shot already due still runs).
-    pub(crate) fn drops_at_shutdown(&self, cell: &TaskRef) -> bool {
-        if self.stopped.load(SeqCst) {
-            true
-        } else if cell.is_periodic() {
-            !self.keep_periodic
-        } else {
-            !self.run_delayed && cell.deadline() > self.now()
-        }
-    }
-}
-
 /// The settings every scheduler's builder has.
 #[derive(Clone, Debug)]
 pub(crate) struct Common {
@@ -324,6 +182,13 @@ pub(crate) struct Common {
 }
 
 impl Common {
+    pub(crate) fn policy(&self) -> Policy {
+        Policy {
+            keep_periodic: self.keep_periodic,
+            run_delayed: self.run_delayed,
+        }
+    }
+
     pub(crate) fn new(thread_name: &str) -> Common {
         Common {
             clock: Arc::new(crate::clock::SystemClock),
@@ -376,3 +241,34 @@ macro_rules! common_builder_methods {
     };
 }
 pub(crate) use common_builder_methods;
+
+/// The `Scheduler` methods every scheduler delegates to its [`Shared`](crate::shared::Shared)
+/// state, written once; expects a `shared: Arc<Shared>` field.
+macro_rules! shared_scheduler_methods {
+    () => {
+        fn shutdown(&self) {
+            self.shared.shutdown()
+        }
+
+        fn shutdown_now(&self) -> Vec<crate::TaskHandle> {
+            self.shared.shutdown_now()
+        }
+
+        fn is_shutdown(&self) -> bool {
+            self.shared.is_shutdown()
+        }
+
+        fn is_terminated(&self) -> bool {
+            self.shared.is_terminated()
+        }
+
+        fn await_termination(&self, timeout: std::time::Duration) -> bool {
+            self.shared.await_termination(timeout)
+        }
+
+        fn metrics(&self) -> crate::Metrics {
+            self.shared.metrics()
+        }
+    };
+}
+pub(crate) use shared_scheduler_methods;

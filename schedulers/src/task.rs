@@ -1,471 +1,113 @@
-//! The task cell: one allocation per scheduled task, shared by the
-//! scheduler's queue and the user's handle.
+//! What a timer runs: [`Task`], the type-erased closure the scheduler
+//! stores in its slot, and how a run ends.
 //!
-//! # Ground rules
-//!
-//! A cell's life is a small state machine kept in one atomic word, whose
-//! upper bits hold the *sequence number* of the queue entry that may run it:
-//!
-//! ```text
-//! SCHEDULED@s --claim(s)--> RUNNING@s --one-shot--> DONE | PANICKED
-//!      |                      |  \--periodic--> SCHEDULED@s' (re-queued)
-//!      |                      \--cancel (periodic)--> RUNNING_CANCELLED --> CANCELLED
-//!      +--cancel--> CANCELLED      +--reset--> SCHEDULED@s'      +--abandon--> ABANDONED
-//! ```
-//!
-//! A queue holds `(deadline, seq, cell)` entries. An entry is live only while
-//! the cell is `SCHEDULED` at the entry's `seq`, so cancel is one CAS (the
-//! stale entry is skipped or purged later) and reset is a CAS to a fresh
-//! `seq` plus a new entry. Because the claim is a CAS on the same word, a task
-//! runs at most once per entry, never after a cancel that returned true, and
-//! never at a deadline that a reset already moved.
+//! A closure is boxed once, when the task is made; a closure that captures
+//! nothing is a zero-sized box and allocates nothing. A one-shot closure is
+//! consumed by its run; a periodic one comes back for the next. A task that
+//! returns a value gets an output cell only when a
+//! [`ScheduledFuture`](crate::ScheduledFuture) asks for one.
 
-use std::any::Any;
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::clock::{lock, nanos, Clock as _, SystemClock, NEVER};
+use crate::clock::{lock, nanos};
 use crate::error::{Error, Kind};
 
-const SCHEDULED: u64 = 0;
-const RUNNING: u64 = 1;
-const RUNNING_CANCELLED: u64 = 2;
-const DONE: u64 = 3;
-const PANICKED: u64 = 4;
-const CANCELLED: u64 = 5;
-const ABANDONED: u64 = 6;
-const STATE_MASK: u64 = 0b0111;
-/// Set by a thread blocked in `wait`, so finishing knows to wake it.
-const WAITER: u64 = 0b1000;
-const SEQ_SHIFT: u32 = 4;
-
-fn state_of(word: u64) -> u64 {
-    word & STATE_MASK
-}
-
-fn seq_of(word: u64) -> u64 {
-    word >> SEQ_SHIFT
-}
-
-fn is_terminal(word: u64) -> bool {
-    state_of(word) >= DONE
-}
-
-/// How a task repeats.
+/// How a task repeats: nanoseconds for the periodic kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Repeat {
     Once,
-    /// Next start = previous scheduled start + period (catch-up).
     FixedRate(u64),
-    /// Next start = previous end + delay.
     FixedDelay(u64),
 }
 
-/// Periods are kept in 62 bits (146 years); a longer one is treated as 146
-/// years, which is as good as never.
-const PERIOD_MASK: u64 = (1 << 62) - 1;
-const RATE_BIT: u64 = 1 << 62;
-const DELAY_BIT: u64 = 1 << 63;
-
-/// Packs a `Repeat` into one word: 0 is `Once`, else a kind bit and a period.
-fn pack(repeat: Repeat) -> u64 {
-    match repeat {
-        Repeat::Once => 0,
-        Repeat::FixedRate(p) => RATE_BIT | p.clamp(1, PERIOD_MASK),
-        Repeat::FixedDelay(p) => DELAY_BIT | p.clamp(1, PERIOD_MASK),
-    }
-}
-
-fn unpack(word: u64) -> Repeat {
-    match word & (RATE_BIT | DELAY_BIT) {
-        0 => Repeat::Once,
-        RATE_BIT => Repeat::FixedRate(word & PERIOD_MASK),
-        _ => Repeat::FixedDelay(word & PERIOD_MASK),
-    }
-}
-
-/// The user's closure, type-erased.
+/// A closure as the scheduler stores it.
 pub(crate) trait Job: Send {
-    /// Runs the closure once. A one-shot job keeps its output for `take_output`.
-    fn run(&mut self);
-    /// The value a one-shot job produced, boxed (free for `()`).
-    fn take_output(&mut self) -> Option<Box<dyn Any + Send>>;
-}
+    /// Runs once: a periodic job hands itself back for its next run.
+    fn run(self: Box<Self>) -> Option<Box<dyn Job>>;
 
-struct OnceJob<F, T> {
-    f: Option<F>,
-    output: Option<T>,
-}
+    fn repeat(&self) -> Repeat;
 
-impl<F: FnOnce() -> T + Send, T: Send + 'static> Job for OnceJob<F, T> {
-    fn run(&mut self) {
-        if let Some(f) = self.f.take() {
-            self.output = Some(f());
-        }
-    }
-    fn take_output(&mut self) -> Option<Box<dyn Any + Send>> {
-        self.output
-            .take()
-            .map(|v| Box::new(v) as Box<dyn Any + Send>)
-    }
-}
-
-struct PeriodicJob<F>(F);
-
-impl<F: FnMut() + Send> Job for PeriodicJob<F> {
-    fn run(&mut self) {
-        (self.0)()
-    }
-    fn take_output(&mut self) -> Option<Box<dyn Any + Send>> {
+    /// Why the task failed, for a slot that holds a failure instead of a
+    /// closure.
+    fn failure(&self) -> Option<&Error> {
         None
     }
 }
 
-/// What a job leaves behind: why it failed, if it did, then the job itself.
-struct Slot<J: ?Sized> {
-    failure: Option<Box<Error>>,
-    job: J,
+struct Once<F>(F);
+
+impl<F: FnOnce() + Send> Job for Once<F> {
+    fn run(self: Box<Self>) -> Option<Box<dyn Job>> {
+        (self.0)();
+        None
+    }
+    fn repeat(&self) -> Repeat {
+        Repeat::Once
+    }
 }
 
-/// One scheduled task. See the module docs for the state machine.
-pub(crate) struct TaskCell<J: ?Sized = dyn Job> {
-    word: AtomicU64,
-    /// Deadline of the pending run, in the scheduler's ticks.
-    deadline: AtomicU64,
-    /// `Repeat`, packed into one word: see `pack`.
-    repeat: u64,
-    /// Free for the scheduler: where the live entry sits (heap index, slab key).
-    pub(crate) slot: AtomicU64,
-    job: Mutex<Slot<J>>,
+struct Periodic<F> {
+    repeat: Repeat,
+    f: F,
 }
 
-/// A shared reference to a type-erased task cell.
-pub(crate) type TaskRef = Arc<TaskCell>;
+impl<F: FnMut() + Send + 'static> Job for Periodic<F> {
+    fn run(mut self: Box<Self>) -> Option<Box<dyn Job>> {
+        (self.f)();
+        Some(self)
+    }
+    fn repeat(&self) -> Repeat {
+        self.repeat
+    }
+}
 
-/// What happened when a claimed task ran.
-#[derive(Debug, PartialEq, Eq)]
+/// Kept in the slot of a task that panicked, so its handles can report it.
+pub(crate) struct Failure(pub(crate) Error);
+
+impl Job for Failure {
+    fn run(self: Box<Self>) -> Option<Box<dyn Job>> {
+        None
+    }
+    fn repeat(&self) -> Repeat {
+        Repeat::Once
+    }
+    fn failure(&self) -> Option<&Error> {
+        Some(&self.0)
+    }
+}
+
+/// How a run ended.
 pub(crate) enum Ran {
-    /// It will not run again (completed, panicked or cancelled while running).
-    Finished,
-    /// A periodic task to re-queue at `deadline` under sequence `seq`.
-    Again { deadline: u64, seq: u64 },
+    /// A one-shot task finished.
+    Done,
+    /// A periodic task finished this run; here it is for the next.
+    Again(Box<dyn Job>),
+    /// The task panicked.
+    Panicked(Error),
 }
 
-impl TaskCell {
-    fn with_job<J: Job + 'static>(repeat: Repeat, job: J) -> TaskRef {
-        Arc::new(TaskCell {
-            word: AtomicU64::new(SCHEDULED),
-            deadline: AtomicU64::new(0),
-            repeat: pack(repeat),
-            slot: AtomicU64::new(0),
-            job: Mutex::new(Slot { failure: None, job }),
-        })
-    }
-
-    pub(crate) fn repeat(&self) -> Repeat {
-        unpack(self.repeat)
-    }
-
-    pub(crate) fn is_periodic(&self) -> bool {
-        self.repeat != 0
-    }
-
-    /// Deadline of the pending run, in ticks.
-    pub(crate) fn deadline(&self) -> u64 {
-        self.deadline.load(Relaxed)
-    }
-
-    /// True while the cell is waiting in a queue at entry `seq`.
-    pub(crate) fn is_live(&self, seq: u64) -> bool {
-        let w = self.word.load(Acquire);
-        state_of(w) == SCHEDULED && seq_of(w) == seq
-    }
-
-    /// Makes a fresh cell pending at `deadline` under `seq`. Only for a cell
-    /// no queue has seen yet.
-    pub(crate) fn arm(&self, deadline: u64, seq: u64) {
-        self.deadline.store(deadline, Relaxed);
-        self.word
-            .store(seq << SEQ_SHIFT, std::sync::atomic::Ordering::Release);
-    }
-
-    /// Takes the right to run entry `seq`. False if the entry is stale
-    /// (cancelled, reset, or already claimed).
-    pub(crate) fn claim(&self, seq: u64) -> bool {
-        let mut w = self.word.load(Acquire);
-        loop {
-            if state_of(w) != SCHEDULED || seq_of(w) != seq {
-                return false;
-            }
-            let next = (w & !STATE_MASK) | RUNNING;
-            match self.word.compare_exchange_weak(w, next, AcqRel, Acquire) {
-                Ok(_) => return true,
-                Err(actual) => w = actual,
-            }
-        }
-    }
-
-    /// Runs a task this thread claimed for the run scheduled at `scheduled`.
-    ///
-    /// Catches a panic; `now` gives the end time for fixed-delay tasks and
-    /// `next_seq` the sequence for the next entry of a periodic task.
-    pub(crate) fn run_claimed(
-        &self,
-        scheduled: u64,
-        now: impl FnOnce() -> u64,
-        next_seq: impl FnOnce() -> u64,
-    ) -> Ran {
-        let failed = {
-            let mut slot = lock(&self.job);
-            let _guard = InsideTask::enter();
-            match catch_unwind(AssertUnwindSafe(|| slot.job.run())) {
-                Ok(()) => false,
-                Err(payload) => {
-                    slot.failure = Some(Box::new(Error::from_panic(payload.as_ref())));
-                    true
-                }
-            }
-        };
-        if failed {
-            self.finish(PANICKED);
-            return Ran::Finished;
-        }
-        let next = match self.repeat() {
-            Repeat::Once => {
-                self.finish(DONE);
-                return Ran::Finished;
-            }
-            Repeat::FixedRate(period) => scheduled.checked_add(period).unwrap_or(NEVER),
-            Repeat::FixedDelay(delay) => now().checked_add(delay).unwrap_or(NEVER),
-        };
-        let seq = next_seq();
-        self.deadline.store(next, Relaxed);
-        let mut w = self.word.load(Acquire);
-        loop {
-            let (target, again) = match state_of(w) {
-                RUNNING => ((seq << SEQ_SHIFT) | (w & WAITER) | SCHEDULED, true),
-                _ => ((w & !STATE_MASK) | CANCELLED, false), // cancelled while running
-            };
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) if again => {
-                    return Ran::Again {
-                        deadline: next,
-                        seq,
-                    }
-                }
-                Ok(_) => {
-                    wake_waiters(self, w);
-                    return Ran::Finished;
-                }
-                Err(actual) => w = actual,
-            }
-        }
-    }
-
-    fn finish(&self, state: u64) {
-        let mut w = self.word.load(Acquire);
-        loop {
-            let target = (w & !STATE_MASK) | state;
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => return wake_waiters(self, w),
-                Err(actual) => w = actual,
-            }
-        }
-    }
-
-    /// Stops every future run. True iff this call did it: the task was
-    /// pending, or periodic and running (its next run is stopped).
-    pub(crate) fn cancel(&self) -> CancelOutcome {
-        let mut w = self.word.load(Acquire);
-        loop {
-            let (target, outcome) = match state_of(w) {
-                SCHEDULED => ((w & !STATE_MASK) | CANCELLED, CancelOutcome::WasPending),
-                RUNNING if self.is_periodic() => (
-                    (w & !STATE_MASK) | RUNNING_CANCELLED,
-                    CancelOutcome::WasRunning,
-                ),
-                _ => return CancelOutcome::TooLate,
-            };
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => {
-                    if outcome == CancelOutcome::WasPending {
-                        wake_waiters(self, w);
-                    }
-                    return outcome;
-                }
-                Err(actual) => w = actual,
-            }
-        }
-    }
-
-    /// Moves a pending task to a new entry `seq` at `deadline`. False if the
-    /// task is not pending (running, finished, cancelled).
-    pub(crate) fn reseq(&self, seq: u64, deadline: u64) -> bool {
-        let mut w = self.word.load(Acquire);
-        loop {
-            if state_of(w) != SCHEDULED {
-                return false;
-            }
-            let target = (seq << SEQ_SHIFT) | (w & WAITER) | SCHEDULED;
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => {
-                    self.deadline.store(deadline, Relaxed);
-                    return true;
-                }
-                Err(actual) => w = actual,
-            }
-        }
-    }
-
-    /// Marks a pending task as dropped by `shutdown_now`. True iff it was pending.
-    pub(crate) fn abandon(&self) -> bool {
-        let mut w = self.word.load(Acquire);
-        loop {
-            if state_of(w) != SCHEDULED {
-                return false;
-            }
-            let target = (w & !STATE_MASK) | ABANDONED;
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => {
-                    wake_waiters(self, w);
-                    return true;
-                }
-                Err(actual) => w = actual,
-            }
-        }
-    }
-
-    pub(crate) fn is_cancelled(&self) -> bool {
-        matches!(
-            state_of(self.word.load(Acquire)),
-            CANCELLED | RUNNING_CANCELLED
-        )
-    }
-
-    pub(crate) fn is_done(&self) -> bool {
-        let w = self.word.load(Acquire);
-        matches!(state_of(w), DONE | PANICKED | CANCELLED)
-    }
-
-    pub(crate) fn is_pending(&self) -> bool {
-        state_of(self.word.load(Acquire)) == SCHEDULED
-    }
-
-    /// Blocks until the task has finished for good, or `timeout` (real
-    /// time) runs out.
-    pub(crate) fn wait(&self, timeout: Option<Duration>) -> Result<(), Error> {
-        let bucket = bucket_of(self);
-        let give_up = timeout.and_then(|t| SystemClock.now().checked_add(t));
-        let mut guard = lock(&bucket.mutex);
-        loop {
-            let w = self.word.fetch_or(WAITER, AcqRel);
-            if is_terminal(w) {
-                return self.outcome(w);
-            }
-            guard = match (timeout, give_up) {
-                (None, _) => bucket.cond.wait(guard).unwrap_or_else(|e| e.into_inner()),
-                (Some(_), Some(end)) => {
-                    let left = end.saturating_duration_since(SystemClock.now());
-                    if left.is_zero() {
-                        return Err(Error::new(Kind::Timeout));
-                    }
-                    bucket
-                        .cond
-                        .wait_timeout(guard, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-                // A timeout too large for `Instant` is no timeout.
-                (Some(_), None) => bucket.cond.wait(guard).unwrap_or_else(|e| e.into_inner()),
-            };
-        }
-    }
-
-    fn outcome(&self, word: u64) -> Result<(), Error> {
-        match state_of(word) {
-            DONE => Ok(()),
-            CANCELLED => Err(Error::new(Kind::Cancelled)),
-            ABANDONED => Err(Error::new(Kind::Abandoned)),
-            _ => Err(lock(&self.job)
-                .failure
-                .as_deref()
-                .cloned()
-                .unwrap_or_else(|| Error::new(Kind::Panicked("unknown".into())))),
-        }
-    }
-
-    /// The value of a finished one-shot task (taken once).
-    pub(crate) fn take_output(&self) -> Option<Box<dyn Any + Send>> {
-        lock(&self.job).job.take_output()
+/// Runs a claimed job on this thread, catching a panic (from the closure,
+/// or from dropping what it returned).
+pub(crate) fn run(job: Box<dyn Job>) -> Ran {
+    let _inside = InsideTask::enter();
+    match catch_unwind(AssertUnwindSafe(|| job.run())) {
+        Ok(Some(job)) => Ran::Again(job),
+        Ok(None) => Ran::Done,
+        Err(payload) => Ran::Panicked(Error::from_panic(payload.as_ref())),
     }
 }
 
-impl fmt::Debug for TaskCell {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let w = self.word.load(Acquire);
-        let state = match state_of(w) {
-            SCHEDULED => "scheduled",
-            RUNNING => "running",
-            RUNNING_CANCELLED => "running, cancelled",
-            DONE => "done",
-            PANICKED => "panicked",
-            CANCELLED => "cancelled",
-            _ => "abandoned",
-        };
-        f.debug_struct("Task")
-            .field("state", &state)
-            .field("repeat", &self.repeat())
-            .field("deadline", &self.deadline())
-            .finish()
-    }
-}
-
-/// What a cancel found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CancelOutcome {
-    /// The task was waiting in a queue: its entry is now stale.
-    WasPending,
-    /// A periodic task was running: it will not be re-queued.
-    WasRunning,
-    /// Nothing left to stop.
-    TooLate,
-}
-
-impl CancelOutcome {
-    pub(crate) fn stopped(self) -> bool {
-        self != CancelOutcome::TooLate
-    }
-}
-
-/// Waiters park in one of a few shared buckets chosen by the cell's address,
-/// so a cell pays no memory for a condition variable it rarely needs.
-struct Bucket {
-    mutex: Mutex<()>,
-    cond: Condvar,
-}
-
-static BUCKETS: [Bucket; 64] = [const {
-    Bucket {
-        mutex: Mutex::new(()),
-        cond: Condvar::new(),
-    }
-}; 64];
-
-fn bucket_of(cell: &TaskCell) -> &'static Bucket {
-    let addr = cell as *const TaskCell as *const u8 as usize;
-    &BUCKETS[(addr >> 6) % BUCKETS.len()]
-}
-
-fn wake_waiters(cell: &TaskCell, prev_word: u64) {
-    if prev_word & WAITER != 0 {
-        let bucket = bucket_of(cell);
-        let _guard = lock(&bucket.mutex);
-        bucket.cond.notify_all();
-    }
+/// Drops something that may hold user code (a closure and what it
+/// captured) without letting a panicking destructor unwind into the
+/// scheduler. Returns the panic, if there was one.
+pub(crate) fn drop_contained<T>(value: T) -> Option<Error> {
+    catch_unwind(AssertUnwindSafe(move || drop(value)))
+        .err()
+        .map(|payload| Error::from_panic(payload.as_ref()))
 }
 
 thread_local! {
@@ -492,6 +134,17 @@ pub(crate) fn inside_task() -> bool {
     INSIDE_TASK.with(Cell::get)
 }
 
+/// The value of a one-shot task, for its [`ScheduledFuture`](crate::ScheduledFuture).
+pub(crate) struct Output<T> {
+    value: Mutex<Option<T>>,
+}
+
+impl<T> Output<T> {
+    pub(crate) fn take(&self) -> Option<T> {
+        lock(&self.value).take()
+    }
+}
+
 /// A task ready to be handed to any [`Scheduler`](crate::Scheduler): the
 /// closure and how it repeats. Most code uses
 /// [`SchedulerExt`](crate::SchedulerExt) instead, which builds the `Task`.
@@ -508,26 +161,47 @@ pub(crate) fn inside_task() -> bool {
 /// assert!(handle.cancel());
 /// ```
 pub struct Task {
-    pub(crate) cell: TaskRef,
+    pub(crate) job: Box<dyn Job>,
+    /// The closure has drop glue, so a cancel drops it at once.
+    pub(crate) needs_drop: bool,
 }
 
 impl Task {
-    /// A one-shot task. Its value can be waited for through
-    /// [`ScheduledFuture`](crate::ScheduledFuture).
+    fn new<J: Job + 'static>(job: J) -> Task {
+        Task {
+            needs_drop: std::mem::needs_drop::<J>(),
+            job: Box::new(job),
+        }
+    }
+
+    /// A one-shot task; its value, if any, is dropped. Use
+    /// [`SchedulerExt::schedule`](crate::SchedulerExt::schedule) to get the
+    /// value back through a [`ScheduledFuture`](crate::ScheduledFuture).
     pub fn once<F, T>(f: F) -> Task
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: 'static,
+    {
+        Task::new(Once(move || {
+            f();
+        }))
+    }
+
+    /// A one-shot task whose value lands in an output cell.
+    pub(crate) fn with_output<F, T>(f: F) -> (Task, Arc<Output<T>>)
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        Task {
-            cell: TaskCell::with_job(
-                Repeat::Once,
-                OnceJob {
-                    f: Some(f),
-                    output: None,
-                },
-            ),
-        }
+        let output = Arc::new(Output {
+            value: Mutex::new(None),
+        });
+        let cell = output.clone();
+        let task = Task::new(Once(move || {
+            let value = f();
+            *lock(&cell.value) = Some(value);
+        }));
+        (task, output)
     }
 
     /// A task that starts every `period`, counted from its first scheduled
@@ -540,10 +214,8 @@ impl Task {
     where
         F: FnMut() + Send + 'static,
     {
-        let period = positive(period)?;
-        Ok(Task {
-            cell: TaskCell::with_job(Repeat::FixedRate(period), PeriodicJob(f)),
-        })
+        let repeat = Repeat::FixedRate(positive(period)?);
+        Ok(Task::new(Periodic { repeat, f }))
     }
 
     /// A task that starts `delay` after its previous run ended.
@@ -555,11 +227,10 @@ impl Task {
     where
         F: FnMut() + Send + 'static,
     {
-        let delay = positive(delay)?;
-        Ok(Task {
-            cell: TaskCell::with_job(Repeat::FixedDelay(delay), PeriodicJob(f)),
-        })
+        let repeat = Repeat::FixedDelay(positive(delay)?);
+        Ok(Task::new(Periodic { repeat, f }))
     }
+
 }
 
 fn positive(d: Duration) -> Result<u64, Error> {
@@ -571,6 +242,8 @@ fn positive(d: Duration) -> Result<u64, Error> {
 
 impl fmt::Debug for Task {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.cell, f)
+        f.debug_struct("Task")
+            .field("repeat", &self.job.repeat())
+            .finish_non_exhaustive()
     }
 }

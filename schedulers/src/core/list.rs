@@ -157,13 +157,6 @@ impl Lists {
         emptied
     }
 
-    /// Unlinks and returns the first key of `list`.
-    pub(crate) fn pop_front(&mut self, list: u32) -> Option<Key> {
-        let key = self.head(list)?;
-        self.unlink(key);
-        Some(key)
-    }
-
     /// Empties `list` at once and returns its keys in order (their nodes
     /// keep their timing but are no longer linked).
     pub(crate) fn take(&mut self, list: u32, out: &mut Vec<Key>) {

@@ -3,10 +3,11 @@
 //!
 //! # Implementation
 //!
-//! The pure core is in `timing_wheel` (wheels with lazily created overflow
-//! levels), `bucket` (Kafka's `TimerTaskList`s as index-linked lists in one
-//! slab) and `delay_queue` (buckets keyed by their expiration). The core
-//! works in ticks: a deadline of `d` ns is due at tick `ceil(d / tick)`.
+//! The pure core is [`HierarchicalWheel`](crate::core::HierarchicalWheel):
+//! wheels with lazily created overflow levels, Kafka's `TimerTaskList`
+//! buckets as index-linked lists in one slab, and a delay queue of buckets
+//! keyed by their earliest deadline. A deadline of `d` ns is due at tick
+//! `ceil(d / tick)`.
 //!
 //! One driver thread (Kafka's reaper) sleeps until the earliest *bucket*
 //! expires, not from tick to tick. A bucket expires at its earliest timer
@@ -16,20 +17,17 @@
 //! advances the wheels, which re-insert the timers of each expired bucket
 //! into finer wheels, and hands the timers now due to the [`Executor`], a
 //! worker pool by default as in Kafka, so a slow task does not hold up the
-//! wheel. A periodic task re-enters the wheel from the worker when its run
-//! ends (fixed rate: previous scheduled start + period; fixed delay: end +
-//! delay); if that is already due it runs again at once, in order.
+//! wheel. A worker claims a task when it starts it, so a task waiting for a
+//! busy worker can still be cancelled, reset or abandoned. A periodic task
+//! re-enters the wheel from the worker when its run ends.
 //!
 //! Everything sits behind one mutex, as Kafka's wheel sits behind its
 //! read-write lock. `submit` inserts directly (O(1)) and wakes the driver
-//! only if the new timer's bucket expires before the one the driver sleeps
-//! until. Cancel is a CAS on the task and a push onto a lock-free queue; the
-//! node (the task cell's `slot` holds its key) is unlinked in O(1), in
-//! batches of up to 256, by the driver before it advances or by the cancel
-//! that fills the batch, so most cancels never take the lock and a batch's
-//! cache misses overlap (about 18% cheaper than unlinking under the lock at
-//! each cancel, measured at 10⁶ timers). `reset` moves the node to its new
-//! bucket in O(1) under the lock, with no scan.
+//! only if the new timer is due before the driver's planned wake-up. Cancel
+//! is one CAS on the timer's state word and no lock; the dead entry leaves
+//! its bucket when the bucket is flushed, or in a bulk purge once dead
+//! entries outnumber live ones. `reset` moves the node to its new bucket in
+//! O(1) under the lock.
 //!
 //! # Differences from Kafka's `SystemTimer`
 //!
@@ -44,51 +42,33 @@
 //! - **The contract's extras**: periodic tasks, `reset`, typed errors, ties
 //!   in submission order within a tick, panics reported on the handle (Kafka
 //!   swallows them into a `Future` nobody reads), shutdown policies.
-//! - **Bad settings are clamped, not refused**: a zero tick becomes 1 ns,
-//!   a wheel size outside `2..=`[`MAX_WHEEL_SIZE`] the nearest bound, so
-//!   building never fails.
 //!
 //! # Costs
 //!
-//! Schedule O(1) under the lock; cancel one CAS and a queue push, plus an
-//! O(1) unlink later in a batch; reset O(1) under the lock; each timer is re-inserted once per wheel
-//! level it descends through. Memory: a 40-byte slab node per pending timer
-//! besides the task cell (shared by every scheduler of the crate, about 96
-//! bytes with its allocation), and `levels × size` buckets.
-
-mod bucket;
-mod delay_queue;
-#[cfg(test)]
-mod test;
-mod timing_wheel;
+//! Schedule O(1) under the lock; cancel one CAS; reset O(1) under the lock;
+//! each timer is re-inserted once per wheel level it descends through. A
+//! pending timer costs about 48 bytes (its state word, its closure's box
+//! pointer and a 24-byte list node), plus `levels × size` buckets.
 
 use std::fmt;
-use std::sync::atomic::{
-    AtomicU64, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed,
-};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_queue::SegQueue;
-
-use crate::clock::{lock, nanos, wait_until, Clock, Wakeable};
-use crate::error::{Error, Kind};
+use crate::clock::nanos;
+use crate::core::{HierarchicalWheel, Precision};
+use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Ran, Task, TaskRef};
-use bucket::Removed;
-use timing_wheel::TimingWheels;
+use crate::scheduler::{common_builder_methods, shared_scheduler_methods, Common, Scheduler};
+use crate::shared::{Config, Queue, Shared};
+use crate::task::Task;
 
 /// The default tick: 1 ms, as Kafka's `SystemTimer`.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// The default number of buckets per wheel: 20, as Kafka's `SystemTimer`.
 pub const DEFAULT_WHEEL_SIZE: usize = 20;
-/// The largest wheel size the builder accepts; larger values are lowered to it.
+/// The largest wheel size the builder accepts.
 pub const MAX_WHEEL_SIZE: usize = 1 << 16;
-/// Cancelled timers whose nodes may wait to be unlinked; the cancel that
-/// fills the batch unlinks it.
-pub(crate) const CANCEL_BATCH: usize = 256;
 
 /// A Kafka `SystemTimer`-style scheduler: hierarchical timing wheels whose
 /// buckets wait in a delay queue, one driver thread that sleeps until the
@@ -115,6 +95,7 @@ pub(crate) const CANCEL_BATCH: usize = 256;
 /// ```
 pub struct HierarchicalWheelTimer {
     shared: Arc<Shared>,
+    tick: Duration,
 }
 
 /// Configures a [`HierarchicalWheelTimer`].
@@ -142,40 +123,9 @@ pub struct HierarchicalWheelTimerBuilder {
     executor: Option<Executor>,
 }
 
-struct Shared {
-    base: Base,
-    /// Nanoseconds per tick (at least 1).
-    tick: u64,
-    executor: Executor,
-    state: Mutex<State>,
-    /// The driver waits here for its bucket, a wake-up or shutdown.
-    wakeup: Condvar,
-    /// `await_termination` waits here.
-    terminated: Condvar,
-    /// Tasks handed to the executor and not finished (re-queue included).
-    in_flight: AtomicUsize,
-    /// Times the driver returned from a wait.
-    wakeups: AtomicU64,
-    /// Cells cancelled while pending whose nodes are still linked.
-    cancels: SegQueue<TaskRef>,
-    /// Length of `cancels`. It may briefly disagree with the queue (even wrap
-    /// below zero while a drain overtakes a push); that only moves a drain.
-    cancels_queued: AtomicUsize,
-}
-
-struct State {
-    wheel: TimingWheels<TaskRef>,
-    /// The tick the driver sleeps until (`u64::MAX`: no bucket), or `None`
-    /// while it is awake.
-    sleeping_until: Option<u64>,
-    /// The driver is handing a batch to the executor, outside the lock.
-    dispatching: bool,
-    terminated: bool,
-}
-
 impl HierarchicalWheelTimer {
-    /// A timer on the system clock with Kafka's defaults: 1 ms tick, 20
-    /// buckets per wheel, one worker thread.
+    /// A timer with Kafka's defaults: 1 ms tick, 20 buckets per wheel, tasks
+    /// on a worker thread of its own.
     ///
     /// # Panics
     ///
@@ -197,35 +147,31 @@ impl HierarchicalWheelTimer {
 
     /// The tick: the wheel's resolution, and the most a task starts late.
     pub fn tick(&self) -> Duration {
-        Duration::from_nanos(self.shared.tick)
+        self.tick
     }
 
     /// When the driver next has work: the earliest bucket expiration (or
     /// now, if a timer is already due), or `None` with no timer pending.
     /// This is what the driver sleeps until.
     pub fn next_expiration(&self) -> Option<Instant> {
-        let mut state = lock(&self.shared.state);
-        let garbage = self.shared.unlink_cancelled(&mut state);
-        let tick = state.wheel.next_expiration();
-        drop(state);
-        drop(garbage); // outside the lock, see `main_loop`
-        self.shared
-            .base
-            .timebase
-            .instant(tick?.saturating_mul(self.shared.tick))
+        let next = self.shared.lock().queue.next_deadline()?;
+        self.shared.timebase.instant(next)
     }
 
     /// How many times the driver thread has woken from a wait: timed waits
     /// that ran out, submissions of an earlier bucket, clock wake-ups and
     /// spurious ones alike. The measure of an idle timer's cost.
     pub fn driver_wakeups(&self) -> u64 {
-        self.shared.wakeups.load(Relaxed)
+        self.shared.wakeups()
     }
 
     /// How many wheel levels exist (they are created lazily, for timers
     /// beyond the span of the levels below).
     pub fn levels(&self) -> usize {
-        lock(&self.shared.state).wheel.levels()
+        match &self.shared.lock().queue {
+            Queue::Hier(wheels) => wheels.levels(),
+            _ => 1,
+        }
     }
 }
 
@@ -267,380 +213,45 @@ impl HierarchicalWheelTimerBuilder {
     pub fn build(self) -> HierarchicalWheelTimer {
         let tick = nanos(self.tick).max(1);
         let size = self.wheel_size.clamp(2, MAX_WHEEL_SIZE);
-        let base = Base::new(&self.common);
-        let start = base.now() / tick;
-        let shared = Arc::new(Shared {
-            base,
-            tick,
+        let wheels = HierarchicalWheel::new(tick, size, 0, Precision::Tick)
+            .expect("the tick and wheel size were checked");
+        let shared = Shared::new(Config {
+            clock: self.common.clock.clone(),
+            queue: Queue::Hier(wheels),
             executor: self.executor.unwrap_or_else(|| Executor::pool(1)),
-            state: Mutex::new(State {
-                wheel: TimingWheels::new(size, start),
-                sleeping_until: None,
-                dispatching: false,
-                terminated: false,
-            }),
-            wakeup: Condvar::new(),
-            terminated: Condvar::new(),
-            in_flight: AtomicUsize::new(0),
-            wakeups: AtomicU64::new(0),
-            cancels: SegQueue::new(),
-            cancels_queued: AtomicUsize::new(0),
+            policy: self.common.policy(),
+            pending_limit: self.common.pending_limit,
+            // Kafka unlinks a cancelled timer from its bucket at once.
+            remove_on_cancel: true,
         });
-        let weak: Weak<Shared> = Arc::downgrade(&shared);
-        shared.base.clock.attach(weak);
-        let thread_shared = shared.clone();
-        std::thread::Builder::new()
-            .name(self.common.thread_name.clone())
-            .spawn(move || thread_shared.main_loop())
+        crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)
             .expect("failed to spawn the timer thread");
-        HierarchicalWheelTimer { shared }
-    }
-}
-
-impl Shared {
-    /// The tick at which a deadline (ns) is due: rounded up, never early.
-    fn tick_of(&self, deadline: u64) -> u64 {
-        deadline.div_ceil(self.tick)
-    }
-
-    /// The reaper: advance, dispatch what expired, sleep until the next bucket.
-    fn main_loop(self: Arc<Self>) {
-        crate::clock::reduce_timer_slack();
-        let mut batch = Vec::new();
-        let mut state = lock(&self.state);
-        loop {
-            // Cells are dropped outside the lock: a task's closure or value
-            // may own the last reference to this timer, whose `Drop` locks.
-            let garbage = self.unlink_cancelled(&mut state);
-            if !garbage.is_empty() {
-                drop(state);
-                drop(garbage);
-                state = lock(&self.state);
-            }
-            let now = self.base.now() / self.tick;
-            state.wheel.advance(now, &mut batch);
-            if !batch.is_empty() {
-                state.dispatching = true;
-                drop(state);
-                for r in batch.drain(..) {
-                    self.dispatch(r);
-                }
-                state = lock(&self.state);
-                state.dispatching = false;
-                continue;
-            }
-            if self.base.is_shutdown()
-                && state.wheel.is_empty()
-                && self.in_flight.load(Acquire) == 0
-            {
-                break;
-            }
-            let next = state.wheel.next_expiration();
-            state.sleeping_until = Some(next.unwrap_or(u64::MAX));
-            self.base.clock.on_idle();
-            state = self.wait(state, next);
-            state.sleeping_until = None;
-            self.wakeups.fetch_add(1, Relaxed);
+        HierarchicalWheelTimer {
+            shared,
+            tick: Duration::from_nanos(tick),
         }
-        state.terminated = true;
-        drop(state);
-        self.terminated.notify_all();
-        self.base.clock.on_idle();
-    }
-
-    /// Blocks until tick `next` or a wake-up.
-    fn wait<'a>(
-        &'a self,
-        state: MutexGuard<'a, State>,
-        next: Option<u64>,
-    ) -> MutexGuard<'a, State> {
-        let real = next
-            .and_then(|t| t.checked_mul(self.tick))
-            .and_then(|ns| self.base.timebase.instant(ns))
-            .and_then(|at| self.base.clock.wait_for(at));
-        match real {
-            Some(timeout) => {
-                self.wakeup
-                    .wait_timeout(state, timeout)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0
-            }
-            None => self.wakeup.wait(state).unwrap_or_else(|e| e.into_inner()),
-        }
-    }
-
-    /// Claims an expired entry and hands it to the executor.
-    fn dispatch(self: &Arc<Self>, r: Removed<TaskRef>) {
-        let Removed {
-            seq, item: cell, ..
-        } = r;
-        if !cell.claim(seq) {
-            return; // moved by a reset that raced the flush
-        }
-        self.base.fire();
-        self.in_flight.fetch_add(1, AcqRel);
-        let shared = self.clone();
-        self.executor.execute(move || shared.run(cell));
-    }
-
-    /// Runs a claimed task on the executor and re-queues a periodic one.
-    fn run(&self, cell: TaskRef) {
-        let scheduled = cell.deadline();
-        let ran = cell.run_claimed(scheduled, || self.base.now(), || self.base.next_seq());
-        if let Ran::Again { deadline, seq } = ran {
-            self.base.repend();
-            if self.base.is_shutdown() && self.base.drops_at_shutdown(&cell) {
-                let outcome = cell.cancel();
-                self.base.count_cancel(outcome);
-            } else {
-                let mut state = lock(&self.state);
-                // A cancel that came between the run's end and this lock
-                // already counted itself; do not queue a dead entry.
-                if cell.is_live(seq) {
-                    self.enqueue(&mut state, deadline, seq, &cell);
-                }
-            }
-        }
-        if self.in_flight.fetch_sub(1, AcqRel) == 1 {
-            if self.base.is_shutdown() {
-                let _state = lock(&self.state);
-                self.wakeup.notify_all();
-            }
-            self.base.clock.on_idle();
-        }
-    }
-
-    /// Inserts a live cell and wakes the driver if its bucket is now the
-    /// earliest thing to wait for.
-    fn enqueue(&self, state: &mut State, deadline: u64, seq: u64, cell: &TaskRef) {
-        let key = state
-            .wheel
-            .insert(self.tick_of(deadline), seq, cell.clone());
-        cell.slot.store(u64::from(key), Relaxed);
-        self.wake_if_earlier(state);
-    }
-
-    fn wake_if_earlier(&self, state: &State) {
-        if let (Some(until), Some(next)) = (state.sleeping_until, state.wheel.next_expiration()) {
-            if next < until {
-                self.wakeup.notify_one();
-            }
-        }
-    }
-
-    /// Unlinks the nodes of the cells cancelled since the last call. The
-    /// keys are looked up first and the nodes unlinked after, so that the
-    /// cache misses of a batch overlap.
-    ///
-    /// Returns the cells it let go of, for the caller to drop after unlocking.
-    #[must_use]
-    fn unlink_cancelled(&self, state: &mut State) -> Vec<TaskRef> {
-        if self.cancels_queued.load(Acquire) == 0 {
-            return Vec::new();
-        }
-        let mut cells = Vec::with_capacity(CANCEL_BATCH);
-        while let Some(cell) = self.cancels.pop() {
-            cells.push(cell);
-        }
-        self.cancels_queued.fetch_sub(cells.len(), Relaxed);
-        // A cancelled cell is never queued again, so a node holding it is
-        // the stale one (if a flush took it first, there is none; the queue
-        // holds the cell, so no other cell can have its address).
-        let keys: Vec<u32> = cells
-            .iter()
-            .filter_map(|c| Shared::key_of(state, c))
-            .collect();
-        for key in keys {
-            if let Some(removed) = state.wheel.remove(key) {
-                cells.push(removed.item);
-            }
-        }
-        cells
-    }
-
-    /// The key of `cell`'s node in the wheel, if the node there is its own.
-    fn key_of(state: &State, cell: &TaskRef) -> Option<u32> {
-        let key = u32::try_from(cell.slot.load(Relaxed)).ok()?;
-        state
-            .wheel
-            .get(key)
-            .filter(|c| Arc::ptr_eq(c, cell))
-            .map(|_| key)
-    }
-}
-
-impl Core for Shared {
-    fn base(&self) -> &Base {
-        &self.base
-    }
-
-    fn requeue(&self, cell: &TaskRef, deadline: u64, seq: u64) {
-        let mut state = lock(&self.state);
-        // A later reset or a cancel got here first: it owns the entry now.
-        if !cell.is_live(seq) {
-            return;
-        }
-        match Shared::key_of(&state, cell) {
-            Some(key) => {
-                state.wheel.reschedule(key, self.tick_of(deadline), seq);
-                self.wake_if_earlier(&state);
-            }
-            // Its node already left the wheel in a flush that lost the race.
-            None => self.enqueue(&mut state, deadline, seq, cell),
-        }
-    }
-
-    fn cancelled(&self, cell: &TaskRef, outcome: CancelOutcome) {
-        if outcome != CancelOutcome::WasPending {
-            return;
-        }
-        // The node is unlinked later, in a batch: by the driver before it
-        // next advances, by `next_expiration`, or here once the batch is
-        // full. Until then the dead node is harmless: a flush drops it, since
-        // its claim fails.
-        self.cancels.push(cell.clone());
-        if self.cancels_queued.fetch_add(1, AcqRel) + 1 >= CANCEL_BATCH {
-            let state = match self.state.try_lock() {
-                Ok(state) => Some(state),
-                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-                // The holder (or the next cancel) will unlink the batch.
-                Err(TryLockError::WouldBlock) => None,
-            };
-            if let Some(mut state) = state {
-                let garbage = self.unlink_cancelled(&mut state);
-                drop(state);
-                drop(garbage);
-            }
-        }
-    }
-}
-
-impl Wakeable for Shared {
-    fn wake(&self) {
-        let _state = lock(&self.state);
-        self.wakeup.notify_all();
-    }
-
-    fn is_idle(&self, now: Instant) -> bool {
-        let now = self.base.timebase.ticks(now) / self.tick;
-        let state = lock(&self.state);
-        state.terminated
-            || (!state.dispatching
-                && self.in_flight.load(Acquire) == 0
-                && state.wheel.next_expiration().is_none_or(|t| t > now))
     }
 }
 
 impl Scheduler for HierarchicalWheelTimer {
     fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error> {
-        let shared = &self.shared;
-        let cell = task.cell;
-        let (deadline, seq) = shared.base.admit(&cell, delay)?;
-        let mut state = lock(&shared.state);
-        // Checked again under the lock, so a task accepted here is always
-        // seen by a concurrent `shutdown`.
-        if shared.base.is_shutdown() {
-            drop(state);
-            shared.base.unpend();
-            return Err(Error::new(Kind::Shutdown));
-        }
-        shared.enqueue(&mut state, deadline, seq, &cell);
-        drop(state);
-        Ok(TaskHandle::new(cell, shared.clone()))
+        self.shared.submit(delay, task)
     }
 
-    fn shutdown(&self) {
-        let shared = &self.shared;
-        // Declared before the guard, so dropped after it: cells never die
-        // under the lock (see `main_loop`).
-        let mut graveyard = Vec::new();
-        let mut state = lock(&shared.state);
-        if shared.base.start_shutdown() {
-            // Keep what the policy keeps; cancel the rest.
-            let mut dropped = Vec::new();
-            for r in state.wheel.drain() {
-                if !r.item.is_live(r.seq) {
-                    graveyard.push(r.item);
-                    continue;
-                }
-                if shared.base.drops_at_shutdown(&r.item) {
-                    dropped.push(r.item);
-                } else {
-                    let key = state.wheel.insert(r.expiration, r.seq, r.item.clone());
-                    r.item.slot.store(u64::from(key), Relaxed);
-                }
-            }
-            for cell in dropped {
-                let outcome = cell.cancel();
-                if outcome.stopped() {
-                    shared.base.count_cancel(outcome);
-                }
-                graveyard.push(cell);
-            }
-        }
-        drop(state);
-        shared.wakeup.notify_all();
-    }
-
-    fn shutdown_now(&self) -> Vec<TaskHandle> {
-        let shared = &self.shared;
-        let mut dead = Vec::new(); // dropped after the guard
-        let mut state = lock(&shared.state);
-        shared.base.start_shutdown_now();
-        let mut never_ran = Vec::new();
-        for r in state.wheel.drain() {
-            if r.item.is_live(r.seq) && r.item.abandon() {
-                shared.base.unpend();
-                never_ran.push(TaskHandle::new(r.item, shared.clone()));
-            } else {
-                dead.push(r.item);
-            }
-        }
-        drop(state);
-        shared.wakeup.notify_all();
-        never_ran
-    }
-
-    fn is_shutdown(&self) -> bool {
-        self.shared.base.is_shutdown()
-    }
-
-    fn is_terminated(&self) -> bool {
-        lock(&self.shared.state).terminated
-    }
-
-    fn await_termination(&self, timeout: Duration) -> bool {
-        wait_until(&self.shared.state, &self.shared.terminated, timeout, |s| {
-            s.terminated
-        })
-    }
-
-    fn metrics(&self) -> Metrics {
-        self.shared.base.metrics()
-    }
+    shared_scheduler_methods!();
 }
 
 impl Drop for HierarchicalWheelTimer {
-    /// A graceful shutdown: no new tasks, and the driver exits once the
-    /// pending one-shots have run.
     fn drop(&mut self) {
-        self.shutdown();
+        self.shared.shutdown();
     }
 }
 
 impl fmt::Debug for HierarchicalWheelTimer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HierarchicalWheelTimer")
-            .field("tick", &self.tick())
-            .field("metrics", &self.metrics())
+            .field("tick", &self.tick)
+            .field("metrics", &self.shared.metrics())
             .finish()
-    }
-}
-
-impl fmt::Debug for Shared {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HierarchicalWheelTimer")
-            .field("tick_ns", &self.tick)
-            .finish_non_exhaustive()
     }
 }
