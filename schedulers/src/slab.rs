@@ -3,7 +3,7 @@
 //! A timer is a small integer *key*. Its state word (see [`crate::slot`])
 //! lives here, in segments that never move once allocated, so a handle on
 //! any thread reads and CASes it with no lock while the driver grows the
-//! table. Segment `s` holds `4096 << s` words, so 20 segments cover every
+//! table. Segment `s` holds `4096 << s` words, so 19 segments cover every
 //! key below 2^31 and a lookup is a shift and two loads. Segments are
 //! allocated zeroed, so untouched capacity costs no resident memory, and
 //! the words of a million timers (8 MB) fit in a typical L3 cache: a cancel
@@ -22,8 +22,8 @@ use crate::core::Key;
 use crate::slot;
 
 const FIRST_BITS: u32 = 12;
-const SEGMENTS: usize = 20;
-/// Keys stay below this (the cores' limit, and 20 segments' worth).
+const SEGMENTS: usize = 19;
+/// Keys stay below this (the cores' limit, and 19 segments' worth).
 pub(crate) const MAX_KEYS: u64 = (1 << 31) - (1 << FIRST_BITS);
 
 /// The state words of every timer. See the [module docs](self).
@@ -117,7 +117,7 @@ mod test {
         }
         assert_eq!(locate(0), (0, 0));
         assert_eq!(locate(4096), (1, 0));
-        assert_eq!(locate(MAX_KEYS as Key - 1), (SEGMENTS - 1, (4096 << 19) - 1));
+        assert_eq!(locate(MAX_KEYS as Key - 1), (SEGMENTS - 1, (4096 << 18) - 1));
         assert!(!slots.reserve(MAX_KEYS as Key));
     }
 

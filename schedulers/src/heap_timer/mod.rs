@@ -41,9 +41,6 @@
 //!   `Timer.cancel()` discards everything; `shutdown_now` discards and
 //!   returns them.
 
-#[cfg(test)]
-mod test;
-
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
