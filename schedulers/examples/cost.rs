@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use schedulers::{
     HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler,
-    SchedulerExt, TaskHandle,
+    Task, TaskHandle,
 };
 
 /// Every scheduler the probe knows, by short name.
@@ -86,7 +86,7 @@ fn measure(name: &str, n: usize) -> Costs {
         let mut handles: Vec<TaskHandle> = Vec::with_capacity(n);
         let rss_before = rss_bytes();
         for d in &delays {
-            handles.push(s.schedule(*d, || ()).expect("schedule").into_handle());
+            handles.push(s.submit(*d, Task::once(|| ())).expect("schedule"));
         }
         // The handles vector is the application's, not the scheduler's: its
         // pages are first touched here, so take them back out.
@@ -104,7 +104,7 @@ fn measure(name: &str, n: usize) -> Costs {
     let mut handles: Vec<TaskHandle> = Vec::with_capacity(n);
     let t = now();
     for d in &delays {
-        handles.push(s.schedule(*d, || ()).expect("schedule").into_handle());
+        handles.push(s.submit(*d, Task::once(|| ())).expect("schedule"));
     }
     let schedule_ns = per_op(t, n);
     let order = permutation(n, 3);
@@ -121,7 +121,7 @@ fn measure(name: &str, n: usize) -> Costs {
     let s = make(name).expect("known scheduler");
     let handles: Vec<TaskHandle> = delays
         .iter()
-        .map(|d| s.schedule(*d, || ()).expect("schedule").into_handle())
+        .map(|d| s.submit(*d, Task::once(|| ())).expect("schedule"))
         .collect();
     let t = now();
     for (h, d) in handles.iter().zip(&moves) {

@@ -8,6 +8,7 @@
 //! [`ManualClock::advance`] returns only once those schedulers have finished
 //! reacting, so a test can assert right after it without sleeping.
 
+use std::cell::Cell;
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -156,7 +157,7 @@ impl ManualClock {
         for driver in self.drivers() {
             driver.wake();
         }
-        if !crate::task::inside_task() {
+        if !inside_task() {
             self.settle();
         }
     }
@@ -333,4 +334,28 @@ pub(crate) fn reduce_timer_slack() {
     {
         let _ = nix::sys::prctl::set_timerslack(1);
     }
+}
+
+thread_local! {
+    static INSIDE_TASK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the current thread as running a task, for [`inside_task`].
+pub(crate) struct InsideTask(bool);
+
+impl InsideTask {
+    pub(crate) fn enter() -> InsideTask {
+        InsideTask(INSIDE_TASK.with(|c| c.replace(true)))
+    }
+}
+
+impl Drop for InsideTask {
+    fn drop(&mut self) {
+        INSIDE_TASK.with(|c| c.set(self.0));
+    }
+}
+
+/// True on a thread that is running a scheduled task right now.
+pub(crate) fn inside_task() -> bool {
+    INSIDE_TASK.with(Cell::get)
 }

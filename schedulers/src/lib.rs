@@ -71,6 +71,7 @@
 //! # Ok::<(), schedulers::Error>(())
 //! ```
 
+mod builder;
 mod clock;
 pub mod core;
 #[cfg(feature = "redis")]
@@ -78,6 +79,7 @@ pub mod distributed;
 mod error;
 mod executor;
 mod handle;
+mod metrics;
 pub mod hashed_wheel;
 pub mod heap_timer;
 pub mod hierarchical;
@@ -97,6 +99,7 @@ pub use handle::{ScheduledFuture, TaskHandle};
 pub use hashed_wheel::{HashedWheelTimer, HashedWheelTimerBuilder};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
-pub use scheduler::{Metrics, Scheduler, SchedulerExt};
+pub use metrics::Metrics;
+pub use scheduler::{Scheduler, SchedulerExt};
 pub use task::Task;
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};

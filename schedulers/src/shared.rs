@@ -38,8 +38,8 @@ use crate::clock::{lock, wait_until, Clock, Timebase, Wakeable, NEVER};
 use crate::core::{Expired, HashedWheel, HierarchicalWheel, IndexedHeap, Key, TimerQueue};
 use crate::error::{Error, Kind};
 use crate::executor::Executor;
-use crate::handle::TaskHandle;
-use crate::scheduler::Metrics;
+use crate::builder::Policy;
+use crate::metrics::Metrics;
 use crate::slab::Slots;
 use crate::slot::{self, Cancel};
 use crate::task::{self, Failure, Job, Ran, Repeat, Task};
@@ -100,15 +100,6 @@ impl Queue {
     fn deadline(&self, key: Key) -> Option<u64> {
         dispatch!(self, q => q.deadline(key))
     }
-}
-
-/// What to do with waiting tasks at `shutdown`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Policy {
-    /// Periodic tasks keep running after `shutdown` (default false).
-    pub(crate) keep_periodic: bool,
-    /// One-shot tasks not yet due still run after `shutdown` (default true).
-    pub(crate) run_delayed: bool,
 }
 
 /// Everything a scheduler is built from.
@@ -290,7 +281,9 @@ impl Shared {
 
     // ---- submitting -------------------------------------------------------
 
-    pub(crate) fn submit(self: &Arc<Self>, delay: Duration, task: Task) -> Result<TaskHandle, Error> {
+    /// Queues `task` to run after `delay`; returns its key, holding one
+    /// reference for the caller's handle.
+    pub(crate) fn submit(&self, delay: Duration, task: Task) -> Result<Key, Error> {
         let deadline = Timebase::deadline(self.now(), delay)?;
         let mut inner = self.lock();
         if self.is_shutdown() {
@@ -317,7 +310,7 @@ impl Shared {
         if wake {
             self.wakeup.notify_one();
         }
-        Ok(TaskHandle::new(self.clone(), key))
+        Ok(key)
     }
 
     /// True if a task now due at `deadline` comes before the waiting
@@ -626,7 +619,7 @@ impl Shared {
     /// Removes every dead entry if they outnumber the live ones (and are at
     /// least [`AUTO_PURGE_MIN`]).
     fn purge_if_needed(&self, inner: &mut Inner) {
-        let dead = self.cancels.pending().saturating_sub(inner.reclaimed) as usize;
+        let dead = self.dead(inner) as usize;
         if dead >= AUTO_PURGE_MIN && dead * 2 > inner.queue.len() {
             self.purge(inner);
         }
@@ -645,6 +638,28 @@ impl Shared {
             self.release_locked(inner, key);
         }
         removed.len()
+    }
+
+    /// The queue's next deadline once every dead entry is gone.
+    pub(crate) fn next_live_deadline(&self) -> Option<u64> {
+        let mut inner = self.lock();
+        if self.dead(&inner) > 0 {
+            self.purge(&mut inner);
+        }
+        inner.queue.next_deadline()
+    }
+
+    /// Dead entries (cancelled while waiting) still in the queue.
+    fn dead(&self, inner: &Inner) -> u64 {
+        self.cancels.pending().saturating_sub(inner.reclaimed)
+    }
+
+    /// Before a driver sleeps: with no task waiting, what is left in the
+    /// queue is dead, so drop it rather than wake up for it.
+    pub(crate) fn drop_dead_if_idle(&self, inner: &mut Inner) {
+        if !inner.queue.is_empty() && self.pending(inner) == 0 && self.dead(inner) > 0 {
+            self.purge(inner);
+        }
     }
 
     /// Whether a driver thread may exit: shut down, and no task waits or
@@ -764,8 +779,9 @@ impl Shared {
         self.wakeup.notify_all();
     }
 
-    /// `shutdown_now`: every waiting task is abandoned and returned.
-    pub(crate) fn shutdown_now(self: &Arc<Self>) -> Vec<TaskHandle> {
+    /// `shutdown_now`: every waiting task is abandoned; returns their keys,
+    /// each holding a reference for a handle.
+    pub(crate) fn shutdown_now(&self) -> Vec<Key> {
         let mut inner = self.lock();
         self.stopped.store(true, SeqCst);
         self.shutdown.store(true, SeqCst);
@@ -802,7 +818,7 @@ impl Shared {
         never_ran.sort_unstable();
         never_ran
             .into_iter()
-            .map(|(_, key)| TaskHandle::new(self.clone(), key))
+            .map(|(_, key)| key)
             .collect()
     }
 

@@ -7,13 +7,12 @@
 //! returns a value gets an output cell only when a
 //! [`ScheduledFuture`](crate::ScheduledFuture) asks for one.
 
-use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::clock::{lock, nanos};
+use crate::clock::{lock, nanos, InsideTask};
 use crate::error::{Error, Kind};
 
 /// How a task repeats: nanoseconds for the periodic kinds.
@@ -108,30 +107,6 @@ pub(crate) fn drop_contained<T>(value: T) -> Option<Error> {
     catch_unwind(AssertUnwindSafe(move || drop(value)))
         .err()
         .map(|payload| Error::from_panic(payload.as_ref()))
-}
-
-thread_local! {
-    static INSIDE_TASK: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Marks the current thread as running a task, for [`inside_task`].
-struct InsideTask(bool);
-
-impl InsideTask {
-    fn enter() -> InsideTask {
-        InsideTask(INSIDE_TASK.with(|c| c.replace(true)))
-    }
-}
-
-impl Drop for InsideTask {
-    fn drop(&mut self) {
-        INSIDE_TASK.with(|c| c.set(self.0));
-    }
-}
-
-/// True on a thread that is running a scheduled task right now.
-pub(crate) fn inside_task() -> bool {
-    INSIDE_TASK.with(Cell::get)
 }
 
 /// The value of a one-shot task, for its [`ScheduledFuture`](crate::ScheduledFuture).

@@ -64,6 +64,7 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
         if shared.may_exit(&mut inner) {
             break;
         }
+        shared.drop_dead_if_idle(&mut inner);
         let next = inner.queue.next_deadline();
         if let Some(deadline) = next.filter(|_| !spin.is_zero()) {
             let left = shared

@@ -49,7 +49,8 @@ use crate::core::IndexedHeap;
 use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, shared_scheduler_methods, Common, Scheduler};
+use crate::builder::{common_builder_methods, Common};
+use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
 use crate::task::Task;
 
@@ -168,7 +169,8 @@ impl HeapTimerBuilder {
 
 impl Scheduler for HeapTimer {
     fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error> {
-        self.shared.submit(delay, task)
+        let key = self.shared.submit(delay, task)?;
+        Ok(TaskHandle::new(self.shared.clone(), key))
     }
 
     shared_scheduler_methods!();

@@ -24,10 +24,13 @@
 //! Everything sits behind one mutex, as Kafka's wheel sits behind its
 //! read-write lock. `submit` inserts directly (O(1)) and wakes the driver
 //! only if the new timer is due before the driver's planned wake-up. Cancel
-//! is one CAS on the timer's state word and no lock; the dead entry leaves
-//! its bucket when the bucket is flushed, or in a bulk purge once dead
-//! entries outnumber live ones. `reset` moves the node to its new bucket in
-//! O(1) under the lock.
+//! is one CAS on the timer's state word and no lock, where Kafka unlinks
+//! the entry at once under its bucket's lock: the dead entry leaves its
+//! bucket when the bucket is flushed, in a bulk purge once dead entries
+//! outnumber live ones, or at once when no live timer is left, so the
+//! driver never sleeps until a bucket of cancelled timers only while
+//! nothing else waits. `reset` moves the node to its new bucket in O(1)
+//! under the lock.
 //!
 //! # Differences from Kafka's `SystemTimer`
 //!
@@ -59,7 +62,8 @@ use crate::core::{HierarchicalWheel, Precision};
 use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, shared_scheduler_methods, Common, Scheduler};
+use crate::builder::{common_builder_methods, Common};
+use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
 use crate::task::Task;
 
@@ -152,9 +156,10 @@ impl HierarchicalWheelTimer {
 
     /// When the driver next has work: the earliest bucket expiration (or
     /// now, if a timer is already due), or `None` with no timer pending.
-    /// This is what the driver sleeps until.
+    /// This is what the driver sleeps until. Cancelled timers left in their
+    /// buckets are purged first, so they do not count.
     pub fn next_expiration(&self) -> Option<Instant> {
-        let next = self.shared.lock().queue.next_deadline()?;
+        let next = self.shared.next_live_deadline()?;
         self.shared.timebase.instant(next)
     }
 
@@ -221,8 +226,7 @@ impl HierarchicalWheelTimerBuilder {
             executor: self.executor.unwrap_or_else(|| Executor::pool(1)),
             policy: self.common.policy(),
             pending_limit: self.common.pending_limit,
-            // Kafka unlinks a cancelled timer from its bucket at once.
-            remove_on_cancel: true,
+            remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)
             .expect("failed to spawn the timer thread");
@@ -235,7 +239,8 @@ impl HierarchicalWheelTimerBuilder {
 
 impl Scheduler for HierarchicalWheelTimer {
     fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error> {
-        self.shared.submit(delay, task)
+        let key = self.shared.submit(delay, task)?;
+        Ok(TaskHandle::new(self.shared.clone(), key))
     }
 
     shared_scheduler_methods!();

@@ -108,7 +108,8 @@ use crate::core::IndexedHeap;
 use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, shared_scheduler_methods, Common, Scheduler};
+use crate::builder::{common_builder_methods, Common};
+use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
 use crate::task::{self, Task};
 
@@ -392,7 +393,8 @@ fn worker(shared: Arc<Shared>, id: usize) {
 
 impl Scheduler for ScheduledThreadPool {
     fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error> {
-        let handle = self.shared.submit(delay, task)?;
+        let key = self.shared.submit(delay, task)?;
+        let handle = TaskHandle::new(self.shared.clone(), key);
         self.ensure_prestart();
         Ok(handle)
     }
