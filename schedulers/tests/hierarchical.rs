@@ -1,12 +1,13 @@
-//! HierarchicalWheelTimer against the conformance suite: a 1 ms tick, so
-//! tasks may start up to one tick late, on a single worker so that the start
-//! order the FIFO case observes is the dispatch order.
+//! HierarchicalWheelTimer against the conformance suite: exact by default
+//! (a granularity of zero), on a single-worker pool so that the start order
+//! the FIFO case observes is the dispatch order, and inline on deep wheels;
+//! and in Kafka's tick mode, one tick late at most.
 
 use std::time::Duration;
 
 use schedulers::{Executor, HierarchicalWheelTimer};
 
-crate::conformance!(conformance, Duration::from_millis(1), |o| {
+crate::conformance!(conformance, Duration::ZERO, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
         .tick(Duration::from_millis(1))
@@ -21,7 +22,7 @@ crate::conformance!(conformance, Duration::from_millis(1), |o| {
 // 1 h timer cascades through ~22 levels) with tasks run inline on the driver.
 crate::conformance!(
     conformance_tiny_wheels_inline,
-    Duration::from_millis(1),
+    Duration::ZERO,
     |o| {
         let mut b = HierarchicalWheelTimer::builder()
             .clock(o.clock)
@@ -34,6 +35,17 @@ crate::conformance!(
         Box::new(b.build())
     }
 );
+
+crate::conformance!(conformance_tick_mode, Duration::from_millis(1), |o| {
+    let mut b = HierarchicalWheelTimer::builder()
+        .clock(o.clock)
+        .precise(false)
+        .tick(Duration::from_millis(1));
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build())
+});
 
 /// Settings out of range are clamped rather than refused, so `build` never
 /// fails: the timers still work and are never early.

@@ -10,9 +10,11 @@ use schedulers::{Executor, HashedWheelTimer, ManualClock, Scheduler, SchedulerEx
 
 use crate::conformance::{ms, secs, Counter};
 
+/// A wheel in Netty's tick mode: a timer fires at the end of its tick.
 fn wheel(clock: &ManualClock, tick: Duration, slots: usize) -> HashedWheelTimer {
     HashedWheelTimer::builder()
         .clock(clock.clone())
+        .precise(false)
         .tick(tick)
         .wheel_size(slots)
         .build()

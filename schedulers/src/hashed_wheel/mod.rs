@@ -34,10 +34,14 @@
 //!
 //! # Timing
 //!
-//! A timer never fires early, and fires at most one tick plus the thread's
-//! wake-up latency late: its tick `ceil(d / tick)` is processed when the
-//! clock reaches `ceil(d / tick) * tick`. A deadline exactly on a tick
-//! boundary fires on that boundary.
+//! By default a timer fires at its own deadline: the worker reads the exact
+//! deadlines of the slot it is about to reach and sleeps until the
+//! earliest, so a timer is late only by the thread's wake-up latency, as on
+//! a heap, while storage and cancel stay O(1). With
+//! [`precise(false)`](HashedWheelTimerBuilder::precise) it behaves as
+//! Netty's: a timer due at `d` fires when the clock reaches the end of its
+//! tick, `ceil(d / tick) * tick`, at most one tick plus wake-up latency late
+//! (a deadline on a tick boundary fires on it). Either way never early.
 //!
 //! # Costs
 //!
@@ -80,8 +84,10 @@
 //!   timeouts only.
 //! - The tick may be as short as 1 µs (Netty raises anything under 1 ms to
 //!   1 ms) and the wheel has at most 2^24 slots (Netty: 2^30).
-//! - A deadline is rounded *up* to a tick, so a timer is never early, and
-//!   timers of one tick run in submission order even after a reset.
+//! - A timer fires at its exact deadline by default (Netty: at the tick
+//!   after it); in tick mode a deadline is rounded *up* to a tick, so a
+//!   timer is never early. Timers of one tick run in submission order even
+//!   after a reset.
 //! - A panicking task is caught and reported on its handle (Netty logs it).
 //! - `shutdown` keeps pending one-shots by default (Netty's `stop` returns
 //!   them unrun); `shutdown_now` returns them, as `stop` does.
@@ -93,7 +99,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::clock::nanos;
 use crate::core::{HashedWheel, Precision};
@@ -120,7 +126,7 @@ pub const MIN_TICK: Duration = Duration::from_micros(1);
 ///
 /// Pick it for many timers (thousands to millions), most of them cancelled
 /// or reset before they fire (I/O and acknowledgement timeouts,
-/// keep-alives), when a tick of lateness is acceptable.
+/// keep-alives).
 ///
 /// See the [module docs](self) for the algorithm, defaults and how it
 /// differs from Netty.
@@ -169,6 +175,7 @@ pub struct HashedWheelTimerBuilder {
     tick: Duration,
     wheel_size: usize,
     executor: Executor,
+    precise: bool,
 }
 
 impl HashedWheelTimer {
@@ -190,10 +197,13 @@ impl HashedWheelTimer {
             tick: DEFAULT_TICK,
             wheel_size: DEFAULT_WHEEL_SIZE,
             executor: Executor::inline(),
+            precise: true,
         }
     }
 
-    /// The tick length: the most a timer fires late, plus wake-up latency.
+    /// The tick length: the wheel's resolution (and, with
+    /// [`precise(false)`](HashedWheelTimerBuilder::precise), the most a
+    /// timer fires late, plus wake-up latency).
     pub fn tick(&self) -> Duration {
         self.tick
     }
@@ -201,6 +211,21 @@ impl HashedWheelTimer {
     /// The number of slots in the ring (a power of two).
     pub fn wheel_size(&self) -> usize {
         self.slots
+    }
+
+    /// When the worker next has work: the earliest deadline due in a slot it
+    /// will reach, or `None` with no timer pending. This is what the worker
+    /// sleeps until: with only far timers pending it does not wake every
+    /// tick. Cancelled timers left in their slots are purged first.
+    pub fn next_expiration(&self) -> Option<Instant> {
+        self.shared.next_expiration()
+    }
+
+    /// How many times the worker thread has woken from a wait: timed waits
+    /// that ran out, earlier submissions, clock wake-ups and spurious ones
+    /// alike. The measure of an idle timer's cost.
+    pub fn driver_wakeups(&self) -> u64 {
+        self.shared.wakeups()
     }
 }
 
@@ -213,9 +238,8 @@ impl Default for HashedWheelTimer {
 impl HashedWheelTimerBuilder {
     common_builder_methods!();
 
-    /// The tick length (default 1 ms): the resolution of the wheel and the
-    /// most a timer fires late, plus wake-up latency. Raised to
-    /// [`MIN_TICK`] if shorter.
+    /// The tick length (default 1 ms): the resolution of the wheel; one
+    /// revolution lasts `tick * slots`. Raised to [`MIN_TICK`] if shorter.
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick.max(MIN_TICK);
         self
@@ -225,6 +249,15 @@ impl HashedWheelTimerBuilder {
     /// and clamped to 1 ..= 2^24. One revolution lasts `tick * slots`.
     pub fn wheel_size(mut self, slots: usize) -> Self {
         self.wheel_size = slots;
+        self
+    }
+
+    /// Whether a timer fires at its own deadline (true, the default) or at
+    /// the end of its tick, as in Netty (false). Exact firing costs nothing
+    /// on schedule or cancel: the worker reads the exact deadlines of the
+    /// slot it is about to reach and sleeps until the earliest.
+    pub fn precise(mut self, precise: bool) -> Self {
+        self.precise = precise;
         self
     }
 
@@ -248,7 +281,12 @@ impl HashedWheelTimerBuilder {
             .clamp(1, crate::core::MAX_SLOTS)
             .next_power_of_two();
         // Time starts at 0: the scheduler counts from its creation.
-        let wheel = HashedWheel::new(tick, slots, 0, Precision::Tick)
+        let precision = if self.precise {
+            Precision::Exact
+        } else {
+            Precision::Tick
+        };
+        let wheel = HashedWheel::new(tick, slots, 0, precision)
             .expect("the tick and slot count were checked");
         let shared = Shared::new(Config {
             clock: self.common.clock.clone(),

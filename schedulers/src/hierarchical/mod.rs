@@ -15,11 +15,17 @@
 //! driver does not wake at all in that hour, and when they come due it wakes
 //! at most once per millisecond that holds a deadline. When it wakes it
 //! advances the wheels, which re-insert the timers of each expired bucket
-//! into finer wheels, and hands the timers now due to the [`Executor`], a
-//! worker pool by default as in Kafka, so a slow task does not hold up the
-//! wheel. A worker claims a task when it starts it, so a task waiting for a
-//! busy worker can still be cancelled, reset or abandoned. A periodic task
-//! re-enters the wheel from the worker when its run ends.
+//! into finer wheels, and runs the timers now due, on its own thread by
+//! default or on an [`Executor`] (Kafka hands them to a worker pool, which
+//! costs a hand-off per run but keeps a slow task from holding up the
+//! wheel). A worker claims a task when it starts it, so a task waiting for
+//! a busy worker can still be cancelled, reset or abandoned. A periodic task
+//! re-enters the wheel when its run ends.
+//!
+//! A bucket is keyed by the exact earliest deadline among its timers, so by
+//! default a timer fires at its own deadline, late only by the thread's
+//! wake-up latency; with [`precise(false)`](HierarchicalWheelTimerBuilder::precise)
+//! it fires at the end of its tick, as in Kafka.
 //!
 //! Everything sits behind one mutex, as Kafka's wheel sits behind its
 //! read-write lock. `submit` inserts directly (O(1)) and wakes the driver
@@ -34,8 +40,10 @@
 //!
 //! # Differences from Kafka's `SystemTimer`
 //!
-//! - **Never early, at most one tick late.** Kafka may run a task up to a
-//!   tick early (see `timing_wheel`); here deadlines round up to the tick.
+//! - **Never early, on time.** Kafka may run a task up to a tick early;
+//!   here a timer fires at its deadline (or, in tick mode, at the end of
+//!   its tick).
+//! - **Tasks run on the driver thread by default**, not on a worker pool.
 //! - **A bucket expires at its earliest timer**, not at the start of its
 //!   range, so a cascade never costs a wake-up of its own (see
 //!   `timing_wheel`): a timer an hour away wakes nobody before its hour.
@@ -76,12 +84,12 @@ pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 
 /// A Kafka `SystemTimer`-style scheduler: hierarchical timing wheels whose
 /// buckets wait in a delay queue, one driver thread that sleeps until the
-/// earliest bucket expires, tasks run on a worker pool.
+/// earliest bucket expires.
 ///
 /// Pick it for very many timers, most of them cancelled or far away
 /// (request timeouts, session expiry): schedule, cancel and reset are O(1),
-/// and an idle timer costs no CPU however many timers wait. Tasks start up to
-/// one tick (1 ms by default) after their deadline, never before.
+/// and an idle timer costs no CPU however many timers wait. Tasks start at
+/// their deadline, never before.
 ///
 /// See the [module docs](self) for how it works and differs from Kafka.
 ///
@@ -124,7 +132,8 @@ pub struct HierarchicalWheelTimerBuilder {
     common: Common,
     tick: Duration,
     wheel_size: usize,
-    executor: Option<Executor>,
+    executor: Executor,
+    precise: bool,
 }
 
 impl HierarchicalWheelTimer {
@@ -145,11 +154,12 @@ impl HierarchicalWheelTimer {
             common: Common::new("hierarchical-wheel-timer"),
             tick: DEFAULT_TICK,
             wheel_size: DEFAULT_WHEEL_SIZE,
-            executor: None,
+            executor: Executor::inline(),
+            precise: true,
         }
     }
 
-    /// The tick: the wheel's resolution, and the most a task starts late.
+    /// The tick: the wheel's resolution.
     pub fn tick(&self) -> Duration {
         self.tick
     }
@@ -159,8 +169,7 @@ impl HierarchicalWheelTimer {
     /// This is what the driver sleeps until. Cancelled timers left in their
     /// buckets are purged first, so they do not count.
     pub fn next_expiration(&self) -> Option<Instant> {
-        let next = self.shared.next_live_deadline()?;
-        self.shared.timebase.instant(next)
+        self.shared.next_expiration()
     }
 
     /// How many times the driver thread has woken from a wait: timed waits
@@ -189,8 +198,9 @@ impl Default for HierarchicalWheelTimer {
 impl HierarchicalWheelTimerBuilder {
     common_builder_methods!();
 
-    /// The wheel's resolution (default 1 ms): tasks start up to one tick
-    /// after their deadline. A zero tick is raised to 1 ns.
+    /// The wheel's resolution (default 1 ms): the unit of its buckets, and
+    /// with [`precise(false)`](Self::precise) the most a task starts late.
+    /// A zero tick is raised to 1 ns.
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
@@ -202,11 +212,21 @@ impl HierarchicalWheelTimerBuilder {
         self
     }
 
-    /// Where expired tasks run: by default a pool of one worker thread of
-    /// its own, as Kafka's `SystemTimer`. [`Executor::inline`] runs them on
-    /// the driver thread instead (cheaper, but a slow task delays the wheel).
+    /// Whether a timer fires at its own deadline (true, the default) or at
+    /// the end of its tick, as in Kafka (false). Exact firing costs nothing
+    /// on schedule or cancel: a bucket is keyed by its earliest exact
+    /// deadline, and the driver sleeps until then.
+    pub fn precise(mut self, precise: bool) -> Self {
+        self.precise = precise;
+        self
+    }
+
+    /// Where expired tasks run: by default on the driver thread itself
+    /// ([`Executor::inline`]), which saves a hand-off per run; an
+    /// [`Executor::pool`] (Kafka's `SystemTimer` has one worker thread) keeps
+    /// a slow task from delaying the wheel.
     pub fn executor(mut self, executor: Executor) -> Self {
-        self.executor = Some(executor);
+        self.executor = executor;
         self
     }
 
@@ -218,12 +238,17 @@ impl HierarchicalWheelTimerBuilder {
     pub fn build(self) -> HierarchicalWheelTimer {
         let tick = nanos(self.tick).max(1);
         let size = self.wheel_size.clamp(2, MAX_WHEEL_SIZE);
-        let wheels = HierarchicalWheel::new(tick, size, 0, Precision::Tick)
+        let precision = if self.precise {
+            Precision::Exact
+        } else {
+            Precision::Tick
+        };
+        let wheels = HierarchicalWheel::new(tick, size, 0, precision)
             .expect("the tick and wheel size were checked");
         let shared = Shared::new(Config {
             clock: self.common.clock.clone(),
             queue: Queue::Hier(wheels),
-            executor: self.executor.unwrap_or_else(|| Executor::pool(1)),
+            executor: self.executor,
             policy: self.common.policy(),
             pending_limit: self.common.pending_limit,
             remove_on_cancel: false,
