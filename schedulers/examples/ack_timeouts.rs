@@ -31,7 +31,7 @@ fn main() -> Result<(), schedulers::Error> {
     // 99% of the acks come back in time: each cancels its timeout.
     let mut acked = 0;
     for (message_id, timeout) in pending.iter().enumerate() {
-        if message_id % 100 != 0 && timeout.cancel() {
+        if message_id % 100 != 0 && timeout.handle().cancel() {
             acked += 1;
         }
     }
@@ -39,7 +39,7 @@ fn main() -> Result<(), schedulers::Error> {
     // Wait for the unacknowledged ones to time out.
     let mut timed_out = Vec::new();
     for timeout in pending {
-        if !timeout.is_cancelled() {
+        if !timeout.handle().is_cancelled() {
             timed_out.push(timeout.get()?);
         }
     }

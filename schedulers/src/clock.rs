@@ -307,6 +307,15 @@ impl Timebase {
         self.epoch.checked_add(Duration::from_nanos(ticks))
     }
 
+    /// The deadline at instant `at` (due at once if already past), or a
+    /// delay-overflow error if it is beyond the time range.
+    pub(crate) fn deadline_at(&self, at: Instant) -> Result<u64, Error> {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos())
+            .ok()
+            .filter(|&t| t < NEVER)
+            .ok_or_else(|| Error::new(Kind::DelayOverflow))
+    }
+
     /// The deadline `delay` after `now`, or a delay-overflow error.
     pub(crate) fn deadline(now: u64, delay: Duration) -> Result<u64, Error> {
         u64::try_from(delay.as_nanos())

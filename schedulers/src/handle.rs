@@ -2,13 +2,16 @@
 //! [`ScheduledFuture`].
 
 use std::fmt;
-use std::ops::Deref;
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use crate::core::Key;
 use crate::error::{Error, Kind};
-use crate::shared::Shared;
+use crate::shared::{Shared, When};
 use crate::slot;
 use crate::task::Output;
 
@@ -20,11 +23,11 @@ use crate::task::Output;
 ///
 /// ```
 /// use std::time::Duration;
-/// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
+/// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
 ///
 /// let clock = ManualClock::new();
 /// let timer = HeapTimer::builder().clock(clock.clone()).build();
-/// let handle = timer.schedule(Duration::from_secs(30), || {}).unwrap();
+/// let handle = timer.submit(Duration::from_secs(30), Task::once(|| {})).unwrap();
 /// assert_eq!(handle.remaining(), Duration::from_secs(30));
 ///
 /// // A heartbeat arrived: push the idle timeout out again.
@@ -95,7 +98,45 @@ impl TaskHandle {
     /// [`Error::is_delay_overflow`] if the new deadline does not fit the
     /// time range.
     pub fn reset(&self, delay: Duration) -> Result<bool, Error> {
-        self.shared.reset(self.key, delay)
+        self.shared.reset(self.key, When::After(delay))
+    }
+
+    /// As [`TaskHandle::reset`], to `deadline`, an instant of the
+    /// scheduler's clock (at once if it has passed).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_delay_overflow`] if `deadline` is beyond the time range.
+    pub fn reset_at(&self, deadline: Instant) -> Result<bool, Error> {
+        self.shared.reset(self.key, When::At(deadline))
+    }
+
+    /// The deadline of the next run, while the task waits for it; `None`
+    /// once it is due, running or over.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.shared.deadline_instant(self.key)
+    }
+
+    /// A guard that cancels the task when dropped, as tokio-util's
+    /// `AbortOnDropHandle`: for a timeout that must not outlive the request
+    /// it guards.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::{HeapTimer, Scheduler, Task};
+    ///
+    /// let timer = HeapTimer::new();
+    /// let timeout = timer.submit(Duration::from_secs(30), Task::once(|| ())).unwrap();
+    /// {
+    ///     let _guard = timeout.clone().cancel_on_drop();
+    ///     // ... the request completes in time ...
+    /// }
+    /// assert!(timeout.is_cancelled());
+    /// ```
+    pub fn cancel_on_drop(self) -> CancelOnDrop {
+        CancelOnDrop(Some(self))
     }
 
     /// Blocks until the task will never run again.
@@ -116,6 +157,22 @@ impl TaskHandle {
     /// As [`TaskHandle::wait`], or [`Error::is_timeout`].
     pub fn wait_timeout(&self, timeout: Duration) -> Result<(), Error> {
         self.shared.wait_for_end(self.key, Some(timeout))
+    }
+}
+
+/// Two handles are equal when they name the same task.
+impl PartialEq for TaskHandle {
+    fn eq(&self, other: &TaskHandle) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared) && self.key == other.key
+    }
+}
+
+impl Eq for TaskHandle {}
+
+impl Hash for TaskHandle {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.shared) as usize).hash(state);
+        self.key.hash(state);
     }
 }
 
@@ -141,8 +198,34 @@ impl fmt::Debug for TaskHandle {
     }
 }
 
+/// Cancels its task when dropped; see [`TaskHandle::cancel_on_drop`].
+#[derive(Debug)]
+pub struct CancelOnDrop(Option<TaskHandle>);
+
+impl CancelOnDrop {
+    /// The guarded handle.
+    pub fn handle(&self) -> &TaskHandle {
+        self.0.as_ref().expect("present until dropped or detached")
+    }
+
+    /// Disarms the guard: the task is left to run, and its handle returned.
+    pub fn detach(mut self) -> TaskHandle {
+        self.0.take().expect("present until dropped or detached")
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.cancel();
+        }
+    }
+}
+
 /// A handle to a one-shot task whose value can be waited for, like Java's
-/// `ScheduledFuture`. Derefs to [`TaskHandle`] for cancel, reset and the rest.
+/// `ScheduledFuture`: block on it with [`ScheduledFuture::get`], or `.await`
+/// it from any async runtime (it is a [`Future`]). Cancel, reset and the
+/// rest go through [`ScheduledFuture::handle`].
 ///
 /// # Examples
 ///
@@ -158,6 +241,9 @@ impl fmt::Debug for TaskHandle {
 /// let err = boom.get().unwrap_err();
 /// assert!(err.is_panic());
 /// assert_eq!(err.panic_message(), Some("no luck"));
+///
+/// let never = timer.schedule(Duration::from_secs(60), || ()).unwrap();
+/// assert!(never.handle().cancel());
 /// ```
 pub struct ScheduledFuture<T> {
     handle: TaskHandle,
@@ -167,6 +253,11 @@ pub struct ScheduledFuture<T> {
 impl<T: Send + 'static> ScheduledFuture<T> {
     pub(crate) fn new(handle: TaskHandle, output: Arc<Output<T>>) -> ScheduledFuture<T> {
         ScheduledFuture { handle, output }
+    }
+
+    /// The task's handle: cancel, reset, ask about it.
+    pub fn handle(&self) -> &TaskHandle {
+        &self.handle
     }
 
     /// Blocks until the task finished and returns its value.
@@ -191,7 +282,7 @@ impl<T: Send + 'static> ScheduledFuture<T> {
         self.take()
     }
 
-    fn take(self) -> Result<T, Error> {
+    fn take(&self) -> Result<T, Error> {
         // A task that completed stored its value before it was marked done.
         self.output
             .take()
@@ -204,10 +295,21 @@ impl<T: Send + 'static> ScheduledFuture<T> {
     }
 }
 
-impl<T> Deref for ScheduledFuture<T> {
-    type Target = TaskHandle;
-    fn deref(&self) -> &TaskHandle {
-        &self.handle
+/// Resolves when the task has ended: with its value, or with the error
+/// [`ScheduledFuture::get`] would give. Runtime-agnostic: the scheduler's
+/// thread wakes the future's waker.
+impl<T: Send + 'static> Future for ScheduledFuture<T> {
+    type Output = Result<T, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Some(value) = self.output.take() {
+            return Poll::Ready(Ok(value));
+        }
+        match self.handle.shared.poll_end(self.handle.key, cx.waker()) {
+            None => Poll::Pending,
+            Some(Ok(())) => Poll::Ready(self.take()),
+            Some(Err(e)) => Poll::Ready(Err(e)),
+        }
     }
 }
 

@@ -93,9 +93,9 @@ mod waiters;
 pub mod thread_pool;
 
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
-pub use error::Error;
+pub use error::{Error, Rejected};
 pub use executor::Executor;
-pub use handle::{ScheduledFuture, TaskHandle};
+pub use handle::{CancelOnDrop, ScheduledFuture, TaskHandle};
 pub use hashed_wheel::{HashedWheelTimer, HashedWheelTimerBuilder};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};

@@ -3,9 +3,9 @@
 //! scheduler shares.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::error::Error;
+use crate::error::Rejected;
 use crate::handle::{ScheduledFuture, TaskHandle};
 use crate::metrics::Metrics;
 use crate::task::Task;
@@ -47,11 +47,20 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`Error::is_shutdown`] after [`Scheduler::shutdown`];
-    /// [`Error::is_delay_overflow`] if the deadline does not fit the time
-    /// range; [`Error::is_pending_limit`] if the scheduler already holds its
+    /// Hands the task back ([`Rejected::into_task`]) with the reason:
+    /// [`Error::is_shutdown`](crate::Error::is_shutdown) after [`Scheduler::shutdown`];
+    /// [`Error::is_delay_overflow`](crate::Error::is_delay_overflow) if the deadline does not fit the time
+    /// range; [`Error::is_pending_limit`](crate::Error::is_pending_limit) if the scheduler already holds its
     /// configured limit of pending tasks.
-    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error>;
+    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Rejected>;
+
+    /// Schedules `task` to first run at `deadline`, an instant of the
+    /// scheduler's clock (at once if it has passed).
+    ///
+    /// # Errors
+    ///
+    /// As [`Scheduler::submit`].
+    fn submit_at(&self, deadline: Instant, task: Task) -> Result<TaskHandle, Rejected>;
 
     /// Takes no new work. Pending one-shot tasks still run; periodic tasks
     /// stop (their handles report cancelled). Returns at once; see
@@ -59,7 +68,7 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
     fn shutdown(&self);
 
     /// Takes no new work and drops every pending task, returning handles to
-    /// those that never ran (they report [`Error::is_abandoned`] when waited
+    /// those that never ran (they report [`Error::is_abandoned`](crate::Error::is_abandoned) when waited
     /// on). A task that is running finishes; periodic ones do not repeat.
     fn shutdown_now(&self) -> Vec<TaskHandle>;
 
@@ -106,13 +115,29 @@ pub trait SchedulerExt: Scheduler {
     /// # Errors
     ///
     /// As [`Scheduler::submit`].
-    fn schedule<F, T>(&self, delay: Duration, f: F) -> Result<ScheduledFuture<T>, Error>
+    fn schedule<F, T>(&self, delay: Duration, f: F) -> Result<ScheduledFuture<T>, Rejected>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
         let (task, output) = Task::with_output(f);
         self.submit(delay, task)
+            .map(|handle| ScheduledFuture::new(handle, output))
+    }
+
+    /// Runs `f` once at `deadline`, an instant of the scheduler's clock;
+    /// the returned future yields its value.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scheduler::submit`].
+    fn schedule_at<F, T>(&self, deadline: Instant, f: F) -> Result<ScheduledFuture<T>, Rejected>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (task, output) = Task::with_output(f);
+        self.submit_at(deadline, task)
             .map(|handle| ScheduledFuture::new(handle, output))
     }
 
@@ -123,36 +148,73 @@ pub trait SchedulerExt: Scheduler {
     ///
     /// # Errors
     ///
-    /// [`Error::is_zero_period`] if `period` is zero, else as
+    /// [`Error::is_zero_period`](crate::Error::is_zero_period) if `period` is zero, else as
     /// [`Scheduler::submit`].
     fn schedule_at_fixed_rate<F>(
         &self,
         initial: Duration,
         period: Duration,
         f: F,
-    ) -> Result<TaskHandle, Error>
+    ) -> Result<TaskHandle, Rejected>
     where
         F: FnMut() + Send + 'static,
     {
         self.submit(initial, Task::fixed_rate(period, f)?)
     }
 
+    /// As [`SchedulerExt::schedule_at_fixed_rate`], starting at `start`,
+    /// an instant of the scheduler's clock (`java.util.Timer`'s
+    /// `scheduleAtFixedRate(task, firstTime, period)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerExt::schedule_at_fixed_rate`].
+    fn schedule_at_fixed_rate_from<F>(
+        &self,
+        start: Instant,
+        period: Duration,
+        f: F,
+    ) -> Result<TaskHandle, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.submit_at(start, Task::fixed_rate(period, f)?)
+    }
+
     /// Runs `f` after `initial`, then `delay` after the end of each run.
     ///
     /// # Errors
     ///
-    /// [`Error::is_zero_period`] if `delay` is zero, else as
+    /// [`Error::is_zero_period`](crate::Error::is_zero_period) if `delay` is zero, else as
     /// [`Scheduler::submit`].
     fn schedule_with_fixed_delay<F>(
         &self,
         initial: Duration,
         delay: Duration,
         f: F,
-    ) -> Result<TaskHandle, Error>
+    ) -> Result<TaskHandle, Rejected>
     where
         F: FnMut() + Send + 'static,
     {
         self.submit(initial, Task::fixed_delay(delay, f)?)
+    }
+
+    /// As [`SchedulerExt::schedule_with_fixed_delay`], starting at `start`,
+    /// an instant of the scheduler's clock.
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerExt::schedule_with_fixed_delay`].
+    fn schedule_with_fixed_delay_from<F>(
+        &self,
+        start: Instant,
+        delay: Duration,
+        f: F,
+    ) -> Result<TaskHandle, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.submit_at(start, Task::fixed_delay(delay, f)?)
     }
 }
 
@@ -162,6 +224,24 @@ impl<S: Scheduler + ?Sized> SchedulerExt for S {}
 /// state, written once; expects a `shared: Arc<Shared>` field.
 macro_rules! shared_scheduler_methods {
     () => {
+        fn submit(
+            &self,
+            delay: std::time::Duration,
+            task: crate::Task,
+        ) -> Result<crate::TaskHandle, crate::Rejected> {
+            let key = self.shared.submit(crate::shared::When::After(delay), task)?;
+            Ok(self.accepted(key))
+        }
+
+        fn submit_at(
+            &self,
+            deadline: std::time::Instant,
+            task: crate::Task,
+        ) -> Result<crate::TaskHandle, crate::Rejected> {
+            let key = self.shared.submit(crate::shared::When::At(deadline), task)?;
+            Ok(self.accepted(key))
+        }
+
         fn shutdown(&self) {
             self.shared.shutdown()
         }

@@ -32,11 +32,12 @@ use std::fmt;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::clock::{lock, wait_until, Clock, Timebase, Wakeable, NEVER};
 use crate::core::{Expired, HashedWheel, HierarchicalWheel, IndexedHeap, Key, TimerQueue};
-use crate::error::{Error, Kind};
+use crate::error::{Error, Kind, Rejected};
 use crate::executor::Executor;
 use crate::builder::Policy;
 use crate::metrics::Metrics;
@@ -286,19 +287,27 @@ impl Shared {
 
     // ---- submitting -------------------------------------------------------
 
-    /// Queues `task` to run after `delay`; returns its key, holding one
-    /// reference for the caller's handle.
-    pub(crate) fn submit(&self, delay: Duration, task: Task) -> Result<Key, Error> {
-        let deadline = Timebase::deadline(self.now(), delay)?;
+    /// Queues `task` to run at `when`; returns its key, holding one
+    /// reference for the caller's handle, or the task with the reason it
+    /// was refused.
+    pub(crate) fn submit(&self, when: When, task: Task) -> Result<Key, Rejected> {
+        let deadline = match self.deadline(when) {
+            Ok(deadline) => deadline,
+            Err(e) => return Err(Rejected::new(e, Some(task))),
+        };
         let mut inner = self.lock();
         if self.is_shutdown() {
-            return Err(Error::new(Kind::Shutdown));
+            return Err(Rejected::new(Error::new(Kind::Shutdown), Some(task)));
         }
         if inner.balance >= self.pending_limit as i64 && self.pending(&inner) >= self.pending_limit
         {
-            return Err(Error::new(Kind::PendingLimit(self.pending_limit)));
+            let error = Error::new(Kind::PendingLimit(self.pending_limit));
+            return Err(Rejected::new(error, Some(task)));
         }
-        let key = self.alloc(&mut inner)?;
+        let key = match self.alloc(&mut inner) {
+            Ok(key) => key,
+            Err(e) => return Err(Rejected::new(e, Some(task))),
+        };
         slot::arm(
             self.word(key),
             task.needs_drop,
@@ -316,6 +325,14 @@ impl Shared {
             self.wakeup.notify_one();
         }
         Ok(key)
+    }
+
+    /// A deadline in ticks.
+    fn deadline(&self, when: When) -> Result<u64, Error> {
+        match when {
+            When::After(delay) => Timebase::deadline(self.now(), delay),
+            When::At(at) => self.timebase.deadline_at(at),
+        }
     }
 
     /// True if a task now due at `deadline` comes before the waiting
@@ -382,9 +399,9 @@ impl Shared {
         outcome.stopped()
     }
 
-    /// Moves a waiting task to `delay` from now.
-    pub(crate) fn reset(&self, key: Key, delay: Duration) -> Result<bool, Error> {
-        let deadline = Timebase::deadline(self.now(), delay)?;
+    /// Moves a waiting task to a new deadline.
+    pub(crate) fn reset(&self, key: Key, when: When) -> Result<bool, Error> {
+        let deadline = self.deadline(when)?;
         let mut inner = self.lock();
         if slot::state(self.word(key).load(Acquire)) != slot::SCHEDULED {
             return Ok(false);
@@ -403,18 +420,28 @@ impl Shared {
         Ok(true)
     }
 
+    /// The deadline of the next run, while the task waits for it (a task
+    /// that is due and waiting for a thread has none any more).
+    pub(crate) fn deadline_of(&self, key: Key) -> Option<u64> {
+        let inner = self.lock();
+        if slot::state(self.word(key).load(Acquire)) != slot::SCHEDULED {
+            return None;
+        }
+        inner.queue.deadline(key)
+    }
+
     /// The time left until the next run: zero unless waiting for a future
     /// deadline.
     pub(crate) fn remaining(&self, key: Key) -> Duration {
-        let deadline = {
-            let inner = self.lock();
-            if slot::state(self.word(key).load(Acquire)) != slot::SCHEDULED {
-                return Duration::ZERO;
-            }
-            inner.queue.deadline(key)
-        };
-        let left = deadline.map_or(0, |d| d.saturating_sub(self.now()));
+        let left = self
+            .deadline_of(key)
+            .map_or(0, |d| d.saturating_sub(self.now()));
         Duration::from_nanos(left)
+    }
+
+    /// The next run's deadline as an instant.
+    pub(crate) fn deadline_instant(&self, key: Key) -> Option<Instant> {
+        self.timebase.instant(self.deadline_of(key)?)
     }
 
     pub(crate) fn state(&self, key: Key) -> u64 {
@@ -463,6 +490,16 @@ impl Shared {
             slot::is_terminal(w).then_some(w)
         })?;
         self.outcome(key, word)
+    }
+
+    /// For a future: the outcome if `key` ended, else leaves `waker` to be
+    /// woken when it does.
+    pub(crate) fn poll_end(&self, key: Key, waker: &Waker) -> Option<Result<(), Error>> {
+        let word = crate::waiters::register(self.waiter_id(key), waker, || {
+            let w = slot::add_waiter(self.word(key));
+            slot::is_terminal(w).then_some(w)
+        })?;
+        Some(self.outcome(key, word))
     }
 
     fn waiter_id(&self, key: Key) -> usize {
@@ -862,6 +899,15 @@ impl Shared {
         }
     }
 
+}
+
+/// When a task should run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum When {
+    /// After a delay from now.
+    After(Duration),
+    /// At an instant of the scheduler's clock.
+    At(Instant),
 }
 
 /// A task claimed to run on the current thread.

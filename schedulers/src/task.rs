@@ -162,6 +162,13 @@ impl Task {
         }))
     }
 
+    /// Runs the task once on the calling thread, now: what a caller does
+    /// with a task a scheduler refused (the JDK's `CallerRunsPolicy`). A
+    /// periodic task runs once. A panic propagates to the caller.
+    pub fn run(self) {
+        let _ = self.job.run();
+    }
+
     /// A one-shot task whose value lands in an output cell.
     pub(crate) fn with_output<F, T>(f: F) -> (Task, Arc<Output<T>>)
     where

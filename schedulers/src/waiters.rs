@@ -1,24 +1,27 @@
-//! Where threads wait for a task to end.
+//! Where threads and futures wait for a task to end.
 //!
-//! A task pays no memory for a condition variable it rarely needs: a
-//! waiter sets the `WAITER` bit in the task's state word and parks in one
-//! of a few shared buckets chosen by the task's identity; whoever ends the
-//! task sees the bit and wakes the bucket.
+//! A task pays no memory for a condition variable or a waker it rarely
+//! needs: a waiter sets the `WAITER` bit in the task's state word and parks
+//! in one of a few shared buckets chosen by the task's identity (a thread on
+//! the bucket's condition variable, a future by leaving its waker there);
+//! whoever ends the task sees the bit and wakes the bucket.
 
 use std::sync::{Condvar, Mutex};
+use std::task::Waker;
 use std::time::Duration;
 
 use crate::clock::{lock, Clock as _, SystemClock};
 use crate::error::{Error, Kind};
 
 struct Bucket {
-    mutex: Mutex<()>,
+    /// The wakers of futures waiting on tasks of this bucket.
+    mutex: Mutex<Vec<(usize, Waker)>>,
     cond: Condvar,
 }
 
 static BUCKETS: [Bucket; 64] = [const {
     Bucket {
-        mutex: Mutex::new(()),
+        mutex: Mutex::new(Vec::new()),
         cond: Condvar::new(),
     }
 }; 64];
@@ -60,9 +63,36 @@ pub(crate) fn wait<T>(
     }
 }
 
-/// Wakes every thread waiting on `id`'s bucket.
+/// Leaves `waker` to be woken when `id` ends, unless `ended` (checked
+/// under the bucket's lock) says it already has. Returns what `ended` found.
+pub(crate) fn register<T>(
+    id: usize,
+    waker: &Waker,
+    ended: impl FnOnce() -> Option<T>,
+) -> Option<T> {
+    let mut wakers = lock(&bucket(id).mutex);
+    if let Some(value) = ended() {
+        return Some(value);
+    }
+    match wakers.iter_mut().find(|(i, w)| *i == id && w.will_wake(waker)) {
+        Some(_) => {}
+        None => wakers.push((id, waker.clone())),
+    }
+    None
+}
+
+/// Wakes every thread and future waiting on `id`'s bucket.
 pub(crate) fn wake(id: usize) {
     let bucket = bucket(id);
-    let _guard = lock(&bucket.mutex);
+    let mut wakers = lock(&bucket.mutex);
     bucket.cond.notify_all();
+    let mut woken = Vec::new();
+    wakers.retain(|(i, w)| {
+        if *i == id {
+            woken.push(w.clone());
+        }
+        *i != id
+    });
+    drop(wakers);
+    woken.into_iter().for_each(Waker::wake);
 }

@@ -66,7 +66,7 @@ fn bad_settings_are_clamped_and_still_work() {
         assert!(timer.tick() >= Duration::from_nanos(1));
         let f = timer.schedule(Duration::from_millis(3), || 5).unwrap();
         clock.advance(Duration::from_micros(2999));
-        assert!(!f.is_done(), "early with tick {tick:?}, size {size}");
+        assert!(!f.handle().is_done(), "early with tick {tick:?}, size {size}");
         clock.advance(Duration::from_millis(1));
         assert_eq!(f.get().unwrap(), 5);
     }
@@ -129,7 +129,7 @@ mod on_the_system_clock {
             .unwrap();
         for ms in [50, 5, 1] {
             let soon = timer.schedule(Duration::from_millis(ms), || ()).unwrap();
-            soon.wait_timeout(Duration::from_secs(30))
+            soon.handle().wait_timeout(Duration::from_secs(30))
                 .expect("the driver was not woken");
         }
         assert_eq!(timer.metrics().pending, 1);

@@ -78,7 +78,7 @@ fn test_schedule1() {
     let c = clock.clone();
     let f = p.schedule(ms(12), move || (true, c.elapsed())).unwrap();
     clock.advance(ms(11));
-    assert!(!f.is_done(), "not before the delay");
+    assert!(!f.handle().is_done(), "not before the delay");
     clock.advance(ms(1));
     let (value, at) = f.get().unwrap();
     assert!(value);
@@ -332,8 +332,8 @@ fn test_get_queue() {
     started_rx.recv_timeout(WAIT).unwrap();
     let queued: Vec<_> = (0..3).map(|i| p.schedule(ms(i), || ()).unwrap()).collect();
     assert_eq!(p.queue_len(), 3, "the running task is not in the queue");
-    assert!(!running.is_pending());
-    assert!(queued.iter().all(|f| f.is_pending()));
+    assert!(!running.handle().is_pending());
+    assert!(queued.iter().all(|f| f.handle().is_pending()));
     release.send(()).unwrap();
     clock.advance(ms(2));
     assert_eq!(p.queue_len(), 0);
@@ -357,16 +357,16 @@ fn test_remove() {
     started_rx.recv_timeout(WAIT).unwrap();
     let queued: Vec<_> = (1..=5).map(|i| p.schedule(ms(i), || ()).unwrap()).collect();
     assert_eq!(p.queue_len(), 5);
-    assert!(!running.cancel(), "a running one-shot cannot be removed");
-    assert!(queued[3].cancel());
-    assert!(!queued[3].cancel(), "removed once");
+    assert!(!running.handle().cancel(), "a running one-shot cannot be removed");
+    assert!(queued[3].handle().cancel());
+    assert!(!queued[3].handle().cancel(), "removed once");
     assert_eq!(p.queue_len(), 4);
-    assert!(queued[0].cancel());
+    assert!(queued[0].handle().cancel());
     assert_eq!(p.queue_len(), 3);
     release.send(()).unwrap();
     clock.advance(ms(5));
     assert_eq!(
-        [1, 2, 4].map(|i| queued[i].is_done() && !queued[i].is_cancelled()),
+        [1, 2, 4].map(|i| queued[i].handle().is_done() && !queued[i].handle().is_cancelled()),
         [true; 3]
     );
 }
@@ -380,8 +380,8 @@ fn test_purge() {
         .map(|i| p.schedule(LONG_DELAY + ms(i), || ()).unwrap())
         .collect();
     assert_eq!(p.queue_len(), 5);
-    assert!(tasks[4].cancel());
-    assert!(tasks[3].cancel());
+    assert!(tasks[4].handle().cancel());
+    assert!(tasks[3].handle().cancel());
     assert_eq!(
         p.queue_len(),
         5,
@@ -875,7 +875,7 @@ fn jtreg_basic_cancel() {
         let mut most = 0;
         for _ in 0..100_000 {
             let f = p.schedule(Duration::from_secs(3600), || ()).unwrap();
-            assert!(f.cancel());
+            assert!(f.handle().cancel());
             most = most.max(p.queue_len());
         }
         if remove_on_cancel {

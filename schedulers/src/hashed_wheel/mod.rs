@@ -103,13 +103,11 @@ use std::time::{Duration, Instant};
 
 use crate::clock::nanos;
 use crate::core::{HashedWheel, Precision};
-use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
 use crate::builder::{common_builder_methods, Common};
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
-use crate::task::Task;
 
 /// The default tick: 1 ms.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
@@ -139,7 +137,7 @@ pub const MIN_TICK: Duration = Duration::from_micros(1);
 ///
 /// let timer = HashedWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(512).build();
 /// let ack_timeout = timer.schedule(Duration::from_secs(30), || "resend").unwrap();
-/// assert!(ack_timeout.cancel()); // the ack arrived
+/// assert!(ack_timeout.handle().cancel()); // the ack arrived
 /// let ping = timer.schedule(Duration::from_millis(5), || "ping").unwrap();
 /// assert_eq!(ping.get().unwrap(), "ping");
 /// timer.shutdown();
@@ -306,12 +304,14 @@ impl HashedWheelTimerBuilder {
     }
 }
 
-impl Scheduler for HashedWheelTimer {
-    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error> {
-        let key = self.shared.submit(delay, task)?;
-        Ok(TaskHandle::new(self.shared.clone(), key))
+impl HashedWheelTimer {
+    /// A handle to a task just accepted under `key`.
+    fn accepted(&self, key: crate::core::Key) -> TaskHandle {
+        TaskHandle::new(self.shared.clone(), key)
     }
+}
 
+impl Scheduler for HashedWheelTimer {
     shared_scheduler_methods!();
 }
 

@@ -46,13 +46,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::core::IndexedHeap;
-use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
 use crate::builder::{common_builder_methods, Common};
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
-use crate::task::Task;
 
 pub use crate::shared::AUTO_PURGE_MIN;
 
@@ -167,12 +165,14 @@ impl HeapTimerBuilder {
     }
 }
 
-impl Scheduler for HeapTimer {
-    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error> {
-        let key = self.shared.submit(delay, task)?;
-        Ok(TaskHandle::new(self.shared.clone(), key))
+impl HeapTimer {
+    /// A handle to a task just accepted under `key`.
+    fn accepted(&self, key: crate::core::Key) -> TaskHandle {
+        TaskHandle::new(self.shared.clone(), key)
     }
+}
 
+impl Scheduler for HeapTimer {
     shared_scheduler_methods!();
 }
 

@@ -67,13 +67,11 @@ use std::time::{Duration, Instant};
 
 use crate::clock::nanos;
 use crate::core::{HierarchicalWheel, Precision};
-use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
 use crate::builder::{common_builder_methods, Common};
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
-use crate::task::Task;
 
 /// The default tick: 1 ms, as Kafka's `SystemTimer`.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
@@ -262,12 +260,14 @@ impl HierarchicalWheelTimerBuilder {
     }
 }
 
-impl Scheduler for HierarchicalWheelTimer {
-    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error> {
-        let key = self.shared.submit(delay, task)?;
-        Ok(TaskHandle::new(self.shared.clone(), key))
+impl HierarchicalWheelTimer {
+    /// A handle to a task just accepted under `key`.
+    fn accepted(&self, key: crate::core::Key) -> TaskHandle {
+        TaskHandle::new(self.shared.clone(), key)
     }
+}
 
+impl Scheduler for HierarchicalWheelTimer {
     shared_scheduler_methods!();
 }
 

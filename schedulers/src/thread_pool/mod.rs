@@ -101,17 +101,15 @@
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::clock::NEVER;
 use crate::core::IndexedHeap;
-use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
 use crate::builder::{common_builder_methods, Common};
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
-use crate::task::{self, Task};
+use crate::task;
 
 pub use crate::shared::AUTO_PURGE_MIN;
 
@@ -212,7 +210,7 @@ impl ScheduledThreadPool {
     ///
     /// let pool = ScheduledThreadPool::new(1);
     /// let handles: Vec<_> = (0..10).map(|_| pool.schedule(Duration::from_secs(60), || ()).unwrap()).collect();
-    /// handles.iter().take(4).for_each(|h| assert!(h.cancel()));
+    /// handles.iter().take(4).for_each(|h| assert!(h.handle().cancel()));
     /// assert_eq!(pool.queue_len(), 10);
     /// assert_eq!(pool.purge(), 4);
     /// assert_eq!(pool.queue_len(), 6);
@@ -268,8 +266,14 @@ impl ScheduledThreadPool {
         self.remove_on_cancel
     }
 
-    /// The JDK's `ensurePrestart`: one more worker per submission until
-    /// `pool_size` run.
+    /// A handle to a task just accepted under `key`, after the JDK's
+    /// `ensurePrestart`: one more worker per submission until `pool_size` run.
+    fn accepted(&self, key: crate::core::Key) -> TaskHandle {
+        let handle = TaskHandle::new(self.shared.clone(), key);
+        self.ensure_prestart();
+        handle
+    }
+
     fn ensure_prestart(&self) {
         if self.started.load(Relaxed) >= self.pool_size {
             return;
@@ -392,13 +396,6 @@ fn worker(shared: Arc<Shared>, id: usize) {
 }
 
 impl Scheduler for ScheduledThreadPool {
-    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error> {
-        let key = self.shared.submit(delay, task)?;
-        let handle = TaskHandle::new(self.shared.clone(), key);
-        self.ensure_prestart();
-        Ok(handle)
-    }
-
     shared_scheduler_methods!();
 }
 
