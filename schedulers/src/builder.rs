@@ -4,13 +4,75 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 
-/// What to do with waiting tasks at `shutdown`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Policy {
-    /// Periodic tasks keep running after `shutdown` (default false).
-    pub(crate) keep_periodic: bool,
-    /// One-shot tasks not yet due still run after `shutdown` (default true).
-    pub(crate) run_delayed: bool,
+/// What [`Scheduler::shutdown`](crate::Scheduler::shutdown) does with the
+/// tasks still waiting: one-shot tasks not yet due, and periodic tasks.
+///
+/// The default is the JDK executor's: pending one-shots still run, periodic
+/// tasks stop (their handles report cancelled). A one-shot task already due
+/// when `shutdown` is called always runs. `shutdown_now` ignores the policy:
+/// nothing runs after it.
+///
+/// # Examples
+///
+/// ```
+/// use schedulers::{HeapTimer, OnShutdown, ShutdownPolicy};
+///
+/// // Keep heartbeats going until the last pending one-shot has run.
+/// let policy = ShutdownPolicy::default().periodic(OnShutdown::Run);
+/// let timer = HeapTimer::builder().shutdown_policy(policy).build();
+/// # drop(timer);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShutdownPolicy {
+    one_shot: OnShutdown,
+    periodic: OnShutdown,
+}
+
+/// What happens to one kind of waiting task at `shutdown`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnShutdown {
+    /// It still runs (a periodic task keeps repeating until `shutdown_now`
+    /// or its own cancel).
+    Run,
+    /// It is cancelled.
+    Cancel,
+}
+
+impl ShutdownPolicy {
+    /// What happens to one-shot tasks not yet due (default: they run; the
+    /// JDK's `setExecuteExistingDelayedTasksAfterShutdownPolicy`).
+    pub fn one_shot(self, then: OnShutdown) -> ShutdownPolicy {
+        ShutdownPolicy {
+            one_shot: then,
+            ..self
+        }
+    }
+
+    /// What happens to periodic tasks (default: they are cancelled; the
+    /// JDK's `setContinueExistingPeriodicTasksAfterShutdownPolicy`).
+    pub fn periodic(self, then: OnShutdown) -> ShutdownPolicy {
+        ShutdownPolicy {
+            periodic: then,
+            ..self
+        }
+    }
+
+    pub(crate) fn keeps_one_shots(&self) -> bool {
+        self.one_shot == OnShutdown::Run
+    }
+
+    pub(crate) fn keeps_periodic(&self) -> bool {
+        self.periodic == OnShutdown::Run
+    }
+}
+
+impl Default for ShutdownPolicy {
+    fn default() -> ShutdownPolicy {
+        ShutdownPolicy {
+            one_shot: OnShutdown::Run,
+            periodic: OnShutdown::Cancel,
+        }
+    }
 }
 
 /// The settings every scheduler's builder has.
@@ -18,25 +80,16 @@ pub(crate) struct Policy {
 pub(crate) struct Common {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) pending_limit: Option<usize>,
-    pub(crate) keep_periodic: bool,
-    pub(crate) run_delayed: bool,
+    pub(crate) policy: ShutdownPolicy,
     pub(crate) thread_name: String,
 }
 
 impl Common {
-    pub(crate) fn policy(&self) -> Policy {
-        Policy {
-            keep_periodic: self.keep_periodic,
-            run_delayed: self.run_delayed,
-        }
-    }
-
     pub(crate) fn new(thread_name: &str) -> Common {
         Common {
             clock: Arc::new(crate::clock::SystemClock),
             pending_limit: None,
-            keep_periodic: false,
-            run_delayed: true,
+            policy: ShutdownPolicy::default(),
             thread_name: thread_name.to_owned(),
         }
     }
@@ -67,17 +120,10 @@ macro_rules! common_builder_methods {
             self
         }
 
-        /// Whether periodic tasks keep running after `shutdown` (default
-        /// false, as Java's `ScheduledThreadPoolExecutor`).
-        pub fn continue_existing_periodic_tasks_after_shutdown(mut self, keep: bool) -> Self {
-            self.common.keep_periodic = keep;
-            self
-        }
-
-        /// Whether pending one-shot tasks still run after `shutdown`
-        /// (default true, as Java's `ScheduledThreadPoolExecutor`).
-        pub fn execute_existing_delayed_tasks_after_shutdown(mut self, run: bool) -> Self {
-            self.common.run_delayed = run;
+        /// What `shutdown` does with waiting tasks (default: pending
+        /// one-shots run, periodic tasks stop, as the JDK's executor).
+        pub fn shutdown_policy(mut self, policy: crate::ShutdownPolicy) -> Self {
+            self.common.policy = policy;
             self
         }
     };

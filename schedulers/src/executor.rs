@@ -1,14 +1,53 @@
-//! Where expired tasks run: inline on the timer thread, or on a worker pool.
+//! Where expired tasks run: inline on the timer thread, on a worker pool of
+//! the crate's own, on a caller's rayon pool or tokio runtime, or through
+//! any function.
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire};
 use std::sync::{Arc, Mutex};
 
-use crossbeam_channel::{unbounded, Receiver, Sender};
+use crossbeam_channel::{unbounded, Sender};
 
 use crate::clock::{lock, Clock};
 
-type Work = Box<dyn FnOnce() + Send>;
+/// One due task on its way to a thread: run it with [`Job::run`].
+///
+/// What [`Executor::from_fn`] hands its function. The task is claimed when
+/// the job runs, not before, so until then it can still be cancelled, reset
+/// or abandoned (the job then does nothing). A job dropped without being
+/// run (a runtime shutting down, say) runs its task on the dropping thread
+/// instead: a task is never lost silently.
+pub struct Job {
+    work: Option<Box<dyn FnOnce() + Send>>,
+    active: Arc<Active>,
+}
+
+impl Job {
+    /// Runs the task on the calling thread (catching its panic, which its
+    /// handle reports).
+    pub fn run(mut self) {
+        self.run_now();
+    }
+
+    fn run_now(&mut self) {
+        if let Some(work) = self.work.take() {
+            work();
+            self.active.done();
+        }
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.run_now();
+    }
+}
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Job")
+    }
+}
 
 /// Where a scheduler runs the tasks that come due.
 ///
@@ -16,6 +55,17 @@ type Work = Box<dyn FnOnce() + Send>;
 ///   and Netty's wheel do. Cheapest, but a slow task delays every later one.
 /// - [`Executor::pool`]: on a fixed pool of worker threads, as Kafka's
 ///   `SystemTimer` does, so a slow task does not hold up the timer.
+/// - [`Executor::rayon`] (feature `rayon`, on by default): on a caller's
+///   `rayon::ThreadPool`, for CPU-heavy tasks.
+/// - [`Executor::tokio`] (feature `tokio`): as blocking tasks on a tokio
+///   runtime.
+/// - [`Executor::from_fn`]: through any function that runs a [`Job`].
+///
+/// Whatever the executor, the contract holds: a task is claimed when a
+/// thread starts it (so a task waiting for a busy executor can still be
+/// cancelled), runs of a periodic task never overlap (the next run is
+/// scheduled when the previous one ends), and a panic is reported on the
+/// task's handle.
 ///
 /// An executor can be cloned and shared by several schedulers; the pool's
 /// threads exit when the last clone is dropped and its queue is drained.
@@ -28,29 +78,45 @@ type Work = Box<dyn FnOnce() + Send>;
 /// let pool = Executor::pool(4);
 /// assert!(!pool.is_inline());
 /// assert!(Executor::inline().is_inline());
+/// let custom = Executor::from_fn(|job| {
+///     std::thread::spawn(move || job.run());
+/// });
+/// assert!(!custom.is_inline());
 /// ```
 #[derive(Clone)]
 pub struct Executor {
     kind: Kind,
 }
 
+type Spawn = Arc<dyn Fn(Job) + Send + Sync>;
+
 #[derive(Clone)]
 enum Kind {
     Inline,
-    Pool(Arc<Pool>),
+    /// Every other kind: jobs go through a function, counted while out.
+    Spawn {
+        name: &'static str,
+        spawn: Spawn,
+        active: Arc<Active>,
+    },
 }
 
-struct Pool {
-    sender: Sender<Work>,
-    shared: Arc<PoolShared>,
-    threads: usize,
-}
-
-struct PoolShared {
-    /// Jobs queued or running.
-    active: AtomicUsize,
-    /// Clocks of the schedulers using the pool, told when it goes idle.
+/// Jobs handed out and not yet finished, and the clocks to tell when the
+/// count drops to zero (a virtual clock waits for that).
+#[derive(Default)]
+struct Active {
+    count: AtomicUsize,
     clocks: Mutex<Vec<Arc<dyn Clock>>>,
+}
+
+impl Active {
+    fn done(&self) {
+        if self.count.fetch_sub(1, AcqRel) == 1 {
+            for clock in lock(&self.clocks).iter() {
+                clock.on_idle();
+            }
+        }
+    }
 }
 
 impl Executor {
@@ -59,40 +125,70 @@ impl Executor {
         Executor { kind: Kind::Inline }
     }
 
-    /// Runs tasks on `threads` worker threads (at least one), named
-    /// `schedulers-worker-N`.
+    fn spawning(name: &'static str, spawn: Spawn) -> Executor {
+        Executor {
+            kind: Kind::Spawn {
+                name,
+                spawn,
+                active: Arc::default(),
+            },
+        }
+    }
+
+    /// Runs tasks on `threads` worker threads (at least one) of its own,
+    /// named `schedulers-worker-N`, fed by one crossbeam channel.
     ///
     /// # Panics
     ///
     /// Panics if the operating system refuses to create a thread, as
     /// `std::thread::spawn` does.
     pub fn pool(threads: usize) -> Executor {
-        let threads = threads.max(1);
-        let (sender, receiver) = unbounded::<Work>();
-        let shared = Arc::new(PoolShared {
-            active: AtomicUsize::new(0),
-            clocks: Mutex::new(Vec::new()),
-        });
-        for i in 0..threads {
-            let receiver: Receiver<Work> = receiver.clone();
-            let shared = shared.clone();
+        let (sender, receiver) = unbounded::<Job>();
+        for i in 0..threads.max(1) {
+            let receiver = receiver.clone();
             std::thread::Builder::new()
                 .name(format!("schedulers-worker-{i}"))
-                .spawn(move || {
-                    for work in receiver.iter() {
-                        work();
-                        shared.done();
-                    }
-                })
+                .spawn(move || receiver.iter().for_each(Job::run))
                 .expect("failed to spawn an executor worker thread");
         }
-        Executor {
-            kind: Kind::Pool(Arc::new(Pool {
-                sender,
-                shared,
-                threads,
-            })),
-        }
+        let sender = Mutex::new(sender);
+        Executor::spawning(
+            "pool",
+            Arc::new(move |job: Job| {
+                let sender: Sender<Job> = lock(&sender).clone();
+                // The workers hold the receiver for as long as the
+                // executor lives, so the send cannot fail.
+                if let Err(returned) = sender.send(job) {
+                    returned.into_inner().run();
+                }
+            }),
+        )
+    }
+
+    /// Runs tasks on a caller's rayon pool (`ThreadPool::spawn`), for
+    /// CPU-heavy tasks that should share the application's compute threads.
+    #[cfg(feature = "rayon")]
+    pub fn rayon(pool: Arc<rayon::ThreadPool>) -> Executor {
+        Executor::spawning("rayon", Arc::new(move |job: Job| pool.spawn(move || job.run())))
+    }
+
+    /// Runs tasks as blocking tasks on a tokio runtime
+    /// (`Handle::spawn_blocking`), so they may block without stalling the
+    /// runtime's workers.
+    #[cfg(feature = "tokio")]
+    pub fn tokio(handle: tokio::runtime::Handle) -> Executor {
+        Executor::spawning(
+            "tokio",
+            Arc::new(move |job: Job| {
+                drop(handle.spawn_blocking(move || job.run()));
+            }),
+        )
+    }
+
+    /// Runs tasks through `spawn`, which must run each [`Job`] once, on any
+    /// thread, now or later.
+    pub fn from_fn(spawn: impl Fn(Job) + Send + Sync + 'static) -> Executor {
+        Executor::spawning("fn", Arc::new(spawn))
     }
 
     /// True for [`Executor::inline`].
@@ -100,25 +196,23 @@ impl Executor {
         matches!(self.kind, Kind::Inline)
     }
 
-    /// Lets a virtual clock know when this pool goes idle.
+    /// Lets a virtual clock know when this executor goes idle.
     pub(crate) fn bind(&self, clock: &Arc<dyn Clock>) {
-        if let Kind::Pool(pool) = &self.kind {
-            lock(&pool.shared.clocks).push(clock.clone());
+        if let Kind::Spawn { active, .. } = &self.kind {
+            lock(&active.clocks).push(clock.clone());
         }
     }
 
-    /// Runs `work` here or hands it to the pool.
+    /// Runs `work` here or hands it on.
     pub(crate) fn execute(&self, work: impl FnOnce() + Send + 'static) {
         match &self.kind {
             Kind::Inline => work(),
-            Kind::Pool(pool) => {
-                pool.shared.active.fetch_add(1, AcqRel);
-                if let Err(returned) = pool.sender.send(Box::new(work)) {
-                    // Unreachable while `pool` holds a receiver-backed
-                    // channel; run it here rather than lose it.
-                    pool.shared.done();
-                    (returned.into_inner())();
-                }
+            Kind::Spawn { spawn, active, .. } => {
+                active.count.fetch_add(1, AcqRel);
+                spawn(Job {
+                    work: Some(Box::new(work)),
+                    active: active.clone(),
+                });
             }
         }
     }
@@ -127,17 +221,7 @@ impl Executor {
     pub(crate) fn is_idle(&self) -> bool {
         match &self.kind {
             Kind::Inline => true,
-            Kind::Pool(pool) => pool.shared.active.load(Acquire) == 0,
-        }
-    }
-}
-
-impl PoolShared {
-    fn done(&self) {
-        if self.active.fetch_sub(1, AcqRel) == 1 {
-            for clock in lock(&self.clocks).iter() {
-                clock.on_idle();
-            }
+            Kind::Spawn { active, .. } => active.count.load(Acquire) == 0,
         }
     }
 }
@@ -152,10 +236,10 @@ impl fmt::Debug for Executor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             Kind::Inline => f.write_str("Executor::Inline"),
-            Kind::Pool(pool) => f
-                .debug_struct("Executor::Pool")
-                .field("threads", &pool.threads)
-                .field("active", &pool.shared.active.load(Acquire))
+            Kind::Spawn { name, active, .. } => f
+                .debug_struct("Executor")
+                .field("kind", name)
+                .field("active", &active.count.load(Acquire))
                 .finish(),
         }
     }

@@ -92,14 +92,15 @@ mod timer_thread;
 mod waiters;
 pub mod thread_pool;
 
+pub use builder::{OnShutdown, ShutdownPolicy};
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
 pub use error::{Error, Rejected};
-pub use executor::Executor;
+pub use executor::{Executor, Job};
 pub use handle::{CancelOnDrop, ScheduledFuture, TaskHandle};
 pub use hashed_wheel::{HashedWheelTimer, HashedWheelTimerBuilder};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
 pub use metrics::Metrics;
 pub use scheduler::{Scheduler, SchedulerExt};
-pub use task::Task;
+pub use task::{Task, TaskContext};
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};

@@ -39,7 +39,7 @@ use crate::clock::{lock, wait_until, Clock, Timebase, Wakeable, NEVER};
 use crate::core::{Expired, HashedWheel, HierarchicalWheel, IndexedHeap, Key, TimerQueue};
 use crate::error::{Error, Kind, Rejected};
 use crate::executor::Executor;
-use crate::builder::Policy;
+use crate::builder::ShutdownPolicy;
 use crate::metrics::Metrics;
 use crate::slab::Slots;
 use crate::slot::{self, Cancel};
@@ -113,7 +113,7 @@ pub(crate) struct Config {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) queue: Queue,
     pub(crate) executor: Executor,
-    pub(crate) policy: Policy,
+    pub(crate) policy: ShutdownPolicy,
     pub(crate) pending_limit: Option<usize>,
     pub(crate) remove_on_cancel: bool,
 }
@@ -198,7 +198,7 @@ pub(crate) struct Shared {
     terminated: Condvar,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) timebase: Timebase,
-    policy: Policy,
+    policy: ShutdownPolicy,
     pending_limit: usize,
     remove_on_cancel: bool,
     pub(crate) executor: Executor,
@@ -615,7 +615,7 @@ impl Shared {
             }
             Ran::Again(job) => {
                 let dropped = self.is_stopped()
-                    || (self.is_shutdown() && !self.policy.keep_periodic);
+                    || (self.is_shutdown() && !self.policy.keeps_periodic());
                 if dropped {
                     let prev = slot::finish(word, slot::CANCELLED);
                     if slot::state(prev) == slot::RUNNING {
@@ -809,9 +809,9 @@ impl Shared {
                     .as_ref()
                     .is_some_and(|j| j.repeat() != Repeat::Once);
                 let keep = if periodic {
-                    self.policy.keep_periodic
+                    self.policy.keeps_periodic()
                 } else {
-                    self.policy.run_delayed || e.deadline <= now
+                    self.policy.keeps_one_shots() || e.deadline <= now
                 };
                 if keep {
                     inner.queue.insert(e.key, e.deadline);

@@ -7,6 +7,7 @@
 //! returns a value gets an output cell only when a
 //! [`ScheduledFuture`](crate::ScheduledFuture) asks for one.
 
+use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
@@ -58,6 +59,66 @@ impl<F: FnMut() + Send + 'static> Job for Periodic<F> {
     fn run(mut self: Box<Self>) -> Option<Box<dyn Job>> {
         (self.f)();
         Some(self)
+    }
+    fn repeat(&self) -> Repeat {
+        self.repeat
+    }
+}
+
+/// What a periodic task's closure may do about its own future runs.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
+///
+/// let clock = ManualClock::new();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let mut left = 3;
+/// let countdown = Task::fixed_rate_with(Duration::from_secs(1), move |run| {
+///     left -= 1;
+///     if left == 0 {
+///         run.stop(); // Netty's `timeout.cancel()` from inside `run`
+///     }
+/// })
+/// .unwrap();
+/// let handle = timer.submit(Duration::ZERO, countdown).unwrap();
+/// clock.advance(Duration::from_secs(10));
+/// assert!(handle.is_done() && !handle.is_cancelled());
+/// assert!(handle.wait().is_ok()); // it ended by itself
+/// ```
+#[derive(Debug, Default)]
+pub struct TaskContext {
+    stop: Cell<bool>,
+}
+
+impl TaskContext {
+    /// No run after this one: the task ends, completed, when this run does.
+    pub fn stop(&self) {
+        self.stop.set(true);
+    }
+
+    /// True once [`TaskContext::stop`] was called in this run.
+    pub fn is_stopped(&self) -> bool {
+        self.stop.get()
+    }
+}
+
+struct PeriodicWith<F> {
+    repeat: Repeat,
+    f: F,
+}
+
+impl<F: FnMut(&TaskContext) + Send + 'static> Job for PeriodicWith<F> {
+    fn run(mut self: Box<Self>) -> Option<Box<dyn Job>> {
+        let context = TaskContext::default();
+        (self.f)(&context);
+        if context.is_stopped() {
+            None
+        } else {
+            Some(self)
+        }
     }
     fn repeat(&self) -> Repeat {
         self.repeat
@@ -211,6 +272,34 @@ impl Task {
     {
         let repeat = Repeat::FixedDelay(positive(delay)?);
         Ok(Task::new(Periodic { repeat, f }))
+    }
+
+    /// As [`Task::fixed_rate`], with a closure that receives a
+    /// [`TaskContext`] and can stop its own future runs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_zero_period`] if `period` is zero.
+    pub fn fixed_rate_with<F>(period: Duration, f: F) -> Result<Task, Error>
+    where
+        F: FnMut(&TaskContext) + Send + 'static,
+    {
+        let repeat = Repeat::FixedRate(positive(period)?);
+        Ok(Task::new(PeriodicWith { repeat, f }))
+    }
+
+    /// As [`Task::fixed_delay`], with a closure that receives a
+    /// [`TaskContext`] and can stop its own future runs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_zero_period`] if `delay` is zero.
+    pub fn fixed_delay_with<F>(delay: Duration, f: F) -> Result<Task, Error>
+    where
+        F: FnMut(&TaskContext) + Send + 'static,
+    {
+        let repeat = Repeat::FixedDelay(positive(delay)?);
+        Ok(Task::new(PeriodicWith { repeat, f }))
     }
 
 }

@@ -6,6 +6,9 @@
 mod conformance;
 #[cfg(feature = "redis")]
 mod distributed;
+#[cfg(all(feature = "rayon", feature = "tokio"))]
+mod executors;
+mod async_handles;
 mod hashed_wheel;
 mod heap_timer;
 mod hierarchical;

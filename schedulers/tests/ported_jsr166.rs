@@ -467,8 +467,9 @@ fn test_shutdown_now_delayed_tasks() {
 }
 
 /// `testShutdown_cancellation`, the whole policy matrix: every combination
-/// of `execute_existing_delayed_tasks_after_shutdown`,
-/// `continue_existing_periodic_tasks_after_shutdown`, `remove_on_cancel`,
+/// of the shutdown policy for one-shots (the JDK's
+/// `executeExistingDelayedTasksAfterShutdown`) and for periodic tasks
+/// (`continueExistingPeriodicTasksAfterShutdown`), `remove_on_cancel`,
 /// an initial delay of 0 or 1 ms, 1 or 2 rounds before a periodic task
 /// blocks, and (with periodic tasks kept) whether they are left to continue
 /// or cancelled by hand.
@@ -524,8 +525,7 @@ fn shutdown_cancellation(
     let pool_size = 4;
     let p = ScheduledThreadPool::builder()
         .pool_size(pool_size)
-        .execute_existing_delayed_tasks_after_shutdown(delayed_policy)
-        .continue_existing_periodic_tasks_after_shutdown(periodic_policy)
+        .shutdown_policy(policy(delayed_policy, periodic_policy))
         .remove_on_cancel(remove_policy)
         .build();
     assert_eq!(p.remove_on_cancel(), remove_policy);
@@ -738,7 +738,7 @@ fn jtreg_delay_overflow() {
             let clock = ManualClock::new();
             let p = ScheduledThreadPool::builder()
                 .pool_size(1)
-                .execute_existing_delayed_tasks_after_shutdown(false)
+                .shutdown_policy(policy(false, false))
                 .clock(clock.clone())
                 .build();
             let (busy, busy_rx) = channel();
@@ -895,4 +895,12 @@ fn jtreg_basic_cancel() {
         assert_eq!(p.metrics().pending, 0);
         assert_eq!(p.metrics().cancelled, 100_000);
     }
+}
+
+/// The JDK's two shutdown-policy booleans as a [`ShutdownPolicy`].
+fn policy(run_delayed: bool, continue_periodic: bool) -> schedulers::ShutdownPolicy {
+    use schedulers::OnShutdown::{Cancel, Run};
+    schedulers::ShutdownPolicy::default()
+        .one_shot(if run_delayed { Run } else { Cancel })
+        .periodic(if continue_periodic { Run } else { Cancel })
 }

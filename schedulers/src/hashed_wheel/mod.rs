@@ -290,7 +290,7 @@ impl HashedWheelTimerBuilder {
             clock: self.common.clock.clone(),
             queue: Queue::Wheel(wheel),
             executor: self.executor,
-            policy: self.common.policy(),
+            policy: self.common.policy,
             pending_limit: self.common.pending_limit,
             remove_on_cancel: false,
         });

@@ -155,7 +155,7 @@ impl HeapTimerBuilder {
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
             executor: Executor::inline(),
-            policy: self.common.policy(),
+            policy: self.common.policy,
             pending_limit: self.common.pending_limit,
             remove_on_cancel: false,
         });

@@ -247,7 +247,7 @@ impl HierarchicalWheelTimerBuilder {
             clock: self.common.clock.clone(),
             queue: Queue::Hier(wheels),
             executor: self.executor,
-            policy: self.common.policy(),
+            policy: self.common.policy,
             pending_limit: self.common.pending_limit,
             remove_on_cancel: false,
         });

@@ -27,8 +27,8 @@
 //!   `await_termination`, like the JDK's `termination`.)
 //! - **Shutdown** follows the executor: `shutdown` drops cancelled
 //!   entries, periodic tasks unless
-//!   `continue_existing_periodic_tasks_after_shutdown`, and one-shots *not
-//!   yet due* unless `execute_existing_delayed_tasks_after_shutdown` (a due
+//!   the [`ShutdownPolicy`](crate::ShutdownPolicy) keeps them, and one-shots
+//!   *not yet due* unless it keeps those (a due
 //!   one-shot always runs, as in the JDK); workers exit once the queue is
 //!   empty. `shutdown_now` drains the queue and stops the workers after
 //!   their current task.
@@ -159,7 +159,7 @@ pub struct ScheduledThreadPool {
 /// # Examples
 ///
 /// ```
-/// use schedulers::{ManualClock, ScheduledThreadPool};
+/// use schedulers::{ManualClock, OnShutdown, ScheduledThreadPool, ShutdownPolicy};
 ///
 /// let pool = ScheduledThreadPool::builder()
 ///     .pool_size(4)
@@ -167,8 +167,7 @@ pub struct ScheduledThreadPool {
 ///     .clock(ManualClock::new())
 ///     .pending_limit(100_000)
 ///     .thread_name("timeouts")
-///     .continue_existing_periodic_tasks_after_shutdown(false)
-///     .execute_existing_delayed_tasks_after_shutdown(true)
+///     .shutdown_policy(ShutdownPolicy::default().periodic(OnShutdown::Cancel))
 ///     .build();
 /// # drop(pool);
 /// ```
@@ -325,7 +324,7 @@ impl ScheduledThreadPoolBuilder {
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
             executor: Executor::inline(),
-            policy: self.common.policy(),
+            policy: self.common.policy,
             pending_limit: self.common.pending_limit,
             remove_on_cancel: self.remove_on_cancel,
         });
