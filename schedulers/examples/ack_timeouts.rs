@@ -20,7 +20,13 @@ const ACK_TIMEOUT: Duration = Duration::from_millis(20);
 
 /// Sends (or resends) `id` and arms its ack timeout; a message given up
 /// on is reported on `failed`.
-fn send(timer: &Arc<HashedWheelTimer>, unacked: &Unacked, failed: &Sender<u64>, id: u64, attempt: u32) {
+fn send(
+    timer: &Arc<HashedWheelTimer>,
+    unacked: &Unacked,
+    failed: &Sender<u64>,
+    id: u64,
+    attempt: u32,
+) {
     // On the wire it would go here.
     let (t, u, f) = (Arc::downgrade(timer), unacked.clone(), failed.clone());
     let timeout = Task::once(move || match t.upgrade() {
@@ -56,13 +62,18 @@ fn main() {
         send(&timer, &unacked, &failed, id, 1);
     }
     // Every message but one in a hundred is acknowledged in time.
-    let acked = (0..1_000).filter(|id| id % 100 != 7 && ack(&unacked, *id)).count();
+    let acked = (0..1_000)
+        .filter(|id| id % 100 != 7 && ack(&unacked, *id))
+        .count();
     println!("acked in time: {acked}");
     // The others are resent twice, then given up (3 × 20 ms).
     let given_up: Vec<u64> = failures.iter().take(10).collect();
     println!("given up after 3 tries: {given_up:?}");
     let metrics = timer.metrics();
-    println!("fired {} timeouts, cancelled {}", metrics.fired, metrics.cancelled);
+    println!(
+        "fired {} timeouts, cancelled {}",
+        metrics.fired, metrics.cancelled
+    );
     assert_eq!(acked, 990);
     assert_eq!(metrics.fired, 30); // 10 messages × 3 tries
     timer.shutdown();

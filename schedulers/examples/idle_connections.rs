@@ -46,7 +46,11 @@ fn main() {
     let mut all: Vec<u32> = closed_early;
     all.extend(closed_rx.iter().take(100 - all.len()));
     all.sort_unstable();
-    assert_eq!(all, (0..100).collect::<Vec<_>>(), "every connection closed once");
+    assert_eq!(
+        all,
+        (0..100).collect::<Vec<_>>(),
+        "every connection closed once"
+    );
     println!("all 100 connections closed after going idle");
 }
 

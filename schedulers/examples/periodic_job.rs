@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use schedulers::{Scheduler, SchedulerExt, ScheduledThreadPool};
+use schedulers::{ScheduledThreadPool, Scheduler, SchedulerExt};
 
 fn main() {
     let pool = ScheduledThreadPool::builder()
@@ -37,8 +37,13 @@ fn main() {
     // Graceful shutdown: no new work; the periodic job stops after its
     // current run; the pending one-shot still runs (the default policy).
     pool.shutdown();
-    assert!(pool.submit(Duration::ZERO, schedulers::Task::once(|| ())).is_err());
-    println!("{}", report.get().expect("pending one-shots run after shutdown"));
+    assert!(pool
+        .submit(Duration::ZERO, schedulers::Task::once(|| ()))
+        .is_err());
+    println!(
+        "{}",
+        report.get().expect("pending one-shots run after shutdown")
+    );
     assert!(pool.await_termination(Duration::from_secs(10)));
     assert!(refresh.is_cancelled(), "periodic tasks stop at shutdown");
     println!("refreshed {} times", refreshes.load(Ordering::SeqCst));

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use schedulers::{
-    HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, Scheduler, SchedulerExt,
-    ScheduledThreadPool,
+    HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler,
+    SchedulerExt,
 };
 
 /// Builds the scheduler a configuration names.
@@ -26,7 +26,9 @@ fn scheduler(name: &str) -> Option<Box<dyn Scheduler>> {
 
 /// The program's own code: it does not care which algorithm runs it.
 fn work(timer: &dyn Scheduler) -> u32 {
-    let answer = timer.schedule(Duration::from_millis(2), || 40 + 2).expect("running");
+    let answer = timer
+        .schedule(Duration::from_millis(2), || 40 + 2)
+        .expect("running");
     let tick = timer
         .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(1), || {})
         .expect("running");

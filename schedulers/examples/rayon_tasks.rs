@@ -13,7 +13,9 @@ use schedulers::{Executor, HierarchicalWheelTimer, Scheduler, SchedulerExt};
 
 /// Something worth a core: the number of primes below `n`.
 fn primes_below(n: u64) -> usize {
-    (2..n).filter(|&k| (2..).take_while(|d| d * d <= k).all(|d| k % d != 0)).count()
+    (2..n)
+        .filter(|&k| (2..).take_while(|d| d * d <= k).all(|d| k % d != 0))
+        .count()
 }
 
 fn main() {

@@ -20,7 +20,10 @@ async fn main() {
     let timer = HashedWheelTimer::new();
     // A value computed on the timer's thread, awaited here.
     let greeting = timer.schedule(Duration::from_millis(5), || "hello from the wheel");
-    println!("{}", greeting.expect("the timer runs").await.expect("it ran"));
+    println!(
+        "{}",
+        greeting.expect("the timer runs").await.expect("it ran")
+    );
 
     // A deadline for a request: whichever finishes first wins.
     let deadline = timer

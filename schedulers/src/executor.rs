@@ -55,9 +55,9 @@ impl fmt::Debug for Job {
 ///   and Netty's wheel do. Cheapest, but a slow task delays every later one.
 /// - [`Executor::pool`]: on a fixed pool of worker threads, as Kafka's
 ///   `SystemTimer` does, so a slow task does not hold up the timer.
-/// - [`Executor::rayon`] (feature `rayon`, on by default): on a caller's
+/// - `Executor::rayon` (feature `rayon`, on by default): on a caller's
 ///   `rayon::ThreadPool`, for CPU-heavy tasks.
-/// - [`Executor::tokio`] (feature `tokio`): as blocking tasks on a tokio
+/// - `Executor::tokio` (feature `tokio`): as blocking tasks on a tokio
 ///   runtime.
 /// - [`Executor::from_fn`]: through any function that runs a [`Job`].
 ///
@@ -169,7 +169,10 @@ impl Executor {
     /// CPU-heavy tasks that should share the application's compute threads.
     #[cfg(feature = "rayon")]
     pub fn rayon(pool: Arc<rayon::ThreadPool>) -> Executor {
-        Executor::spawning("rayon", Arc::new(move |job: Job| pool.spawn(move || job.run())))
+        Executor::spawning(
+            "rayon",
+            Arc::new(move |job: Job| pool.spawn(move || job.run())),
+        )
     }
 
     /// Runs tasks as blocking tasks on a tokio runtime

@@ -315,6 +315,8 @@ impl<T: Send + 'static> Future for ScheduledFuture<T> {
 
 impl<T> fmt::Debug for ScheduledFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ScheduledFuture").field(&self.handle).finish()
+        f.debug_tuple("ScheduledFuture")
+            .field(&self.handle)
+            .finish()
     }
 }

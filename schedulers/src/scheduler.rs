@@ -28,7 +28,7 @@ use crate::task::Task;
 ///   panics stops repeating and its handle reports the panic;
 /// - tasks due at the same deadline (or, on a wheel, in the same tick) start
 ///   in submission order;
-/// - bad input is a typed [`Error`], never a panic.
+/// - bad input is a typed [`Error`](crate::Error), never a panic.
 ///
 /// # Examples
 ///
@@ -229,7 +229,9 @@ macro_rules! shared_scheduler_methods {
             delay: std::time::Duration,
             task: crate::Task,
         ) -> Result<crate::TaskHandle, crate::Rejected> {
-            let key = self.shared.submit(crate::shared::When::After(delay), task)?;
+            let key = self
+                .shared
+                .submit(crate::shared::When::After(delay), task)?;
             Ok(self.accepted(key))
         }
 
@@ -238,7 +240,9 @@ macro_rules! shared_scheduler_methods {
             deadline: std::time::Instant,
             task: crate::Task,
         ) -> Result<crate::TaskHandle, crate::Rejected> {
-            let key = self.shared.submit(crate::shared::When::At(deadline), task)?;
+            let key = self
+                .shared
+                .submit(crate::shared::When::At(deadline), task)?;
             Ok(self.accepted(key))
         }
 

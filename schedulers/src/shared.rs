@@ -35,11 +35,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use crate::builder::ShutdownPolicy;
 use crate::clock::{lock, wait_until, Clock, Timebase, Wakeable, NEVER};
 use crate::core::{Expired, HashedWheel, HierarchicalWheel, IndexedHeap, Key, TimerQueue};
 use crate::error::{Error, Kind, Rejected};
 use crate::executor::Executor;
-use crate::builder::ShutdownPolicy;
 use crate::metrics::Metrics;
 use crate::slab::Slots;
 use crate::slot::{self, Cancel};
@@ -370,7 +370,7 @@ impl Shared {
             Cancel::WasPending { needs_drop } => {
                 let shard = self.cancels.mine();
                 let n = shard.pending.fetch_add(1, Relaxed) + 1;
-                let purge = n % AUTO_PURGE_MIN as u64 == 0;
+                let purge = n.is_multiple_of(AUTO_PURGE_MIN as u64);
                 if needs_drop || self.remove_on_cancel || purge || self.is_shutdown() {
                     let mut inner = self.lock();
                     let job = if needs_drop {
@@ -614,8 +614,8 @@ impl Shared {
                 self.end(inner, key, prev);
             }
             Ran::Again(job) => {
-                let dropped = self.is_stopped()
-                    || (self.is_shutdown() && !self.policy.keeps_periodic());
+                let dropped =
+                    self.is_stopped() || (self.is_shutdown() && !self.policy.keeps_periodic());
                 if dropped {
                     let prev = slot::finish(word, slot::CANCELLED);
                     if slot::state(prev) == slot::RUNNING {
@@ -868,10 +868,7 @@ impl Shared {
         drop_all(graveyard);
         self.wakeup.notify_all();
         never_ran.sort_unstable();
-        never_ran
-            .into_iter()
-            .map(|(_, key)| key)
-            .collect()
+        never_ran.into_iter().map(|(_, key)| key).collect()
     }
 
     /// A scheduler whose threads start lazily may have none at shutdown.
@@ -898,7 +895,6 @@ impl Shared {
             cancelled: inner.cancelled + self.cancels.pending() + self.cancels.running(),
         }
     }
-
 }
 
 /// When a task should run.

@@ -98,7 +98,6 @@ impl Slots {
             next = slot::link_of(self.word(key).load(Acquire));
         }
     }
-
 }
 
 #[cfg(test)]
@@ -117,7 +116,10 @@ mod test {
         }
         assert_eq!(locate(0), (0, 0));
         assert_eq!(locate(4096), (1, 0));
-        assert_eq!(locate(MAX_KEYS as Key - 1), (SEGMENTS - 1, (4096 << 18) - 1));
+        assert_eq!(
+            locate(MAX_KEYS as Key - 1),
+            (SEGMENTS - 1, (4096 << 18) - 1)
+        );
         assert!(!slots.reserve(MAX_KEYS as Key));
     }
 

@@ -104,7 +104,7 @@ fn update(word: &AtomicU64, mut step: impl FnMut(u64) -> Option<u64>) -> Result<
 /// Arms a free slot: scheduled, one handle plus the driver's reference.
 pub(crate) fn arm(word: &AtomicU64, needs_drop: bool, periodic: bool) {
     let flags = if needs_drop { NEEDS_DROP } else { 0 } | if periodic { PERIODIC } else { 0 };
-    word.store(SCHEDULED | flags | 2 * REF, Release);
+    word.store(SCHEDULED | flags | (2 * REF), Release);
 }
 
 /// Stops every future run; see [`Cancel`].
@@ -132,7 +132,10 @@ pub(crate) fn cancel(word: &AtomicU64) -> (Cancel, u64) {
 /// Takes the right to run a scheduled task. Called under the scheduler's
 /// lock; fails if a cancel or abandon got there first.
 pub(crate) fn claim(word: &AtomicU64) -> bool {
-    update(word, |w| (state(w) == SCHEDULED).then(|| with_state(w, RUNNING))).is_ok()
+    update(word, |w| {
+        (state(w) == SCHEDULED).then(|| with_state(w, RUNNING))
+    })
+    .is_ok()
 }
 
 /// Puts a periodic task that just ran back to waiting; false (and the task
@@ -165,7 +168,10 @@ pub(crate) fn finish(word: &AtomicU64, end: u64) -> u64 {
 /// Ends a scheduled task without running it (`shutdown_now`, or a
 /// shutdown policy dropping it as `end`). False if it was not scheduled.
 pub(crate) fn end_scheduled(word: &AtomicU64, end: u64) -> Option<u64> {
-    update(word, |w| (state(w) == SCHEDULED).then(|| with_state(w, end))).ok()
+    update(word, |w| {
+        (state(w) == SCHEDULED).then(|| with_state(w, end))
+    })
+    .ok()
 }
 
 /// Marks that a thread waits for the task's end; returns the word.

@@ -301,7 +301,6 @@ impl Task {
         let repeat = Repeat::FixedDelay(positive(delay)?);
         Ok(Task::new(PeriodicWith { repeat, f }))
     }
-
 }
 
 fn positive(d: Duration) -> Result<u64, Error> {

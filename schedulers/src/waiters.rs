@@ -74,7 +74,10 @@ pub(crate) fn register<T>(
     if let Some(value) = ended() {
         return Some(value);
     }
-    match wakers.iter_mut().find(|(i, w)| *i == id && w.will_wake(waker)) {
+    match wakers
+        .iter_mut()
+        .find(|(i, w)| *i == id && w.will_wake(waker))
+    {
         Some(_) => {}
         None => wakers.push((id, waker.clone())),
     }

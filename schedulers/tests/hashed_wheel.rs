@@ -62,7 +62,10 @@ fn far_timers_do_not_wake_the_worker_every_tick() {
         .collect();
     clock.advance(Duration::ZERO);
     let next = timer.next_expiration().expect("timers pending");
-    assert!(next >= start + hour, "the worker plans to wake before the first deadline");
+    assert!(
+        next >= start + hour,
+        "the worker plans to wake before the first deadline"
+    );
     let woken = timer.driver_wakeups();
     clock.advance(hour - Duration::from_secs(1));
     assert_eq!(timer.metrics().fired, 0);

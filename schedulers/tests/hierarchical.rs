@@ -20,21 +20,17 @@ crate::conformance!(conformance, Duration::ZERO, |o| {
 
 // The whole contract again on a deep hierarchy (2 buckets per wheel, so a
 // 1 h timer cascades through ~22 levels) with tasks run inline on the driver.
-crate::conformance!(
-    conformance_tiny_wheels_inline,
-    Duration::ZERO,
-    |o| {
-        let mut b = HierarchicalWheelTimer::builder()
-            .clock(o.clock)
-            .tick(Duration::from_millis(1))
-            .wheel_size(2)
-            .executor(Executor::inline());
-        if let Some(limit) = o.pending_limit {
-            b = b.pending_limit(limit);
-        }
-        Box::new(b.build())
+crate::conformance!(conformance_tiny_wheels_inline, Duration::ZERO, |o| {
+    let mut b = HierarchicalWheelTimer::builder()
+        .clock(o.clock)
+        .tick(Duration::from_millis(1))
+        .wheel_size(2)
+        .executor(Executor::inline());
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
     }
-);
+    Box::new(b.build())
+});
 
 crate::conformance!(conformance_tick_mode, Duration::from_millis(1), |o| {
     let mut b = HierarchicalWheelTimer::builder()
@@ -66,7 +62,10 @@ fn bad_settings_are_clamped_and_still_work() {
         assert!(timer.tick() >= Duration::from_nanos(1));
         let f = timer.schedule(Duration::from_millis(3), || 5).unwrap();
         clock.advance(Duration::from_micros(2999));
-        assert!(!f.handle().is_done(), "early with tick {tick:?}, size {size}");
+        assert!(
+            !f.handle().is_done(),
+            "early with tick {tick:?}, size {size}"
+        );
         clock.advance(Duration::from_millis(1));
         assert_eq!(f.get().unwrap(), 5);
     }
@@ -129,7 +128,8 @@ mod on_the_system_clock {
             .unwrap();
         for ms in [50, 5, 1] {
             let soon = timer.schedule(Duration::from_millis(ms), || ()).unwrap();
-            soon.handle().wait_timeout(Duration::from_secs(30))
+            soon.handle()
+                .wait_timeout(Duration::from_secs(30))
                 .expect("the driver was not woken");
         }
         assert_eq!(timer.metrics().pending, 1);

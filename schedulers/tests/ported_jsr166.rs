@@ -357,7 +357,10 @@ fn test_remove() {
     started_rx.recv_timeout(WAIT).unwrap();
     let queued: Vec<_> = (1..=5).map(|i| p.schedule(ms(i), || ()).unwrap()).collect();
     assert_eq!(p.queue_len(), 5);
-    assert!(!running.handle().cancel(), "a running one-shot cannot be removed");
+    assert!(
+        !running.handle().cancel(),
+        "a running one-shot cannot be removed"
+    );
     assert!(queued[3].handle().cancel());
     assert!(!queued[3].handle().cancel(), "removed once");
     assert_eq!(p.queue_len(), 4);

@@ -52,7 +52,10 @@ fn timer_test_already_expired_task() {
         .collect();
     clock.advance(Duration::ZERO);
     for f in futures {
-        assert!(f.handle().is_done(), "already expired tasks should run immediately");
+        assert!(
+            f.handle().is_done(),
+            "already expired tasks should run immediately"
+        );
     }
     assert_eq!(
         *output.lock().unwrap(),

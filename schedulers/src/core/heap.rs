@@ -129,7 +129,6 @@ impl IndexedHeap {
         self.seq += 1;
         self.seq
     }
-
 }
 
 impl TimerQueue for IndexedHeap {

@@ -9,7 +9,7 @@
 //! A timer due in tick `e` goes to the finest level whose span reaches it,
 //! in bucket `(e / unit) mod size`; a timer beyond the top level creates the
 //! next level lazily (Kafka's `overflowWheel`). Each bucket is a list in one
-//! shared slab ([`Lists`]), and a bucket holding timers sits in a delay queue
+//! shared slab of list nodes, and a bucket holding timers sits in a delay queue
 //! (an indexed heap from the `priority-queue` crate) keyed by the earliest
 //! deadline among its timers.
 //!

@@ -53,9 +53,9 @@
 //! assert_eq!(timeouts.next_deadline(), Some(45_000 * MS));
 //! ```
 
-mod hashed_wheel;
-mod heap;
-mod hierarchical;
+pub mod hashed_wheel;
+pub mod heap;
+pub mod hierarchical;
 pub(crate) mod list;
 #[cfg(test)]
 mod test;

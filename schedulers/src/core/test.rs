@@ -66,7 +66,15 @@ impl Model {
             .timers
             .iter()
             .filter(|(_, &(d, _))| self.due(d, now))
-            .map(|(&k, &(d, s))| (self.order(d, s), Expired { key: k, deadline: d }))
+            .map(|(&k, &(d, s))| {
+                (
+                    self.order(d, s),
+                    Expired {
+                        key: k,
+                        deadline: d,
+                    },
+                )
+            })
             .collect();
         due.sort_by_key(|(o, _)| *o);
         for (_, e) in &due {
@@ -140,7 +148,15 @@ fn check(queue: &mut impl TimerQueue, mut model: Model, ops: Vec<Op>) {
     let mut want: Vec<_> = model
         .timers
         .iter()
-        .map(|(&k, &(d, s))| (model.order(d, s), Expired { key: k, deadline: d }))
+        .map(|(&k, &(d, s))| {
+            (
+                model.order(d, s),
+                Expired {
+                    key: k,
+                    deadline: d,
+                },
+            )
+        })
         .collect();
     want.sort_by_key(|(o, _)| *o);
     assert_eq!(rest, want.into_iter().map(|(_, e)| e).collect::<Vec<_>>());

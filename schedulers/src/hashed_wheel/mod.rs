@@ -7,7 +7,7 @@
 //! A timer due at `d` belongs to tick `ceil(d / tick)` and sits in slot
 //! `tick mod slots` of a ring; a timer one or more revolutions away stays
 //! in its slot for that many visits (Netty's `remainingRounds`). The ring is
-//! the pure [`HashedWheel`](crate::core::HashedWheel): each slot is a list
+//! the pure [`HashedWheel`]: each slot is a list
 //! threaded through one slab by index, so there is no allocation per timer
 //! and an unlink is O(1). Timers themselves live in the scheduler's slab.
 //!
@@ -101,11 +101,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::builder::{common_builder_methods, Common};
 use crate::clock::nanos;
 use crate::core::{HashedWheel, Precision};
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::builder::{common_builder_methods, Common};
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
 

@@ -6,7 +6,7 @@
 //! shape of `Timer`'s `TimerThread.mainLoop`: the thread sleeps until the
 //! earliest deadline (or until a new earliest task arrives), takes the due
 //! tasks and runs them inline, then re-queues periodic ones. The heap is
-//! the pure [`IndexedHeap`](crate::core::IndexedHeap); timers live in the
+//! the pure [`IndexedHeap`]; timers live in the
 //! scheduler's slab, not in an allocation each.
 //!
 //! Costs: schedule O(log n) under the lock (O(1) on average for random
@@ -31,7 +31,7 @@
 //!   `ScheduledThreadPoolExecutor` does; `Timer` counts from its start.
 //! - **Monotonic time, never early.** `Timer` reads the wall clock in
 //!   milliseconds and can fire up to 1 ms early or jump with the clock; this
-//!   clone waits on a monotonic [`Clock`] in nanoseconds.
+//!   clone waits on a monotonic [`Clock`](crate::Clock) in nanoseconds.
 //! - **Cancelled tasks do not pile up.** `Timer` keeps them until they reach
 //!   the head or `purge()` is called; here they are purged automatically
 //!   once they outnumber live tasks (and at least [`AUTO_PURGE_MIN`] are
@@ -45,10 +45,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::builder::{common_builder_methods, Common};
 use crate::core::IndexedHeap;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::builder::{common_builder_methods, Common};
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
 

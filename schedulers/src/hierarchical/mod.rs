@@ -3,7 +3,7 @@
 //!
 //! # Implementation
 //!
-//! The pure core is [`HierarchicalWheel`](crate::core::HierarchicalWheel):
+//! The pure core is [`HierarchicalWheel`]:
 //! wheels with lazily created overflow levels, Kafka's `TimerTaskList`
 //! buckets as index-linked lists in one slab, and a delay queue of buckets
 //! keyed by their earliest deadline. A deadline of `d` ns is due at tick
@@ -65,11 +65,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::builder::{common_builder_methods, Common};
 use crate::clock::nanos;
 use crate::core::{HierarchicalWheel, Precision};
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::builder::{common_builder_methods, Common};
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
 

@@ -5,7 +5,7 @@
 //! A fixed set of worker threads takes tasks from one `DelayedWorkQueue`
 //! and runs them, exactly the JDK's shape:
 //!
-//! - **The queue** is the pure [`IndexedHeap`](crate::core::IndexedHeap):
+//! - **The queue** is the pure [`IndexedHeap`]:
 //!   entries ordered by deadline and then by sequence number (ties run
 //!   first-in first-out), each timer knowing its heap index, so removing a
 //!   given task is O(log n). Timers live in the scheduler's slab.
@@ -102,11 +102,11 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
+use crate::builder::{common_builder_methods, Common};
 use crate::clock::NEVER;
 use crate::core::IndexedHeap;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::builder::{common_builder_methods, Common};
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
 use crate::shared::{Config, Queue, Shared};
 use crate::task;

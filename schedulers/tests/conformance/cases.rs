@@ -89,7 +89,14 @@ pub fn one_shot_returns_its_value(h: &Harness) {
     let future = s.schedule(secs(1), || String::from("forty-two")).unwrap();
     h.advance_past(secs(1));
     assert!(future.handle().is_done());
-    assert_eq!(future.handle().wait_timeout(secs(10)).map(|()| "ok").unwrap(), "ok");
+    assert_eq!(
+        future
+            .handle()
+            .wait_timeout(secs(10))
+            .map(|()| "ok")
+            .unwrap(),
+        "ok"
+    );
     assert_eq!(future.get().unwrap(), "forty-two");
 }
 
@@ -679,7 +686,11 @@ pub fn delay_overflow_is_an_error(h: &Harness) {
         .unwrap_err()
         .is_delay_overflow());
     let handle = s.schedule(secs(1), || ()).unwrap();
-    assert!(handle.handle().reset(Duration::MAX).unwrap_err().is_delay_overflow());
+    assert!(handle
+        .handle()
+        .reset(Duration::MAX)
+        .unwrap_err()
+        .is_delay_overflow());
     assert!(
         handle.handle().is_pending(),
         "a failed reset leaves the task where it was"
