@@ -129,3 +129,8 @@ pub use metrics::Metrics;
 pub use scheduler::{Scheduler, SchedulerExt};
 pub use task::{Task, TaskContext};
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
