@@ -296,7 +296,10 @@ impl Timebase {
     /// Nanoseconds since the epoch (0 for earlier instants), saturating
     /// just below [`NEVER`], so that a task parked at "never" stays parked.
     pub(crate) fn ticks(&self, t: Instant) -> u64 {
-        u64::try_from(t.saturating_duration_since(self.epoch).as_nanos())
+        let d = t.saturating_duration_since(self.epoch);
+        d.as_secs()
+            .checked_mul(1_000_000_000)
+            .and_then(|ns| ns.checked_add(u64::from(d.subsec_nanos())))
             .unwrap_or(u64::MAX)
             .min(NEVER - 1)
     }

@@ -209,6 +209,9 @@ pub(crate) struct Shared {
     cancels: Sharded,
     /// Times a driver thread woke from a wait.
     wakeups: AtomicU64,
+    /// The number of cancels at which dead entries would outnumber live
+    /// ones (as of the driver's last look): cancels ask for a purge then.
+    purge_at: AtomicU64,
     shutdown: AtomicBool,
     /// `shutdown_now` was called: nothing runs or repeats any more.
     stopped: AtomicBool,
@@ -249,6 +252,7 @@ impl Shared {
                 shards: Default::default(),
             },
             wakeups: AtomicU64::new(0),
+            purge_at: AtomicU64::new(AUTO_PURGE_MIN as u64),
             shutdown: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
         });
@@ -370,7 +374,10 @@ impl Shared {
             Cancel::WasPending { needs_drop } => {
                 let shard = self.cancels.mine();
                 let n = shard.pending.fetch_add(1, Relaxed) + 1;
-                let purge = n.is_multiple_of(AUTO_PURGE_MIN as u64);
+                // Every so often, see whether dead entries now pay a purge
+                // (summing the shards is too dear for every cancel).
+                let purge = n.is_multiple_of(AUTO_PURGE_MIN as u64)
+                    && self.cancels.pending() >= self.purge_at.load(Relaxed);
                 if needs_drop || self.remove_on_cancel || purge || self.is_shutdown() {
                     let mut inner = self.lock();
                     let job = if needs_drop {
@@ -665,6 +672,8 @@ impl Shared {
         if dead >= AUTO_PURGE_MIN && dead * 2 > inner.queue.len() {
             self.purge(inner);
         }
+        let worth = AUTO_PURGE_MIN.max(inner.queue.len() / 2 + 1) as u64;
+        self.purge_at.store(inner.reclaimed + worth, Relaxed);
     }
 
     /// Removes every cancelled entry from the queue; returns how many.

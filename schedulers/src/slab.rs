@@ -91,6 +91,9 @@ impl Slots {
 
     /// Moves every key on the freed stack into `free`.
     pub(crate) fn take_freed(&self, free: &mut Vec<Key>) {
+        if self.freed.load(Relaxed) == 0 {
+            return; // the common case: no swap, which is a locked write
+        }
         let mut next = self.freed.swap(0, AcqRel);
         while next != 0 {
             let key = (next - 1) as Key;
