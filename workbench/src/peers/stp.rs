@@ -1,5 +1,5 @@
 //! The `scheduled-thread-pool` crate (sfackler): a binary heap under a
-//! mutex with one condvar, here with one worker thread.
+//! mutex with one condvar, with one or two worker threads.
 //!
 //! Its `JobHandle::cancel` sets a flag and says nothing, so the runner keeps
 //! its own per-timer `Gates` to know whether a cancel stopped a run; reset
@@ -12,16 +12,20 @@ use std::time::Duration;
 use scheduled_thread_pool::{JobHandle, OnPoolDropBehavior, ScheduledThreadPool};
 
 use super::Gates;
-use crate::runner::{Fire, Timers, TimersFactory};
+use crate::runner::{drive_threaded, App, Fire, Refused, Timers, TimersFactory};
 use crate::spec::Kind;
 
-/// One line for the report.
+/// One line for the report, one worker.
 pub const ABOUT: &str =
-    "scheduled-thread-pool 0.2: heap + mutex + condvar, 1 worker; reset = cancel + new job";
+    "scheduled-thread-pool 0.2: heap + mutex + condvar, lazy cancel flag, 1 worker; reset = cancel + new job";
 
-/// The factory.
-pub fn factory() -> TimersFactory {
-    Arc::new(|capacity| Box::new(Stp::new(capacity)) as Box<dyn Timers>)
+/// One line for the report, two workers.
+pub const ABOUT_2: &str =
+    "scheduled-thread-pool 0.2: heap + mutex + condvar, lazy cancel flag, 2 workers; reset = cancel + new job";
+
+/// The factory, with `threads` workers.
+pub fn factory(threads: usize) -> TimersFactory {
+    Arc::new(move |capacity| Box::new(Stp::new(capacity, threads)) as Box<dyn Timers>)
 }
 
 struct Stp {
@@ -31,11 +35,11 @@ struct Stp {
 }
 
 impl Stp {
-    fn new(capacity: usize) -> Stp {
+    fn new(capacity: usize, threads: usize) -> Stp {
         let mut jobs = Vec::with_capacity(capacity);
         jobs.resize_with(capacity, || None);
         let pool = ScheduledThreadPool::builder()
-            .num_threads(1)
+            .num_threads(threads)
             .thread_name_pattern("stp-{}")
             .on_drop_behavior(OnPoolDropBehavior::DiscardPendingScheduled)
             .build();
@@ -57,7 +61,7 @@ impl Stp {
 }
 
 impl Timers for Stp {
-    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String> {
+    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
         let h = self.job(id, 0, delay, fire.clone());
         self.jobs[id] = Some((h, fire));
         Ok(())
@@ -70,7 +74,7 @@ impl Timers for Stp {
         initial: Duration,
         period: Duration,
         fire: Fire,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refused> {
         let (gates, f) = (self.gates.clone(), fire.clone());
         let run = move || {
             if gates.live(id) {
@@ -103,6 +107,10 @@ impl Timers for Stp {
             self.jobs[id] = Some((new, fire));
         }
         true
+    }
+
+    fn drive(&mut self, app: &mut dyn App) {
+        drive_threaded(self, app);
     }
 
     fn shutdown(self: Box<Self>) {
