@@ -47,8 +47,9 @@
 //!
 //! # Semantics
 //!
-//! The originals keep their own semantics (see [`ORIGINALS`] and
-//! [`pairs`]): `Timer` counts in wall-clock milliseconds (so it can fire up
+//! The originals keep their own semantics (see
+//! [`crate::report::originals::ORIGINALS`] and
+//! [`crate::report::originals::pairs`]): `Timer` counts in wall-clock milliseconds (so it can fire up
 //! to 1 ms before a nanosecond deadline: the `early` count), cancels lazily
 //! and dies on a throwing task; STPE without `removeOnCancel` keeps
 //! cancelled tasks queued; Netty has no periodic API (the harness re-arms a

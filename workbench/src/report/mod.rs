@@ -203,13 +203,19 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
         if !has(results, w, Metric::LatenessP50) {
             continue;
         }
-        let series = subjects_series(results, |s, _| {
+        let mut series = subjects_series(results, |s, _| {
             Metric::LATENESS
                 .iter()
                 .enumerate()
                 .map(|(i, (m, _))| (i as f64, val(results, s, w, *m, None)))
                 .collect()
         });
+        // An early fire counts as 0 lateness: say so where it happened.
+        for s in &mut series {
+            if val(results, &s.name, w, Metric::Early, None).is_some_and(|e| e > 0.0) {
+                s.name.push_str(" (fires early)");
+            }
+        }
         let title = format!("{w}: lateness percentiles (fire time − deadline)");
         let x = XAxis::Categories(
             Metric::LATENESS

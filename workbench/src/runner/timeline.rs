@@ -294,7 +294,7 @@ impl App for Driver<'_> {
                 self.failure = Some(e);
                 return None;
             }
-            if self.next % 1024 == 0 {
+            if self.next.is_multiple_of(1024) {
                 self.progress.set_position(self.next as u64);
             }
         }
