@@ -840,6 +840,54 @@ mod test {
     }
 
     #[test]
+    fn sweeps_and_distributed_workloads_are_checked() {
+        let sweep = r#"
+            name = "s"
+            description = "d"
+            seed = 1
+            verdict = "cancel_batch"
+            [sweep]
+            sizes = [10, 100]
+            delay = { dist = "fixed", value = "1h" }
+            cancel = 0.5
+            reset = false
+        "#;
+        let w = Workload::parse(sweep).unwrap();
+        assert_eq!(w.kind(), WorkloadKind::Sweep);
+        assert_eq!(w.verdict_metric(), Metric::CancelBatch);
+        let e = err(&sweep.replace("cancel = 0.5", "cancel = 1.5"));
+        assert_eq!(e.field, "sweep.cancel");
+        let e = err(&sweep.replace("cancel_batch", "speed"));
+        assert!(e.message.contains("speed"), "{e}");
+
+        let dist = r#"
+            name = "d"
+            description = "d"
+            seed = 1
+            [distributed]
+            jobs = 1000
+            window = "10s"
+            [quick]
+            count = 0.5
+            time = 0.2
+        "#;
+        let w = Workload::parse(dist).unwrap();
+        assert_eq!(w.kind(), WorkloadKind::Distributed);
+        assert_eq!(w.verdict_metric(), Metric::FiresPerS);
+        let q = w.quick().distributed.unwrap();
+        assert_eq!(
+            (q.jobs, q.window.nanos(), q.threads),
+            (500, 2_000_000_000, 4)
+        );
+        let e = err(&dist.replace("jobs = 1000", "jobs = 0"));
+        assert_eq!(e.field, "distributed");
+        let both = format!(
+            "{dist}\n[sweep]\nsizes = [1]\ndelay = {{ dist = \"fixed\", value = \"1h\" }}\n"
+        );
+        assert_eq!(err(&both).field, "sweep");
+    }
+
+    #[test]
     fn durations_parse_and_print() {
         for (s, ns) in [
             ("250us", 250_000),
