@@ -236,6 +236,25 @@ pub struct Results {
 }
 
 impl Results {
+    /// Results with nothing measured yet, marked partial.
+    pub fn new(run_id: String, env: Environment, repeats: usize) -> Results {
+        Results {
+            format: FORMAT,
+            run_id,
+            env,
+            repeats,
+            wall_seconds: 0.0,
+            partial: true,
+            load_start: [0.0; 3],
+            timing_overhead_ns: 0.0,
+            subjects: Vec::new(),
+            workloads: Vec::new(),
+            records: Vec::new(),
+            runs: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
     /// The record for (subject, workload, metric, size), if any.
     pub fn get(
         &self,
@@ -432,23 +451,14 @@ mod test {
             about: String::new(),
         };
         Results {
-            format: FORMAT,
-            run_id: "t".into(),
-            env: Environment::default(),
-            repeats: 1,
-            wall_seconds: 0.0,
-            partial: false,
-            load_start: [0.0; 3],
-            timing_overhead_ns: 0.0,
             subjects: vec![
                 subject("ours", SubjectKind::Algorithm),
                 subject("p1", SubjectKind::Peer),
                 subject("p2", SubjectKind::Peer),
             ],
-            workloads: vec![],
             records,
-            runs: vec![],
-            notes: vec![],
+            partial: false,
+            ..Results::new("t".into(), Environment::default(), 1)
         }
     }
 

@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::record::{
-    Environment, Measurement, Metric, Results, RunInfo, RunStatus, Samples, WorkloadInfo, FORMAT,
+    Environment, Measurement, Metric, Results, RunInfo, RunStatus, Samples, WorkloadInfo,
 };
 use crate::runner::{measure, RunContext, Runner};
 use crate::spec::{Workload, WorkloadKind};
@@ -86,19 +86,11 @@ impl Suite {
         let started = measure::now();
         let mut state = State {
             results: Results {
-                format: FORMAT,
-                run_id: self.run_id.clone(),
-                env: self.env.clone(),
-                repeats: self.repeats,
-                wall_seconds: 0.0,
-                partial: true,
                 load_start: measure::load_average(),
                 timing_overhead_ns: measure::timing_overhead(),
-                subjects: Vec::new(),
                 workloads: self.workloads.iter().map(info).collect(),
-                records: Vec::new(),
-                runs: Vec::new(),
                 notes: self.notes.clone(),
+                ..Results::new(self.run_id.clone(), self.env.clone(), self.repeats)
             },
             samples: Samples::default(),
         };

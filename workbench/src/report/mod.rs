@@ -178,16 +178,6 @@ fn has(results: &Results, workload: &str, m: Metric) -> bool {
         .any(|r| r.workload == workload && r.metric == m)
 }
 
-fn val(
-    results: &Results,
-    subject: &str,
-    workload: &str,
-    m: Metric,
-    size: Option<u64>,
-) -> Option<f64> {
-    results.value(subject, workload, m, size)
-}
-
 /// Every chart the results support, in page order.
 pub fn charts_of(results: &Results) -> Vec<Chart> {
     let mut out = Vec::new();
@@ -207,12 +197,15 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
             Metric::LATENESS
                 .iter()
                 .enumerate()
-                .map(|(i, (m, _))| (i as f64, val(results, s, w, *m, None)))
+                .map(|(i, (m, _))| (i as f64, results.value(s, w, *m, None)))
                 .collect()
         });
         // An early fire counts as 0 lateness: say so where it happened.
         for s in &mut series {
-            if val(results, &s.name, w, Metric::Early, None).is_some_and(|e| e > 0.0) {
+            if results
+                .value(&s.name, w, Metric::Early, None)
+                .is_some_and(|e| e > 0.0)
+            {
                 s.name.push_str(" (fires early)");
             }
         }
@@ -257,7 +250,7 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
         let series = subjects_series(results, |s, _| {
             cats.iter()
                 .enumerate()
-                .map(|(i, (w, m))| (i as f64, val(results, s, w, *m, None)))
+                .map(|(i, (w, m))| (i as f64, results.value(s, w, *m, None)))
                 .collect()
         });
         let names: Vec<String> = cats
@@ -301,7 +294,7 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
             let series = subjects_series(results, |s, _| {
                 cats.iter()
                     .enumerate()
-                    .map(|(i, (m, _))| (i as f64, val(results, s, &w.name, *m, Some(size))))
+                    .map(|(i, (m, _))| (i as f64, results.value(s, &w.name, *m, Some(size))))
                     .collect()
             });
             let names: Vec<String> = cats
@@ -361,7 +354,7 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
             jcats
                 .iter()
                 .enumerate()
-                .map(|(i, (w, m))| (i as f64, val(results, s, w, *m, None)))
+                .map(|(i, (w, m))| (i as f64, results.value(s, w, *m, None)))
                 .collect()
         });
         let names: Vec<String> = jcats

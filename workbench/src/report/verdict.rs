@@ -220,7 +220,7 @@ pub fn picks(results: &Results, verdicts: &[Verdict]) -> Vec<Pick> {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::record::{Environment, Measurement, Samples, SubjectInfo, WorkloadInfo, FORMAT};
+    use crate::record::{Environment, Measurement, Samples, SubjectInfo, WorkloadInfo};
 
     fn results(rows: &[(&str, &str, Metric, &[f64])]) -> Results {
         let mut s = Samples::default();
@@ -244,14 +244,6 @@ mod test {
             verdict,
         };
         Results {
-            format: FORMAT,
-            run_id: "t".into(),
-            env: Environment::default(),
-            repeats: 3,
-            wall_seconds: 0.0,
-            partial: false,
-            load_start: [0.0; 3],
-            timing_overhead_ns: 0.0,
             subjects: vec![
                 subject("heap", SubjectKind::Algorithm),
                 subject("wheel", SubjectKind::Algorithm),
@@ -262,8 +254,8 @@ mod test {
                 wl("burst", Metric::FiresPerS),
             ],
             records: s.records(|_| 1, &Environment::default()),
-            runs: vec![],
-            notes: vec![],
+            partial: false,
+            ..Results::new("t".into(), Environment::default(), 3)
         }
     }
 
