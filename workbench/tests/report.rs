@@ -17,7 +17,7 @@ use workbench::suite::Suite;
 
 const TIMELINE: &str = r#"
     name = "tiny-mix"
-    description = "one-shots with cancels and resets, plus a few fixed-rate tasks"
+    description = "one-shots with cancels and resets, plus a few fixed-rate and fixed-delay tasks"
     models = "a test"
     seed = 11
     grace = "5s"
@@ -33,6 +33,13 @@ const TIMELINE: &str = r#"
     count = 5
     kind = "fixed-rate"
     delay = { dist = "fixed", value = "2ms" }
+    period = "5ms"
+    run_for = "60ms"
+    [[group]]
+    name = "polls"
+    count = 5
+    kind = "fixed-delay"
+    delay = { dist = "fixed", value = "1ms" }
     period = "5ms"
     run_for = "60ms"
 "#;

@@ -104,9 +104,8 @@ pub fn run(
         let mut timers = make(n);
         let probe = Probe::new(measure::now(), n, 0, 0);
         let mut fires = fires(&probe, n);
-        let measured = within(timers.as_mut(), |t| phases(t, &plan, sweep, &mut fires));
-        let cpu0 = match measured {
-            Ok(m) => m,
+        let p = match within(timers.as_mut(), |t| phases(t, &plan, sweep, &mut fires)) {
+            Ok(p) => p,
             Err(e) => {
                 timers.shutdown();
                 return Err(e);
@@ -114,19 +113,19 @@ pub fn run(
         };
         // Deferred work (an unlink on the next tick, a purge) runs now.
         settle(timers.as_mut(), SETTLE);
-        let cpu = measure::cpu_process().saturating_sub(cpu0.cpu0);
+        let cpu = measure::cpu_process().saturating_sub(p.cpu0);
         timers.shutdown();
         ctx.progress.inc(1);
 
         let cancelled = plan.cancel_order.len();
-        if cpu0.moved != if sweep.reset { n } else { 0 }
-            || cpu0.stopped != cancelled
+        if p.moved != if sweep.reset { n } else { 0 }
+            || p.stopped != cancelled
             || probe.fired() != 0
         {
             return Err(RunError::Inconsistent(format!(
                 "at {n} pending: {} resets and {} cancels succeeded, {} fired; expected {}, {cancelled}, 0",
-                cpu0.moved,
-                cpu0.stopped,
+                p.moved,
+                p.stopped,
                 probe.fired(),
                 if sweep.reset { n } else { 0 },
             )));
@@ -134,20 +133,20 @@ pub fn run(
         out.push(Measurement::at(
             Metric::ScheduleBatch,
             size,
-            cpu0.schedule_ns / n as f64,
+            p.schedule_ns / n as f64,
         ));
         if sweep.reset {
             out.push(Measurement::at(
                 Metric::ResetBatch,
                 size,
-                cpu0.reset_ns / n as f64,
+                p.reset_ns / n as f64,
             ));
         }
         if cancelled > 0 {
             out.push(Measurement::at(
                 Metric::CancelBatch,
                 size,
-                cpu0.cancel_ns / cancelled as f64,
+                p.cancel_ns / cancelled as f64,
             ));
         }
         out.push(Measurement::at(
@@ -157,7 +156,7 @@ pub fn run(
         ));
         let memory = match super::MEMORY_PROBE_EXE.get() {
             Some(exe) => child_memory(exe, name, size, seed, k, &sweep.delay)?,
-            None => cpu0.memory,
+            None => p.memory,
         };
         out.push(Measurement::at(Metric::Memory, size, memory));
     }
