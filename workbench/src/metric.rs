@@ -6,9 +6,11 @@
 //! - `*_call` (timelines): one call timed alone with two clock reads, on
 //!   cold caches, less the measured cost of the clock reads. What one call
 //!   costs when it happens on its own.
-//! - `*_batch` (sweeps): a loop of calls timed as a whole, divided by the
-//!   count. What a stream of calls costs, with independent cache misses
-//!   overlapping as in a real caller's loop.
+//! - `*_batch` (sweeps): a loop of calls timed as a whole by the calling
+//!   thread's CPU clock, divided by the count. What a stream of calls costs,
+//!   with independent cache misses overlapping as in a real caller's loop;
+//!   on a quiet machine the same as wall time, on a shared one without the
+//!   time slices lost to other processes.
 //!
 //! Neither counts work a scheduler defers to its own threads (an unlink on
 //! the next tick, a purge): [`Metric::CpuPerTimer`] does, from the whole
@@ -123,7 +125,7 @@ metrics! {
     CancelCall = "cancel_call", NsPerOp, Lower;
     /// One reset timed alone (timeline), ns.
     ResetCall = "reset_call", NsPerOp, Lower;
-    /// A loop of schedules / the count (sweep), ns.
+    /// A loop of schedules / the count (sweep; the caller's CPU time), ns.
     ScheduleBatch = "schedule_batch", NsPerOp, Lower;
     /// A loop of cancels in random order / the count (sweep), ns.
     CancelBatch = "cancel_batch", NsPerOp, Lower;

@@ -1,12 +1,12 @@
 //! The memory figure is right: a reference subject that holds exactly N
-//! bytes per pending timer (`ballast-N`) is reported at N ± 2 B, measured
-//! the way every subject is (a sweep, memory read in a fresh child process
-//! of the `workbench` binary) and in process. The first version reported
-//! 16 B too little for every subject: the runner's own 16-byte fire slots
-//! were freed between the two readings.
+//! bytes per pending timer (`ballast-N`) is reported at N ± 2 B (at 1e3,
+//! where the two partly filled pages at either end are 8 B per timer,
+//! ± 10 B), measured the way every subject is (a sweep, memory read in a
+//! fresh child process of the `workbench` binary), at 1e3, 1e5 and 1e6
+//! pending. The first version reported 16 B too little for every subject:
+//! the runner's own 16-byte fire slots were freed between the two readings.
 //!
-//! One test per file: an in-process reading must not see other tests'
-//! allocations.
+//! One test in this file, so that nothing else runs in its process.
 
 use std::path::PathBuf;
 
@@ -17,10 +17,10 @@ use workbench::subjects;
 
 const SWEEP: &str = r#"
     name = "memory-check"
-    description = "memory per pending timer at 1e5 and 1e6"
+    description = "memory per pending timer at 1e3, 1e5 and 1e6"
     seed = 21
     [sweep]
-    sizes = [100000, 1000000]
+    sizes = [1000, 100000, 1000000]
     delay = { dist = "uniform", min = "1h", max = "2h" }
 "#;
 
@@ -38,23 +38,20 @@ fn a_subject_holding_n_bytes_per_timer_is_reported_at_n() {
             .map(|m| (m.size.unwrap(), m.value))
             .collect::<Vec<_>>()
     };
-    // In process first (no probe binary set yet), then in fresh children.
-    for n in [24, 64] {
-        for (size, b) in measure(n) {
-            assert!(
-                (b - n as f64).abs() <= 2.0,
-                "in process, ballast-{n} @ {size}: {b} B/timer"
-            );
-        }
-    }
+    // Memory is read in a fresh child process of the binary, as in every
+    // run of the workbench (in process, memory freed by earlier runs is
+    // reused and hides the cost).
     MEMORY_PROBE_EXE
         .set(PathBuf::from(env!("CARGO_BIN_EXE_workbench")))
         .unwrap();
-    for n in [16, 56, 128] {
+    for n in [16, 24, 56, 64, 128] {
         for (size, b) in measure(n) {
+            // ± 2 B, plus the two partly filled 4 KiB pages at either end
+            // spread over the timers (8 B at 1e3).
+            let tolerance = 2.0 + 2.0 * 4096.0 / size as f64;
             assert!(
-                (b - n as f64).abs() <= 2.0,
-                "child, ballast-{n} @ {size}: {b} B/timer"
+                (b - n as f64).abs() <= tolerance,
+                "ballast-{n} @ {size}: {b} B/timer"
             );
         }
     }

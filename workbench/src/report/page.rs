@@ -75,7 +75,8 @@ impl VerdictRow {
                 format!("{} ahead of ours by ×{}", p.subject, fmt_ratio(f)),
                 "worse",
             ),
-            _ => ("no peer to compare".into(), ""),
+            _ if v.ours.is_none() => ("none of ours ran it".into(), ""),
+            _ => ("no peer ran it".into(), ""),
         };
         let margin = if v.fires_early.is_empty() {
             margin

@@ -2,7 +2,8 @@
 //! the future, resets each once and cancels a fraction of them (both in a
 //! random order, so that at large sizes every operation lands on memory no
 //! cache holds, as in a real server), and measures what a stream of calls
-//! costs (each phase timed as one batch loop: `*_batch`), the whole
+//! costs (each phase timed as one batch loop on the calling thread's CPU
+//! clock: `*_batch`), the whole
 //! process's CPU per timer (the caller's loops plus whatever the subject's
 //! threads did, deferred unlinks included, until a settling pause after the
 //! cancels) and the resident memory per pending timer.
@@ -13,7 +14,7 @@
 
 use std::time::Duration;
 
-use super::measure::{self, ns};
+use super::measure;
 use super::{within, Fire, Probe, RunContext, RunError, Timers, TimersFactory};
 use crate::random::{Dist, Rng};
 use crate::record::{Measurement, Metric};
@@ -60,27 +61,39 @@ fn fires(probe: &std::sync::Arc<Probe>, n: usize) -> Vec<Option<Fire>> {
     (0..n).map(|i| Some(probe.once(i))).collect()
 }
 
-/// Schedules every timer of `plan` (taking the fires), as one loop.
+/// Schedules every timer of `plan` (taking the fires), as one loop; timer
+/// `i` of the plan is id `first + i` and takes `fires[first + i]`.
 fn schedule_all(
     timers: &mut dyn Timers,
     plan: &Plan,
     fires: &mut [Option<Fire>],
+    first: usize,
 ) -> Result<(), RunError> {
-    for (i, (d, fire)) in plan.delays.iter().zip(fires.iter_mut()).enumerate() {
+    for (i, (d, fire)) in plan.delays.iter().zip(&mut fires[first..]).enumerate() {
+        let id = first + i;
         let fire = fire
             .take()
-            .ok_or_else(|| RunError::Inconsistent(format!("timer {i} scheduled twice")))?;
+            .ok_or_else(|| RunError::Inconsistent(format!("timer {id} scheduled twice")))?;
         timers
-            .schedule(i, *d, fire)
+            .schedule(id, *d, fire)
             .map_err(|source| RunError::Refused {
                 op: "schedule",
-                at: i,
+                at: id,
                 of: plan.n,
                 source,
             })?;
     }
     Ok(())
 }
+
+/// Timers timed per size at least: a size below it is cycled (a fresh
+/// subject each time) until this many operations were timed, and each cost
+/// is the median over the cycles, so that a loop of a thousand calls (a
+/// tenth of a millisecond) is not one sample at the mercy of one interrupt.
+const TIMED_PER_SIZE: usize = 100_000;
+
+/// At most this many cycles per size.
+const MAX_CYCLES: usize = 50;
 
 /// Runs one repeat of a sweep.
 ///
@@ -101,52 +114,39 @@ pub fn run(
     for (k, &size) in sweep.sizes.iter().enumerate() {
         let n = usize::try_from(size).map_err(|_| RunError::TooLarge(format!("size {size}")))?;
         let plan = Plan::draw(seed, k, n, sweep);
-        let mut timers = make(n);
-        let probe = Probe::new(measure::now(), n, 0, 0);
-        let mut fires = fires(&probe, n);
-        let p = match within(timers.as_mut(), |t| phases(t, &plan, sweep, &mut fires)) {
-            Ok(p) => p,
-            Err(e) => {
-                timers.shutdown();
-                return Err(e);
+        let cycles = (TIMED_PER_SIZE / n.max(1)).clamp(1, MAX_CYCLES);
+        let mut costs: [Vec<f64>; 3] = Default::default();
+        let mut cpu = Duration::ZERO;
+        for cycle in 0..cycles {
+            let (p, c) = cycle_once(make, &plan, sweep, cycle == 0)?;
+            for (v, x) in costs
+                .iter_mut()
+                .zip([p.schedule_ns, p.reset_ns, p.cancel_ns])
+            {
+                v.push(x);
             }
-        };
-        // Deferred work (an unlink on the next tick, a purge) runs now.
-        settle(timers.as_mut(), SETTLE);
-        let cpu = measure::cpu_process().saturating_sub(p.cpu0);
-        timers.shutdown();
-        ctx.progress.inc(1);
-
-        let cancelled = plan.cancel_order.len();
-        if p.moved != if sweep.reset { n } else { 0 }
-            || p.stopped != cancelled
-            || probe.fired() != 0
-        {
-            return Err(RunError::Inconsistent(format!(
-                "at {n} pending: {} resets and {} cancels succeeded, {} fired; expected {}, {cancelled}, 0",
-                p.moved,
-                p.stopped,
-                probe.fired(),
-                if sweep.reset { n } else { 0 },
-            )));
+            cpu = cpu.max(c);
         }
+        ctx.progress.inc(1);
+        let median = |v: &[f64]| crate::record::summarize(v).0;
+        let cancelled = plan.cancel_order.len();
         out.push(Measurement::at(
             Metric::ScheduleBatch,
             size,
-            p.schedule_ns / n as f64,
+            median(&costs[0]) / n as f64,
         ));
         if sweep.reset {
             out.push(Measurement::at(
                 Metric::ResetBatch,
                 size,
-                p.reset_ns / n as f64,
+                median(&costs[1]) / n as f64,
             ));
         }
         if cancelled > 0 {
             out.push(Measurement::at(
                 Metric::CancelBatch,
                 size,
-                p.cancel_ns / cancelled as f64,
+                median(&costs[2]) / cancelled as f64,
             ));
         }
         out.push(Measurement::at(
@@ -156,14 +156,56 @@ pub fn run(
         ));
         let memory = match super::MEMORY_PROBE_EXE.get() {
             Some(exe) => child_memory(exe, name, size, seed, k, &sweep.delay)?,
-            None => p.memory,
+            None => in_process_memory(make, &plan)?,
         };
         out.push(Measurement::at(Metric::Memory, size, memory));
     }
     Ok(out)
 }
 
-/// What the timed phases measured.
+/// One cycle on a fresh subject: the timed phases, then (on the first
+/// cycle) the settling pause and the whole process's CPU time over both.
+fn cycle_once(
+    make: &TimersFactory,
+    plan: &Plan,
+    sweep: &Sweep,
+    with_cpu: bool,
+) -> Result<(Phases, Duration), RunError> {
+    let n = plan.n;
+    let mut timers = make(n);
+    let probe = Probe::new(measure::now(), n, 0, 0);
+    let mut fires = fires(&probe, n);
+    let p = match within(timers.as_mut(), |t| phases(t, plan, sweep, &mut fires)) {
+        Ok(p) => p,
+        Err(e) => {
+            timers.shutdown();
+            return Err(e);
+        }
+    };
+    let mut cpu = Duration::ZERO;
+    if with_cpu {
+        // Deferred work (an unlink on the next tick, a purge) runs now.
+        settle(timers.as_mut(), SETTLE);
+        cpu = measure::cpu_process().saturating_sub(p.cpu0);
+    }
+    timers.shutdown();
+    let cancelled = plan.cancel_order.len();
+    let resets = if sweep.reset { n } else { 0 };
+    if p.moved != resets || p.stopped != cancelled || probe.fired() != 0 {
+        return Err(RunError::Inconsistent(format!(
+            "at {n} pending: {} resets and {} cancels succeeded, {} fired; expected {resets}, {cancelled}, 0",
+            p.moved,
+            p.stopped,
+            probe.fired(),
+        )));
+    }
+    Ok((p, cpu))
+}
+
+/// What the timed phases measured. Each loop is timed by the calling
+/// thread's CPU clock: on a quiet machine the same as the wall clock, on a
+/// shared one it leaves out the slices the thread lost to other processes
+/// (a loop of calls that never blocks waits for nothing else).
 struct Phases {
     cpu0: Duration,
     schedule_ns: f64,
@@ -171,8 +213,6 @@ struct Phases {
     cancel_ns: f64,
     moved: usize,
     stopped: usize,
-    /// In-process resident growth per timer (used without a probe binary).
-    memory: f64,
 }
 
 fn phases(
@@ -181,37 +221,34 @@ fn phases(
     sweep: &Sweep,
     fires: &mut [Option<Fire>],
 ) -> Result<Phases, RunError> {
-    let n = plan.n;
     let cpu0 = measure::cpu_process();
-    let rss0 = measure::rss_bytes();
-    let t0 = measure::now();
-    schedule_all(timers, plan, fires)?;
-    let t1 = measure::now();
-    let rss1 = measure::rss_bytes();
+    let t0 = measure::cpu_thread();
+    schedule_all(timers, plan, fires, 0)?;
+    let t1 = measure::cpu_thread();
 
     let mut moved = 0usize;
-    let t2 = measure::now();
+    let t2 = measure::cpu_thread();
     if sweep.reset {
         for &i in &plan.reset_order {
             moved += usize::from(timers.reset(i, plan.moves[i]));
         }
     }
-    let t3 = measure::now();
+    let t3 = measure::cpu_thread();
 
     let mut stopped = 0usize;
-    let t4 = measure::now();
+    let t4 = measure::cpu_thread();
     for &i in &plan.cancel_order {
         stopped += usize::from(timers.cancel(i));
     }
-    let t5 = measure::now();
+    let t5 = measure::cpu_thread();
+    let ns = |a: Duration, b: Duration| b.saturating_sub(a).as_nanos() as f64;
     Ok(Phases {
         cpu0,
-        schedule_ns: ns(t0, t1) as f64,
-        reset_ns: ns(t2, t3) as f64,
-        cancel_ns: ns(t4, t5) as f64,
+        schedule_ns: ns(t0, t1),
+        reset_ns: ns(t2, t3),
+        cancel_ns: ns(t4, t5),
         moved,
         stopped,
-        memory: rss1.saturating_sub(rss0) as f64 / n.max(1) as f64,
     })
 }
 
@@ -257,9 +294,7 @@ fn child_memory(
 
 /// The child's side of the memory measurement: in this fresh process,
 /// schedules `n` timers on a fresh `make()` and returns the growth of the
-/// resident set per timer. Everything of the runner's own (delays, probe,
-/// fire slots, handle storage) is allocated and touched before the first
-/// reading and still allocated at the second.
+/// resident set per timer.
 ///
 /// # Errors
 ///
@@ -278,13 +313,25 @@ pub fn memory_probe(
         reset: false,
         cancel: 0.0,
     };
-    let plan = Plan::draw(seed, k, n, &sweep);
+    in_process_memory(make, &Plan::draw(seed, k, n, &sweep))
+}
+
+/// Resident-set growth per timer when `plan`'s timers are scheduled on a
+/// fresh subject in this process. Everything of the runner's own (delays,
+/// probe, fire slots, handle storage) is allocated and touched before the
+/// first reading and still allocated at the second. The subject is given
+/// a moment first, so that its threads have started and touched their
+/// stacks: start-up is not a cost per timer; what it allocates for its
+/// timers (a first slab chunk included) is.
+fn in_process_memory(make: &TimersFactory, plan: &Plan) -> Result<f64, RunError> {
+    let n = plan.n;
     let mut timers = make(n);
     let probe = Probe::new(measure::now(), n, 0, 0);
     let mut fires = fires(&probe, n);
+    settle(timers.as_mut(), Duration::from_millis(20));
     let r = within(timers.as_mut(), |t| {
         let rss0 = measure::rss_bytes();
-        schedule_all(t, &plan, &mut fires)?;
+        schedule_all(t, plan, &mut fires, 0)?;
         let rss1 = measure::rss_bytes();
         Ok(rss1.saturating_sub(rss0) as f64 / n.max(1) as f64)
     });
