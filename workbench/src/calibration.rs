@@ -175,10 +175,11 @@ impl Comparison {
     }
 }
 
-/// Every comparison the results allow.
+/// Every comparison for the peers that ran.
 pub fn compare(results: &Results) -> Vec<Comparison> {
     let mut out = Vec::new();
-    for r in REFERENCE {
+    let ran = |p: &str| results.subjects.iter().any(|s| s.name == p);
+    for r in REFERENCE.iter().filter(|r| ran(r.peer)) {
         for (k, &(workload, metric, size)) in FIGURES.iter().enumerate() {
             let Some(reference) = r.figures[k] else {
                 continue;

@@ -32,8 +32,9 @@ pub fn factory() -> TimersFactory {
     Arc::new(|capacity| Box::new(Dq::new(capacity)) as Box<dyn Timers>)
 }
 
+/// What the application keeps per timer besides its key: read when the
+/// timer expires, never by a cancel or a reset.
 struct Slot {
-    key: Option<Key>,
     fire: Fire,
     every: Option<(Kind, Duration)>,
     at: Instant,
@@ -43,6 +44,9 @@ struct Dq {
     /// `None` while [`Timers::drive`] runs the application inside it.
     rt: Option<Runtime>,
     q: DelayQueue<usize>,
+    /// The key of each pending timer, dense as a user keeps them: all that
+    /// a cancel or reset reads.
+    keys: Vec<Option<Key>>,
     slots: Vec<Option<Slot>>,
 }
 
@@ -52,11 +56,14 @@ impl Dq {
             .enable_time()
             .build()
             .unwrap_or_else(|e| panic!("cannot start a tokio runtime: {e}"));
+        let mut keys = Vec::with_capacity(capacity);
+        keys.resize_with(capacity, || None);
         let mut slots = Vec::with_capacity(capacity);
         slots.resize_with(capacity, || None);
         Dq {
             rt: Some(rt),
             q: DelayQueue::new(),
+            keys,
             slots,
         }
     }
@@ -75,28 +82,23 @@ impl Dq {
 
     fn insert(&mut self, id: usize, at: Instant, fire: Fire, every: Option<(Kind, Duration)>) {
         self.in_context(|dq| {
-            let key = dq.q.insert_at(id, at);
-            dq.slots[id] = Some(Slot {
-                key: Some(key),
-                fire,
-                every,
-                at,
-            });
+            dq.keys[id] = Some(dq.q.insert_at(id, at));
+            dq.slots[id] = Some(Slot { fire, every, at });
         });
     }
 
     fn expired(&mut self, id: usize) {
+        self.keys[id] = None;
         let Some(s) = self.slots[id].as_mut() else {
             return;
         };
-        s.key = None;
         s.fire.hit();
         if let Some((kind, period)) = s.every {
             s.at = match kind {
                 Kind::FixedDelay => Instant::now() + period,
                 _ => s.at + period,
             };
-            s.key = Some(self.q.insert_at(id, s.at));
+            self.keys[id] = Some(self.q.insert_at(id, s.at));
         }
     }
 
@@ -138,36 +140,28 @@ impl Timers for Dq {
     }
 
     fn cancel(&mut self, id: usize) -> bool {
-        self.in_context(|dq| {
-            let Some(s) = dq.slots[id].as_mut() else {
-                return false;
-            };
-            s.every = None;
-            match s.key.take() {
-                Some(key) => {
-                    dq.q.remove(&key);
-                    true
-                }
-                None => false,
+        // A removed timer never expires again, so a periodic one needs
+        // nothing more.
+        self.in_context(|dq| match dq.keys[id].take() {
+            Some(key) => {
+                dq.q.remove(&key);
+                true
             }
+            None => false,
         })
     }
 
     fn reset(&mut self, id: usize, delay: Duration) -> bool {
-        self.in_context(|dq| {
-            let at = Instant::now() + delay;
-            match dq.slots[id].as_mut() {
-                Some(Slot {
-                    key: Some(key),
-                    at: slot_at,
-                    ..
-                }) => {
-                    dq.q.reset_at(key, at);
-                    *slot_at = at;
-                    true
+        self.in_context(|dq| match &dq.keys[id] {
+            Some(key) => {
+                let at = Instant::now() + delay;
+                dq.q.reset_at(key, at);
+                if let Some(s) = dq.slots[id].as_mut() {
+                    s.at = at;
                 }
-                _ => false,
+                true
             }
+            None => false,
         })
     }
 
@@ -184,8 +178,8 @@ impl Timers for Dq {
     }
 
     fn shutdown(self: Box<Self>) {
-        let Dq { rt, q, slots } = *self;
-        drop((q, slots));
+        let Dq { rt, q, keys, slots } = *self;
+        drop((q, keys, slots));
         if let Some(rt) = rt {
             rt.shutdown_timeout(Duration::from_secs(10));
         }

@@ -7,9 +7,10 @@
 //! event. That thread is the application's own ([`Timers::drive`]), so the
 //! wheel is never shared and nothing is locked, exactly as in an event loop.
 //!
-//! The wheel holds the timer's id; the application keeps the handle and the
-//! fire callback per id (as the crate's `RequestTracker` example keeps its
-//! handles in a map). A fired timer's handle is freed when its id comes out
+//! The wheel holds the timer's id; the application keeps the handles in a
+//! dense table (as the crate's `RequestTracker` example keeps its handles
+//! in a map) and the fire callback per id apart, read only when it fires.
+//! A fired timer's handle is freed when its id comes out
 //! of the poll. The wheel has no periodic timers: a periodic id is
 //! scheduled again from the fire handler (fixed-rate at the previous
 //! deadline + period, fixed-delay at now + period), as the crate's
@@ -34,8 +35,9 @@ pub fn factory() -> TimersFactory {
 /// Slab chunk size: the crate's documented example value.
 const CHUNK: usize = 4096;
 
+/// What the application keeps per timer besides its handle: read when the
+/// timer fires, never by a cancel or a reset.
 struct Slot {
-    handle: Option<TimerHandle<usize>>,
     fire: Option<Fire>,
     every: Option<(Kind, Duration)>,
     at: Instant,
@@ -43,6 +45,9 @@ struct Slot {
 
 struct Nexus {
     wheel: Wheel<usize>,
+    /// The handle of each pending timer, dense (8 B) as a user keeps them:
+    /// all that a cancel reads.
+    handles: Vec<Option<TimerHandle<usize>>>,
     slots: Vec<Slot>,
     fired: Vec<usize>,
 }
@@ -50,25 +55,25 @@ struct Nexus {
 impl Nexus {
     fn new(capacity: usize) -> Nexus {
         let now = measure::now();
+        let mut handles = Vec::with_capacity(capacity);
+        handles.resize_with(capacity, || None);
         let mut slots = Vec::with_capacity(capacity);
         slots.resize_with(capacity, || Slot {
-            handle: None,
             fire: None,
             every: None,
             at: now,
         });
         Nexus {
             wheel: Wheel::unbounded(CHUNK, now),
+            handles,
             slots,
             fired: Vec::with_capacity(1024),
         }
     }
 
     fn insert(&mut self, id: usize, at: Instant, fire: Fire, every: Option<(Kind, Duration)>) {
-        let handle = self.wheel.schedule(at, id);
-        let s = &mut self.slots[id];
-        *s = Slot {
-            handle: Some(handle),
+        self.handles[id] = Some(self.wheel.schedule(at, id));
+        self.slots[id] = Slot {
             fire: Some(fire),
             every,
             at,
@@ -80,10 +85,10 @@ impl Nexus {
         self.wheel.poll_and_rebalance(now, &mut self.fired);
         for k in 0..self.fired.len() {
             let id = self.fired[k];
-            let s = &mut self.slots[id];
-            if let Some(h) = s.handle.take() {
+            if let Some(h) = self.handles[id].take() {
                 self.wheel.free(h); // fired: release the entry
             }
+            let s = &mut self.slots[id];
             if let Some(f) = &s.fire {
                 f.hit();
             }
@@ -92,7 +97,7 @@ impl Nexus {
                     Kind::FixedDelay => measure::now() + period,
                     _ => s.at + period,
                 };
-                s.handle = Some(self.wheel.schedule(s.at, id));
+                self.handles[id] = Some(self.wheel.schedule(s.at, id));
             }
         }
         self.fired.clear();
@@ -118,20 +123,20 @@ impl Timers for Nexus {
     }
 
     fn cancel(&mut self, id: usize) -> bool {
-        let s = &mut self.slots[id];
-        s.every = None;
-        match s.handle.take() {
+        // A cancelled timer never fires again, so a periodic one needs
+        // nothing more.
+        match self.handles[id].take() {
             Some(h) => self.wheel.cancel(h).is_some(),
             None => false,
         }
     }
 
     fn reset(&mut self, id: usize, delay: Duration) -> bool {
-        let s = &mut self.slots[id];
-        match s.handle.take() {
+        match self.handles[id].take() {
             Some(h) => {
-                s.at = measure::now() + delay;
-                s.handle = Some(self.wheel.reschedule(h, s.at));
+                let at = measure::now() + delay;
+                self.handles[id] = Some(self.wheel.reschedule(h, at));
+                self.slots[id].at = at;
                 true
             }
             None => false,
@@ -159,10 +164,8 @@ impl Timers for Nexus {
 impl Drop for Nexus {
     /// A handle must be given back to the wheel, never dropped.
     fn drop(&mut self) {
-        for s in &mut self.slots {
-            if let Some(h) = s.handle.take() {
-                let _ = self.wheel.cancel(h);
-            }
+        for h in self.handles.iter_mut().filter_map(Option::take) {
+            let _ = self.wheel.cancel(h);
         }
     }
 }

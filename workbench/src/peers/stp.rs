@@ -31,13 +31,19 @@ pub fn factory(threads: usize) -> TimersFactory {
 struct Stp {
     pool: ScheduledThreadPool,
     gates: Arc<Gates>,
-    jobs: Vec<Option<(JobHandle, Fire)>>,
+    /// The handle of each timer, dense as a user keeps them: what a cancel
+    /// reads besides the gate.
+    handles: Vec<Option<JobHandle>>,
+    /// The fire of each timer, for a reset's new job.
+    fires: Vec<Option<Fire>>,
 }
 
 impl Stp {
     fn new(capacity: usize, threads: usize) -> Stp {
-        let mut jobs = Vec::with_capacity(capacity);
-        jobs.resize_with(capacity, || None);
+        let mut handles = Vec::with_capacity(capacity);
+        handles.resize_with(capacity, || None);
+        let mut fires = Vec::with_capacity(capacity);
+        fires.resize_with(capacity, || None);
         let pool = ScheduledThreadPool::builder()
             .num_threads(threads)
             .thread_name_pattern("stp-{}")
@@ -46,7 +52,8 @@ impl Stp {
         Stp {
             pool,
             gates: Arc::new(Gates::new(capacity)),
-            jobs,
+            handles,
+            fires,
         }
     }
 
@@ -62,8 +69,8 @@ impl Stp {
 
 impl Timers for Stp {
     fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
-        let h = self.job(id, 0, delay, fire.clone());
-        self.jobs[id] = Some((h, fire));
+        self.handles[id] = Some(self.job(id, 0, delay, fire.clone()));
+        self.fires[id] = Some(fire);
         Ok(())
     }
 
@@ -85,13 +92,14 @@ impl Timers for Stp {
             Kind::FixedDelay => self.pool.execute_with_fixed_delay(initial, period, run),
             _ => self.pool.execute_at_fixed_rate(initial, period, run),
         };
-        self.jobs[id] = Some((h, fire));
+        self.handles[id] = Some(h);
+        self.fires[id] = Some(fire);
         Ok(())
     }
 
     fn cancel(&mut self, id: usize) -> bool {
         let stopped = self.gates.cancel(id);
-        if let Some((h, _)) = &self.jobs[id] {
+        if let Some(h) = &self.handles[id] {
             h.cancel();
         }
         stopped
@@ -101,10 +109,9 @@ impl Timers for Stp {
         let Some(gen) = self.gates.reset(id) else {
             return false;
         };
-        if let Some((h, fire)) = self.jobs[id].take() {
+        if let (Some(h), Some(fire)) = (&self.handles[id], self.fires[id].clone()) {
             h.cancel();
-            let new = self.job(id, gen, delay, fire.clone());
-            self.jobs[id] = Some((new, fire));
+            self.handles[id] = Some(self.job(id, gen, delay, fire));
         }
         true
     }
@@ -114,8 +121,8 @@ impl Timers for Stp {
     }
 
     fn shutdown(self: Box<Self>) {
-        let Stp { pool, jobs, .. } = *self;
-        for (h, _) in jobs.iter().flatten() {
+        let Stp { pool, handles, .. } = *self;
+        for h in handles.iter().flatten() {
             h.cancel();
         }
         drop(pool); // pending jobs are discarded, the worker exits
