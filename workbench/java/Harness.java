@@ -36,6 +36,10 @@ public final class Harness {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args.length == 1 && args[0].equals("--golden")) {
+            golden();
+            return;
+        }
         if (args.length != 1 && args.length != 3) {
             System.err.println("usage: java peers.Harness PEER [WARMUP_ROUNDS WARMUP_TIMERS]");
             System.exit(2);
@@ -98,6 +102,50 @@ public final class Harness {
             System.gc();
             System.err.printf("java-peers: %s: %s in %.1f s%n", name, spec.name, (System.nanoTime() - t) / 1e9);
         }
+    }
+
+    /**
+     * Prints the draws of {@code workbench::random::golden()} as one JSON
+     * line: the Rust test compares them with its own, so both sides draw
+     * the same numbers.
+     */
+    private static void golden() {
+        Dist.Rng r = new Dist.Rng(42, 7);
+        StringBuilder b = new StringBuilder("{\"raw\":[");
+        for (int i = 0; i < 4; i++) {
+            b.append(i > 0 ? "," : "").append(Long.toUnsignedString(r.nextLong()));
+        }
+        b.append("],\"unit_bits\":[");
+        for (int i = 0; i < 3; i++) {
+            b.append(i > 0 ? "," : "").append(Long.toUnsignedString(Double.doubleToRawLongBits(r.unit())));
+        }
+        b.append("],\"below\":[");
+        for (int i = 0; i < 3; i++) {
+            b.append(i > 0 ? "," : "").append(r.below(1000));
+        }
+        b.append("],\"permutation\":[");
+        int[] p = r.permutation(10);
+        for (int i = 0; i < p.length; i++) {
+            b.append(i > 0 ? "," : "").append(p[i]);
+        }
+        b.append("],\"samples\":[");
+        long ms = 1_000_000L;
+        Dist[] dists = {
+            Dist.fixed(ms),
+            Dist.uniform(10_000 * ms, 30_000 * ms),
+            Dist.parse(Json.parse("{\"dist\":\"exponential\",\"mean\":\"12s\"}"), "golden"),
+            Dist.parse(Json.parse("{\"dist\":\"lognormal\",\"median\":\"50ms\",\"sigma\":0.7}"), "golden"),
+        };
+        Dist.Rng s = new Dist.Rng(4, 1);
+        boolean first = true;
+        for (Dist d : dists) {
+            for (int i = 0; i < 5; i++) {
+                b.append(first ? "" : ",").append(d.sample(s));
+                first = false;
+            }
+        }
+        OUT.println(b.append("]}"));
+        OUT.flush();
     }
 
     private static void skip(String name, String why) {

@@ -29,6 +29,14 @@ abstract class Peer {
     /** One-shot after {@code delayNs}; returns the handle the application keeps. */
     abstract Object schedule(long delayNs, Sink sink, int i, long tag);
 
+    /**
+     * The delay the peer's API was actually given for {@code delayNs}: the
+     * deadline lateness is measured from (java.util.Timer takes whole ms).
+     */
+    long apiDelay(long delayNs) {
+        return delayNs;
+    }
+
     /** Cancels a pending timer; true iff this call stopped it. */
     abstract boolean cancel(Object handle);
 
@@ -159,6 +167,11 @@ abstract class Peer {
         }
 
         @Override
+        long apiDelay(long delayNs) {
+            return ceilMs(delayNs) * 1_000_000L;
+        }
+
+        @Override
         boolean cancel(Object handle) {
             return ((TimerTask) handle).cancel();
         }
@@ -184,8 +197,8 @@ abstract class Peer {
 
         @Override
         String semantics() {
-            return "ms resolution on the wall clock (currentTimeMillis): the harness rounds delays up to whole ms, and "
-                + "Timer's own truncation can fire up to 1 ms before a ns deadline (counted as early); cancel is lazy (a cancelled task "
+            return "ms resolution on the wall clock (currentTimeMillis): the harness rounds delays up to whole ms and measures "
+                + "lateness from that ms deadline; Timer's own truncation can fire up to 1 ms before it (counted as early); cancel is lazy (a cancelled task "
                 + "stays in the heap until it reaches the head or purge()); equal deadlines are not FIFO; "
                 + "fixed-delay counts from the start of the previous run; a throwing task kills the timer";
         }

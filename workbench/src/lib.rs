@@ -5,24 +5,37 @@
 //! workload spec (TOML, seeded) -> runner (scheduler or peer) -> records (results.json) -> SVG charts + index.html
 //! ```
 //!
-//! - [`spec`]: the workload format (seeded TOML in `workbench/workloads/`).
+//! - [`spec`]: the workload format (seeded TOML in `workbench/workloads/`):
+//!   timelines, sweeps and distributed jobs.
+//! - [`random`]: the seeded generator and distributions (the Java harness
+//!   draws the same numbers).
+//! - [`metric`]: what is measured, with units and directions.
 //! - [`runner`]: executes a workload against a subject and measures it;
 //!   [`runner::Timers`] is what an in-process subject implements,
 //!   [`runner::Runner`] what any subject (also an out-of-process one) is.
-//! - [`subjects`]: the registry; a scheduler joins with one line in
-//!   [`subjects::SCHEDULERS`], a peer with one line in [`peers::all`].
-//! - [`peers`]: tokio's timers, tokio-util's `DelayQueue`, `scheduled-thread-pool`.
+//! - [`subjects`]: the registry and the adapter to the `schedulers` API; a
+//!   scheduler joins with one line in [`subjects::SCHEDULERS`], a peer with
+//!   one line in [`peers::all`].
+//! - [`peers`]: tokio's timers, tokio-util's `DelayQueue`, `nexus-timer`,
+//!   `scheduled-thread-pool`, and the Java originals.
+//! - [`distributed`]: the Redis scheduler's subjects (1, 2 and 4 worker
+//!   processes), run by the same suite.
+//! - [`suite`]: subjects × workloads × repeats, results after every run.
 //! - [`record`]: the record format of `results.json`.
-//! - [`distributed`]: the Redis scheduler with 1, 2 and 4 worker processes,
-//!   run beside the suite.
+//! - [`report`]: the verdict, the charts and the HTML page.
+//! - [`calibration`]: the independent harness's peer figures and the
+//!   comparison with them (`workbench calibrate`).
 //!
 //! A run is reproducible: every random choice comes from the workload's
 //! seed, which is recorded with every figure, along with the machine, the
-//! toolchain and the commit.
+//! toolchain, the commit and the load average of every repeat.
 
+pub mod calibration;
 pub mod distributed;
 pub mod env;
+pub mod metric;
 pub mod peers;
+pub mod random;
 pub mod record;
 pub mod report;
 pub mod runner;

@@ -4,20 +4,24 @@
 //! cargo run --release -p workbench                      # quick suite, every subject
 //! cargo run --release -p workbench -- run --size full   # the specs' full sizes
 //! cargo run --release -p workbench -- run -s heap -s tokio-sleep -w burst
+//! cargo run --release -p workbench -- calibrate         # the peers against peer-calibration.md
+//! cargo run --release -p workbench -- compare A/results.json B/results.json
 //! cargo run --release -p workbench -- list
 //! cargo run --release -p workbench -- report reports/latest/results.json
 //! ```
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::str::FromStr;
 
+use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
-use workbench::distributed;
-use workbench::record::Results;
+use workbench::calibration;
+use workbench::record::{Metric, Results};
 use workbench::report;
 use workbench::spec::Workload;
-use workbench::subjects;
+use workbench::subjects::{self, Subject};
 use workbench::suite::Suite;
 
 /// Runs seeded timer workloads against every scheduler and its peers and
@@ -33,6 +37,29 @@ struct Cli {
 enum Command {
     /// Runs a suite (the default, with the quick profile).
     Run(RunArgs),
+    /// Runs the peers of `shared/reference/peer-calibration.md` on the
+    /// workloads that reproduce its figures, at full size, and prints ours
+    /// against the harness's.
+    Calibrate {
+        /// Repeats of every (peer, workload).
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        /// Only these peers (repeatable; default: every calibrated peer).
+        #[arg(short, long = "scheduler", value_name = "NAME")]
+        schedulers: Vec<String>,
+        /// Where to put the report folder (default: `reports/`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Compares the medians of two runs (the same selection run twice):
+    /// memory, lateness p50 and batch costs, each with its relative
+    /// difference.
+    Compare {
+        /// The first run's results.json.
+        a: PathBuf,
+        /// The second run's results.json.
+        b: PathBuf,
+    },
     /// Lists the schedulers, peers and workloads.
     List,
     /// (Internal) Measures memory per pending timer in this fresh process
@@ -50,7 +77,7 @@ enum Command {
         /// The delay distribution, as JSON.
         delay: String,
     },
-    /// Re-renders a report from a results.json.
+    /// Re-renders a report from a results.json (a partial one too).
     Report {
         /// The results file.
         results: PathBuf,
@@ -60,7 +87,63 @@ enum Command {
     },
 }
 
-#[derive(clap::Args, Debug, Default)]
+/// How large the workloads run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Size {
+    /// Each spec's `[quick]` profile.
+    Quick,
+    /// The specs as written.
+    Full,
+    /// The full counts multiplied by a factor above zero.
+    Factor(f64),
+}
+
+impl FromStr for Size {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Size, String> {
+        match s {
+            "quick" => Ok(Size::Quick),
+            "full" => Ok(Size::Full),
+            f => match f.parse::<f64>() {
+                Ok(x) if x.is_finite() && x > 0.0 => Ok(Size::Factor(x)),
+                _ => Err(format!(
+                    "{f:?}: expected quick, full or a factor above zero (0.01)"
+                )),
+            },
+        }
+    }
+}
+
+impl Size {
+    fn profile(self) -> &'static str {
+        match self {
+            Size::Quick => "quick",
+            Size::Full => "full",
+            Size::Factor(_) => "custom",
+        }
+    }
+
+    fn apply(self, w: &Workload) -> Workload {
+        match self {
+            Size::Quick => w.quick(),
+            Size::Full => w.clone(),
+            Size::Factor(f) => w.resized(f),
+        }
+    }
+
+    fn note(self) -> &'static str {
+        match self {
+            Size::Quick => "Quick profile: each workload's [quick] table shrinks its counts and durations (periods stay) so the suite \
+                 finishes in minutes on 2 cores; the effective parameters are listed with each workload. \
+                 Run `workbench run --size full` for the specs as written.",
+            Size::Full => "Full profile: the specs as written.",
+            Size::Factor(_) => "Custom size: the specs' counts multiplied by --size.",
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
 struct RunArgs {
     /// Subjects to run (repeatable; default: all). See `workbench list`.
     #[arg(short, long = "scheduler", value_name = "NAME")]
@@ -74,24 +157,39 @@ struct RunArgs {
     /// `quick` (each spec's [quick] profile), `full` (the specs as
     /// written), or a factor multiplying the full counts (`0.01`).
     #[arg(long, default_value = "quick")]
-    size: String,
-    /// Repeats of every (subject, workload); default 3.
-    #[arg(long, default_value_t = 3)]
-    repeats: usize,
+    size: Size,
+    /// Repeats of every (subject, workload).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    repeats: u64,
     /// Where to put the report folder (default: `reports/` of the workspace).
     #[arg(long)]
     out: Option<PathBuf>,
 }
 
+impl Default for RunArgs {
+    fn default() -> RunArgs {
+        RunArgs {
+            schedulers: Vec::new(),
+            workloads: Vec::new(),
+            specs: Vec::new(),
+            size: Size::Quick,
+            repeats: 3,
+            out: None,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => run(RunArgs {
-            size: "quick".into(),
-            repeats: 3,
-            ..RunArgs::default()
-        }),
-        Some(Command::Run(args)) => run(args),
+        None => run(RunArgs::default()).map(drop),
+        Some(Command::Run(args)) => run(args).map(drop),
+        Some(Command::Calibrate {
+            repeats,
+            schedulers,
+            out,
+        }) => calibrate(repeats, schedulers, out),
+        Some(Command::Compare { a, b }) => compare(&a, &b),
         Some(Command::List) => list(),
         Some(Command::Report { results, out }) => rerender(&results, out),
         Some(Command::MemoryProbe {
@@ -105,192 +203,237 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("workbench: {e}");
+            eprintln!("workbench: {e:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn memory_probe(
-    subject: &str,
-    size: u64,
-    seed: u64,
-    step: usize,
-    delay: &str,
-) -> Result<(), String> {
-    let s = subjects::find(subject).ok_or_else(|| format!("unknown subject {subject:?}"))?;
+fn memory_probe(subject: &str, size: u64, seed: u64, step: usize, delay: &str) -> Result<()> {
+    let s = subjects::find(subject).with_context(|| format!("unknown subject {subject:?}"))?;
     let make = s
         .timers
-        .ok_or_else(|| format!("{subject} is not an in-process subject"))?;
-    let delay: workbench::spec::Dist =
-        serde_json::from_str(delay).map_err(|e| format!("delay: {e}"))?;
-    let bytes = workbench::runner::sweep::memory_probe(&make, size, seed, step, &delay)
-        .map_err(|e| e.to_string())?;
+        .with_context(|| format!("{subject} is not an in-process subject"))?;
+    let delay: workbench::random::Dist = serde_json::from_str(delay).context("the delay")?;
+    let bytes = workbench::runner::sweep::memory_probe(&make, size, seed, step, &delay)?;
     println!("{bytes}");
     Ok(())
 }
 
-fn list() -> Result<(), String> {
+fn list() -> Result<()> {
     println!("schedulers and peers:");
     for s in subjects::all() {
         println!(
-            "  {:<14} {:<9} {}",
+            "  {:<15} {:<9} {}",
             s.name,
             format!("{:?}", s.kind).to_lowercase(),
             s.about
         );
     }
-    println!(
-        "  {:<14} {:<9} schedulers::distributed on one local Redis, 1, 2 and 4 worker processes (workload `{}` only)",
-        format!("{}-Nw", distributed::SUBJECT_PREFIX),
-        "algorithm",
-        distributed::WORKLOAD
-    );
     println!("\nworkloads (workbench/workloads/*.toml):");
-    for w in workbench::workloads::shipped().map_err(|e| e.to_string())? {
+    for w in workbench::workloads::shipped()? {
         println!("  {:<22} {}", w.name, w.description);
         for line in w.quick().summary() {
             println!("  {:<22}   quick: {line}", "");
         }
     }
-    let plan = distributed::Plan::for_size("quick");
-    println!(
-        "  {:<22} {}",
-        distributed::WORKLOAD,
-        plan.info().description
-    );
     Ok(())
 }
 
-fn run(args: RunArgs) -> Result<(), String> {
-    if args.repeats == 0 {
-        return Err("--repeats must be at least 1".into());
+/// Picks `names` out of `all` by `name`, in the order given; empty `names`
+/// means all of them.
+fn pick<T: Clone>(
+    all: &[T],
+    names: &[String],
+    name: impl Fn(&T) -> &str,
+    what: &str,
+) -> Result<Vec<T>> {
+    if names.is_empty() {
+        return Ok(all.to_vec());
     }
-    let run_distributed = distributed::selected(&args.schedulers, &args.workloads);
-    let subject_names: Vec<&String> = args
-        .schedulers
+    names
         .iter()
-        .filter(|s| !s.starts_with(distributed::SUBJECT_PREFIX))
-        .collect();
-    let workload_names: Vec<&String> = args
-        .workloads
-        .iter()
-        .filter(|w| *w != distributed::WORKLOAD)
-        .collect();
-    let all = subjects::all();
-    let chosen: Vec<_> = if args.schedulers.is_empty() {
-        all
-    } else {
-        let mut v = Vec::new();
-        for name in subject_names {
-            let s = all.iter().find(|s| s.name == name).ok_or_else(|| {
+        .map(|n| {
+            all.iter().find(|x| name(x) == n).cloned().with_context(|| {
                 format!(
-                    "unknown scheduler {name:?}; known: {}",
-                    all.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                    "unknown {what} {n:?}; known: {}",
+                    all.iter().map(&name).collect::<Vec<_>>().join(", ")
                 )
-            })?;
-            v.push(s.clone());
-        }
-        v
-    };
-    let shipped = workbench::workloads::shipped().map_err(|e| e.to_string())?;
+            })
+        })
+        .collect()
+}
+
+/// Runs a suite, writing `results.json` after every finished run and the
+/// report at the end; returns the results and the report's folder.
+fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
+    let all = subjects::all();
+    let chosen: Vec<Subject> = pick(&all, &args.schedulers, |s| s.name, "scheduler")?;
+    let shipped = workbench::workloads::shipped()?;
     let mut specs: Vec<Workload> = if args.workloads.is_empty() && !args.specs.is_empty() {
         Vec::new()
-    } else if args.workloads.is_empty() {
-        shipped
     } else {
-        let mut v = Vec::new();
-        for name in workload_names {
-            let w = shipped.iter().find(|w| &w.name == name).ok_or_else(|| {
-                format!(
-                    "unknown workload {name:?}; known: {}",
-                    shipped
-                        .iter()
-                        .map(|w| w.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })?;
-            v.push(w.clone());
-        }
-        v
+        pick(&shipped, &args.workloads, |w| w.name.as_str(), "workload")?
     };
     for path in &args.specs {
-        specs.push(Workload::load(path).map_err(|e| e.to_string())?);
+        specs.push(Workload::load(path)?);
     }
-    let (profile, workloads, note) = match args.size.as_str() {
-        "quick" => (
-            "quick",
-            specs.iter().map(Workload::quick).collect::<Vec<_>>(),
-            "Quick profile: each workload's [quick] table shrinks its counts and durations (periods stay) so the suite \
-             finishes in a few minutes on 2 cores; the effective parameters are listed with each workload. \
-             Run `workbench run --size full` for the specs as written.",
-        ),
-        "full" => ("full", specs.clone(), "Full profile: the specs as written."),
-        f => {
-            let factor: f64 = f.parse().map_err(|_| format!("--size {f:?}: expected quick, full or a number"))?;
-            if !(factor.is_finite() && factor > 0.0) {
-                return Err(format!("--size {f}: the factor must be above zero"));
-            }
-            ("custom", specs.iter().map(|w| w.resized(factor)).collect(), "Custom size: the specs' counts multiplied by --size.")
-        }
-    };
+    let size = args.size;
     let (_, stamp) = workbench::env::utc_now();
-    let run_id = format!("{stamp}-{profile}");
-    let env = workbench::env::detect(profile);
-    let dist_env = env.clone();
+    let run_id = format!("{stamp}-{}", size.profile());
+    let env = workbench::env::detect(size.profile());
     let root = args.out.unwrap_or_else(report::default_root);
     let dir = root.join(&run_id);
-    eprintln!(
-        "workbench: {} subjects × {} workloads × {} repeats ({profile}) -> {}",
-        chosen.len(),
-        workloads.len(),
-        args.repeats,
-        dir.display()
-    );
     if let Ok(exe) = std::env::current_exe() {
         let _ = workbench::runner::MEMORY_PROBE_EXE.set(exe);
     }
-    let mut results = Suite {
+    let suite = Suite {
         subjects: chosen,
-        workloads,
-        repeats: args.repeats,
+        workloads: specs.iter().map(|w| size.apply(w)).collect(),
+        repeats: args.repeats as usize,
         run_id,
         env,
         progress: true,
-        notes: vec![note.to_owned()],
+        notes: vec![size.note().to_owned()],
+    };
+    suite.check()?;
+    eprintln!(
+        "workbench: {} (subject, workload) pairs × {} repeats ({}), load {:.2} -> {}",
+        suite.pairs(),
+        suite.repeats,
+        size.profile(),
+        workbench::runner::measure::load_average()[0],
+        dir.display()
+    );
+    let mut write_error = None;
+    let results = suite.run(&mut |r| {
+        if let Err(e) = report::write_results(r, &dir) {
+            write_error.get_or_insert(e);
+        }
+    });
+    if let Some(e) = write_error {
+        return Err(e).context("writing results.json during the run");
     }
-    .run();
-    if run_distributed {
-        let plan = distributed::Plan::for_size(&args.size);
-        distributed::run_into(&mut results, &plan, args.repeats, &dist_env);
-    }
-    report::write(&results, &dir)
-        .map_err(|e| format!("writing the report to {}: {e}", dir.display()))?;
+    report::write(&results, &dir)?;
     report::point_latest(&root, &dir)
-        .map_err(|e| format!("pointing {}/latest: {e}", root.display()))?;
-    println!("{}", report::headline_markdown(&results));
+        .with_context(|| format!("pointing {}/latest", root.display()))?;
+    println!("{}", report::page::verdict_markdown(&results));
     for n in &results.notes {
         println!("note: {n}");
     }
     println!(
-        "\nran in {:.0} s; report: {}",
+        "\nran in {:.0} s (load {:.2} at the start, {:.2} at the end); report: {}",
         results.wall_seconds,
+        results.load_start[0],
+        workbench::runner::measure::load_average()[0],
         dir.join("index.html").display()
+    );
+    Ok((results, dir))
+}
+
+fn calibrate(repeats: usize, schedulers: Vec<String>, out: Option<PathBuf>) -> Result<()> {
+    let peers = calibration::peers();
+    for s in &schedulers {
+        if !peers.contains(&s.as_str()) {
+            bail!(
+                "{s:?} is not a calibrated peer; calibrated: {}",
+                peers.join(", ")
+            );
+        }
+    }
+    let (results, _) = run(RunArgs {
+        schedulers: if schedulers.is_empty() {
+            peers.iter().map(|p| (*p).to_owned()).collect()
+        } else {
+            schedulers
+        },
+        workloads: calibration::WORKLOADS
+            .iter()
+            .map(|w| (*w).to_owned())
+            .collect(),
+        size: Size::Full,
+        repeats: repeats.max(1) as u64,
+        out,
+        ..RunArgs::default()
+    })?;
+    println!("\nagainst shared/reference/peer-calibration.md (2026-11-23, quiet machine):\n");
+    println!("{}", calibration::markdown(&results));
+    Ok(())
+}
+
+/// The figures `compare` looks at.
+const COMPARED: &[Metric] = &[
+    Metric::Memory,
+    Metric::LatenessP50,
+    Metric::ScheduleBatch,
+    Metric::CancelBatch,
+    Metric::ResetBatch,
+];
+
+fn compare(a: &Path, b: &Path) -> Result<()> {
+    let (ra, rb) = (report::read_results(a)?, report::read_results(b)?);
+    println!("| subject | workload | figure | A | B | B/A |\n|---|---|---|---|---|---|");
+    let (mut n, mut within) = (0, 0);
+    let mut worst: Option<(f64, String)> = None;
+    for r in ra.records.iter().filter(|r| COMPARED.contains(&r.metric)) {
+        let Some(vb) = rb.value(&r.scheduler, &r.workload, r.metric, r.size) else {
+            continue;
+        };
+        if !r.value.is_finite() || r.value <= 0.0 {
+            continue;
+        }
+        let q = vb / r.value;
+        n += 1;
+        let diff = (q - 1.0).abs();
+        if diff <= 0.15 {
+            within += 1;
+        }
+        let label = format!(
+            "{} {} {}{}",
+            r.scheduler,
+            r.workload,
+            r.metric,
+            r.size.map_or(String::new(), |s| format!(" @{s}"))
+        );
+        if worst.as_ref().is_none_or(|w| diff > w.0) {
+            worst = Some((diff, label));
+        }
+        println!(
+            "| {} | {} | {}{} | {:.1} | {:.1} | {q:.3}{} |",
+            r.scheduler,
+            r.workload,
+            r.metric,
+            r.size.map_or(String::new(), |s| format!(" @{s}")),
+            r.value,
+            vb,
+            if diff > 0.15 { " (beyond 15%)" } else { "" }
+        );
+    }
+    if n == 0 {
+        bail!("the two runs have no figure in common");
+    }
+    println!(
+        "\n{within} of {n} medians agree within 15%; the largest difference: {:.1}% ({})",
+        worst.as_ref().map_or(0.0, |w| w.0 * 100.0),
+        worst.map_or_else(String::new, |w| w.1)
+    );
+    println!(
+        "load at the start: A {:.2}, B {:.2}",
+        ra.load_start[0], rb.load_start[0]
     );
     Ok(())
 }
 
-fn rerender(path: &Path, out: Option<PathBuf>) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let results: Results =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+fn rerender(path: &Path, out: Option<PathBuf>) -> Result<()> {
+    let results = report::read_results(path)?;
     let dir = out.unwrap_or_else(|| {
         path.parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     });
-    report::write(&results, &dir)
-        .map_err(|e| format!("writing the report to {}: {e}", dir.display()))?;
+    report::write(&results, &dir)?;
+    if results.partial {
+        println!("note: the run had not finished; the report says so");
+    }
     println!("report: {}", dir.join("index.html").display());
     Ok(())
 }

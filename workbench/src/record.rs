@@ -5,30 +5,32 @@
 //!
 //! A runner (an in-process scheduler or peer, or a child process such as the
 //! Java harness) returns [`Measurement`]s for one (subject, workload,
-//! repeat); the suite groups the repeats into [`Record`]s (median value,
-//! every sample, spread) and stamps each with the run's [`Environment`] and
-//! the workload's seed. A child process speaks the same format: it reads the
-//! workload as JSON (`serde_json` of [`crate::spec::Workload`], durations as
-//! `"<n>ns"` strings) and prints one JSON array of [`Measurement`]s.
+//! repeat); the suite groups the repeats into [`Record`]s (median over the
+//! clean repeats, every sample, spread, unstable flag), stamps each with the
+//! run's [`Environment`] and the workload's seed, and keeps one [`RunInfo`]
+//! per repeat (how it went, the load average). A child process speaks the
+//! same format: it reads the workload as JSON (`serde_json` of
+//! [`crate::spec::Workload`], durations as `"<n>ns"` strings) and prints one
+//! JSON array of [`Measurement`]s.
 //!
 //! ```json
-//! {"metric": "schedule", "value": 61.2, "unit": "ns/op", "size": null}
+//! {"metric": "schedule_call", "value": 61.2, "size": null}
 //! ```
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::metric::{Better, Metric, Unit};
+
 /// Bumped when the format changes incompatibly.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// One measured figure from one repeat.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
-    /// What was measured: one of the names in [`metric`].
-    pub metric: String,
-    /// The figure.
+    /// What was measured.
+    pub metric: Metric,
+    /// The figure, in the metric's unit.
     pub value: f64,
-    /// Its unit: one of the names in [`unit`](mod@unit).
-    pub unit: String,
     /// The pending count it was measured at (sweeps), else `None`.
     #[serde(default)]
     pub size: Option<u64>,
@@ -36,122 +38,109 @@ pub struct Measurement {
 
 impl Measurement {
     /// A measurement without a size.
-    pub fn new(metric: &str, value: f64, unit: &str) -> Measurement {
+    pub fn new(metric: Metric, value: f64) -> Measurement {
         Measurement {
-            metric: metric.to_owned(),
+            metric,
             value,
-            unit: unit.to_owned(),
             size: None,
         }
     }
 
     /// A measurement at a pending count.
-    pub fn at(metric: &str, size: u64, value: f64, unit: &str) -> Measurement {
+    pub fn at(metric: Metric, size: u64, value: f64) -> Measurement {
         Measurement {
             size: Some(size),
-            ..Measurement::new(metric, value, unit)
+            ..Measurement::new(metric, value)
         }
     }
 }
 
-/// Metric names. Lateness and jitter are in microseconds, costs in ns/op.
-pub mod metric {
-    /// Cost of scheduling one timer, ns/op (timing overhead subtracted).
-    pub const SCHEDULE: &str = "schedule";
-    /// Cost of one successful or failed cancel, ns/op.
-    pub const CANCEL: &str = "cancel";
-    /// Cost of one reset (move), ns/op.
-    pub const RESET: &str = "reset";
-    /// One-shot fires per second of the firing phase (first to last fire).
-    pub const FIRES_PER_S: &str = "fires_per_s";
-    /// One-shot timers that fired.
-    pub const FIRED: &str = "fired";
-    /// Runs of periodic timers.
-    pub const RUNS: &str = "runs";
-    /// Timers that should have fired but had not by the end of the grace
-    /// period: a correct scheduler has 0.
-    pub const MISSED: &str = "missed";
-    /// Cancels that came too late (the timer had fired).
-    pub const CANCEL_LATE: &str = "cancel_late";
-    /// Lateness percentiles: fire time − deadline, µs.
-    pub const LATENESS: [&str; 5] = [
-        "lateness_p50",
-        "lateness_p90",
-        "lateness_p99",
-        "lateness_p99.9",
-        "lateness_max",
-    ];
-    /// CPU time of the whole process during the run, ms.
-    pub const CPU: &str = "cpu";
-    /// CPU time of the process minus the thread that drives the workload:
-    /// what the scheduler's own threads burned, ms.
-    pub const CPU_BACKGROUND: &str = "cpu_background";
-    /// Resident memory per pending timer, bytes.
-    pub const MEMORY: &str = "memory";
-    /// Periodic start jitter percentiles, µs: for fixed-rate, each start
-    /// minus its ideal grid point; for fixed-delay, each interval minus the
-    /// period.
-    pub const JITTER: [&str; 4] = ["jitter_p50", "jitter_p99", "jitter_p99.9", "jitter_max"];
-    /// Periodic drift: mean over tasks of how far the last run has fallen
-    /// behind the nominal schedule (start + k·period), ms.
-    pub const DRIFT: &str = "drift";
-    /// Periodic runs counted, as a fraction of the nominal count.
-    pub const RUNS_RATIO: &str = "runs_ratio";
-    /// The measured cost of reading the clock twice around an empty
-    /// operation, ns: subtracted from every per-op cost, and reported.
-    pub const TIMING_OVERHEAD: &str = "timing_overhead";
-
-    /// True if a lower value is better (false for throughput-like metrics).
-    pub fn lower_is_better(metric: &str) -> bool {
-        !matches!(metric, FIRES_PER_S | FIRED | RUNS | RUNS_RATIO)
-    }
+/// One repeat's value of a figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Which repeat (0-based).
+    pub repeat: usize,
+    /// The value.
+    pub value: f64,
+    /// False when the repeat missed timers: shown, never in the median.
+    pub clean: bool,
 }
 
-/// Unit names.
-pub mod unit {
-    /// Nanoseconds per operation.
-    pub const NS_OP: &str = "ns/op";
-    /// Microseconds.
-    pub const US: &str = "µs";
-    /// Milliseconds.
-    pub const MS: &str = "ms";
-    /// Nanoseconds.
-    pub const NS: &str = "ns";
-    /// Bytes per pending timer.
-    pub const BYTES: &str = "B/timer";
-    /// Fires per second.
-    pub const PER_S: &str = "fires/s";
-    /// A plain count.
-    pub const COUNT: &str = "count";
-    /// A ratio (1 = as expected).
-    pub const RATIO: &str = "ratio";
-}
-
-/// One figure of one (scheduler, workload): the median over repeats, with
-/// every sample, the run's environment and the workload's seed.
+/// One figure of one (scheduler, workload): the median over clean repeats,
+/// with every sample, the run's environment and the workload's seed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// The subject: a scheduler of this crate or a peer.
     pub scheduler: String,
     /// The workload's name.
     pub workload: String,
-    /// What was measured (see [`metric`]).
-    pub metric: String,
-    /// The median over repeats.
-    pub value: f64,
-    /// The unit (see [`unit`](mod@unit)).
-    pub unit: String,
+    /// What was measured.
+    pub metric: Metric,
+    /// The metric's unit (written out for readers of the file).
+    pub unit: Unit,
     /// The pending count, for sweeps.
     #[serde(default)]
     pub size: Option<u64>,
-    /// Every repeat's value.
-    pub samples: Vec<f64>,
-    /// (max − min) / median over the repeats; 0 for one repeat.
+    /// The median over the clean repeats (NaN if none was clean).
+    pub value: f64,
+    /// Every repeat's value, clean or not.
+    pub samples: Vec<Sample>,
+    /// (max − min) / median over the clean repeats; 0 for one.
     pub spread: f64,
+    /// The clean repeats disagree beyond the run's noise (see
+    /// [`Results::noise`]): read the figure with care.
+    pub unstable: bool,
     /// The workload's seed.
     pub seed: u64,
     /// Where and when it ran.
     pub env: Environment,
+}
+
+impl Record {
+    /// The clean samples' values.
+    pub fn clean_values(&self) -> Vec<f64> {
+        self.samples
+            .iter()
+            .filter(|s| s.clean)
+            .map(|s| s.value)
+            .collect()
+    }
+}
+
+/// How one repeat of one (subject, workload) went.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum RunStatus {
+    /// Every timer that should have fired did.
+    Ok,
+    /// Some timers never fired: the repeat's figures are shown, not used.
+    Missed {
+        /// How many.
+        missed: u64,
+    },
+    /// The run could not be carried out.
+    Failed {
+        /// Why.
+        error: String,
+    },
+}
+
+/// One repeat of one (subject, workload).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The subject.
+    pub subject: String,
+    /// The workload.
+    pub workload: String,
+    /// Which repeat (0-based).
+    pub repeat: usize,
+    /// How it went.
+    #[serde(flatten)]
+    pub status: RunStatus,
+    /// The 1-minute load average when it finished.
+    pub load: f64,
+    /// How long it took, seconds.
+    pub seconds: f64,
 }
 
 /// Where and when a run happened.
@@ -209,6 +198,8 @@ pub struct WorkloadInfo {
     pub summary: Vec<String>,
     /// Whether it is a sweep over pending counts.
     pub sweep: bool,
+    /// The figure the verdict ranks subjects by.
+    pub verdict: Metric,
 }
 
 /// The whole of `results.json`.
@@ -222,11 +213,15 @@ pub struct Results {
     pub env: Environment,
     /// Repeats per (subject, workload).
     pub repeats: usize,
-    /// Wall-clock seconds the whole run took.
+    /// Wall-clock seconds the whole run took (so far, if partial).
     pub wall_seconds: f64,
+    /// True while the run is going on, or if it stopped before the end:
+    /// the file then holds what was measured so far.
+    pub partial: bool,
+    /// The 1-, 5- and 15-minute load averages when the run started.
+    pub load_start: [f64; 3],
     /// Measured cost of the timing loop around one operation, ns: already
-    /// subtracted from every per-operation cost of a timeline workload.
-    #[serde(default)]
+    /// subtracted from every per-call cost.
     pub timing_overhead_ns: f64,
     /// The subjects measured, in order.
     pub subjects: Vec<SubjectInfo>,
@@ -234,22 +229,56 @@ pub struct Results {
     pub workloads: Vec<WorkloadInfo>,
     /// Every figure.
     pub records: Vec<Record>,
+    /// Every repeat of every (subject, workload), in the order they ran.
+    pub runs: Vec<RunInfo>,
     /// Things the reader should know: skipped peers, failures, scaling.
     pub notes: Vec<String>,
 }
 
 impl Results {
+    /// Results with nothing measured yet, marked partial.
+    pub fn new(run_id: String, env: Environment, repeats: usize) -> Results {
+        Results {
+            format: FORMAT,
+            run_id,
+            env,
+            repeats,
+            wall_seconds: 0.0,
+            partial: true,
+            load_start: [0.0; 3],
+            timing_overhead_ns: 0.0,
+            subjects: Vec::new(),
+            workloads: Vec::new(),
+            records: Vec::new(),
+            runs: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
     /// The record for (subject, workload, metric, size), if any.
     pub fn get(
         &self,
         subject: &str,
         workload: &str,
-        metric: &str,
+        metric: Metric,
         size: Option<u64>,
     ) -> Option<&Record> {
         self.records.iter().find(|r| {
             r.scheduler == subject && r.workload == workload && r.metric == metric && r.size == size
         })
+    }
+
+    /// The median of a figure, if it has a clean one.
+    pub fn value(
+        &self,
+        subject: &str,
+        workload: &str,
+        metric: Metric,
+        size: Option<u64>,
+    ) -> Option<f64> {
+        self.get(subject, workload, metric, size)
+            .map(|r| r.value)
+            .filter(|v| v.is_finite())
     }
 
     /// Whether the subject is a peer.
@@ -259,33 +288,28 @@ impl Results {
             .any(|s| s.name == subject && s.kind == SubjectKind::Peer)
     }
 
-    /// The best value among the peers for (workload, metric, size): lowest,
-    /// or highest for throughput-like metrics.
-    pub fn best_peer(&self, workload: &str, metric: &str, size: Option<u64>) -> Option<f64> {
-        let values = self
-            .records
+    /// The best value among the peers for (workload, metric, size).
+    pub fn best_peer(&self, workload: &str, metric: Metric, size: Option<u64>) -> Option<f64> {
+        self.records
             .iter()
             .filter(|r| {
                 r.workload == workload
                     && r.metric == metric
                     && r.size == size
+                    && r.value.is_finite()
                     && self.is_peer(&r.scheduler)
             })
-            .map(|r| r.value);
-        if metric::lower_is_better(metric) {
-            values.reduce(f64::min)
-        } else {
-            values.reduce(f64::max)
-        }
+            .map(|r| r.value)
+            .reduce(|a, b| if metric.is_better(b, a) { b } else { a })
     }
 
-    /// Median spread over every record with more than one sample: how noisy
-    /// the machine was.
-    pub fn median_spread(&self) -> Option<f64> {
+    /// The run's noise: the median spread over every record with more than
+    /// one clean sample.
+    pub fn noise(&self) -> Option<f64> {
         let mut s: Vec<f64> = self
             .records
             .iter()
-            .filter(|r| r.samples.len() > 1)
+            .filter(|r| r.samples.iter().filter(|s| s.clean).count() > 1)
             .map(|r| r.spread)
             .collect();
         if s.is_empty() {
@@ -293,6 +317,98 @@ impl Results {
         }
         s.sort_by(f64::total_cmp);
         Some(s[s.len() / 2])
+    }
+
+    /// The repeats of (subject, workload) that did not go well.
+    pub fn bad_runs<'a>(
+        &'a self,
+        subject: &'a str,
+        workload: &'a str,
+    ) -> impl Iterator<Item = &'a RunInfo> + 'a {
+        self.runs.iter().filter(move |r| {
+            r.subject == subject && r.workload == workload && r.status != RunStatus::Ok
+        })
+    }
+}
+
+/// Raw per-repeat measurements, grouped into [`Record`]s on demand.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    order: Vec<Key>,
+    values: std::collections::HashMap<Key, Vec<Sample>>,
+}
+
+/// (subject, workload, metric, size).
+type Key = (String, String, Metric, Option<u64>);
+
+impl Samples {
+    /// Adds one repeat's measurements of (subject, workload).
+    pub fn add(
+        &mut self,
+        subject: &str,
+        workload: &str,
+        repeat: usize,
+        clean: bool,
+        ms: &[Measurement],
+    ) {
+        for m in ms {
+            let key = (subject.to_owned(), workload.to_owned(), m.metric, m.size);
+            let v = self.values.entry(key.clone()).or_insert_with(|| {
+                self.order.push(key);
+                Vec::new()
+            });
+            v.push(Sample {
+                repeat,
+                value: m.value,
+                clean,
+            });
+        }
+    }
+
+    /// One record per figure, in the order the figures first came; marked
+    /// unstable where the spread exceeds the noise of the whole set (twice
+    /// the median spread, and at least 10%).
+    pub fn records(&self, seed_of: impl Fn(&str) -> u64, env: &Environment) -> Vec<Record> {
+        let mut out: Vec<Record> = self
+            .order
+            .iter()
+            .map(|key| {
+                let samples = self.values[key].clone();
+                let clean: Vec<f64> = samples
+                    .iter()
+                    .filter(|s| s.clean)
+                    .map(|s| s.value)
+                    .collect();
+                let (value, spread) = summarize(&clean);
+                let (subject, workload, metric, size) = key.clone();
+                Record {
+                    seed: seed_of(&workload),
+                    scheduler: subject,
+                    workload,
+                    metric,
+                    unit: metric.unit(),
+                    size,
+                    value,
+                    samples,
+                    spread,
+                    unstable: false,
+                    env: env.clone(),
+                }
+            })
+            .collect();
+        let mut spreads: Vec<f64> = out
+            .iter()
+            .filter(|r| r.clean_values().len() > 1)
+            .map(|r| r.spread)
+            .collect();
+        spreads.sort_by(f64::total_cmp);
+        if let Some(&noise) = spreads.get(spreads.len() / 2) {
+            let limit = (2.0 * noise).max(0.10);
+            for r in &mut out {
+                r.unstable = r.clean_values().len() > 1 && r.spread > limit;
+            }
+        }
+        out
     }
 }
 
@@ -328,73 +444,104 @@ mod test {
         assert_eq!(summarize(&[5.0]), (5.0, 0.0));
     }
 
-    fn record(subject: &str, metric: &str, value: f64) -> Record {
-        Record {
-            scheduler: subject.into(),
-            workload: "w".into(),
-            metric: metric.into(),
-            value,
-            unit: unit::NS_OP.into(),
-            size: None,
-            samples: vec![value],
-            spread: 0.0,
-            seed: 1,
-            env: Environment::default(),
-        }
-    }
-
-    #[test]
-    fn the_best_peer_is_the_lowest_cost_and_the_highest_throughput() {
+    fn results(records: Vec<Record>) -> Results {
         let subject = |name: &str, kind| SubjectInfo {
             name: name.into(),
             kind,
             about: String::new(),
         };
-        let r = Results {
-            format: FORMAT,
-            run_id: "t".into(),
-            env: Environment::default(),
-            repeats: 1,
-            wall_seconds: 0.0,
-            timing_overhead_ns: 0.0,
+        Results {
             subjects: vec![
                 subject("ours", SubjectKind::Algorithm),
                 subject("p1", SubjectKind::Peer),
                 subject("p2", SubjectKind::Peer),
             ],
-            workloads: vec![],
-            records: vec![
-                record("ours", metric::SCHEDULE, 10.0),
-                record("p1", metric::SCHEDULE, 40.0),
-                record("p2", metric::SCHEDULE, 20.0),
-                record("ours", metric::FIRES_PER_S, 5.0),
-                record("p1", metric::FIRES_PER_S, 7.0),
-                record("p2", metric::FIRES_PER_S, 3.0),
-            ],
-            notes: vec![],
-        };
+            records,
+            partial: false,
+            ..Results::new("t".into(), Environment::default(), 1)
+        }
+    }
+
+    #[test]
+    fn the_best_peer_is_the_lowest_cost_and_the_highest_throughput() {
+        let mut s = Samples::default();
+        for (subject, m, v) in [
+            ("ours", Metric::ScheduleCall, 10.0),
+            ("p1", Metric::ScheduleCall, 40.0),
+            ("p2", Metric::ScheduleCall, 20.0),
+            ("ours", Metric::FiresPerS, 5.0),
+            ("p1", Metric::FiresPerS, 7.0),
+            ("p2", Metric::FiresPerS, 3.0),
+        ] {
+            s.add(subject, "w", 0, true, &[Measurement::new(m, v)]);
+        }
+        let r = results(s.records(|_| 1, &Environment::default()));
         // Our own algorithm never counts as the best peer.
-        assert_eq!(r.best_peer("w", metric::SCHEDULE, None), Some(20.0));
-        assert_eq!(r.best_peer("w", metric::FIRES_PER_S, None), Some(7.0));
-        assert_eq!(r.best_peer("w", metric::CANCEL, None), None);
-        assert_eq!(
-            r.get("p1", "w", metric::SCHEDULE, None).map(|x| x.value),
-            Some(40.0)
-        );
+        assert_eq!(r.best_peer("w", Metric::ScheduleCall, None), Some(20.0));
+        assert_eq!(r.best_peer("w", Metric::FiresPerS, None), Some(7.0));
+        assert_eq!(r.best_peer("w", Metric::CancelCall, None), None);
+        assert_eq!(r.value("p1", "w", Metric::ScheduleCall, None), Some(40.0));
+    }
+
+    #[test]
+    fn a_repeat_that_missed_timers_is_shown_but_not_in_the_median() {
+        let mut s = Samples::default();
+        let m = |v| [Measurement::new(Metric::LatenessP50, v)];
+        s.add("a", "w", 0, true, &m(100.0));
+        s.add("a", "w", 1, false, &m(9000.0));
+        s.add("a", "w", 2, true, &m(110.0));
+        let recs = s.records(|_| 1, &Environment::default());
+        assert_eq!(recs[0].value, 105.0);
+        assert_eq!(recs[0].samples.len(), 3);
+        assert!(!recs[0].samples[1].clean);
+        // Nothing clean: no median at all, rather than a dirty one.
+        let mut s = Samples::default();
+        s.add("a", "w", 0, false, &m(1.0));
+        assert!(s.records(|_| 1, &Environment::default())[0].value.is_nan());
+    }
+
+    #[test]
+    fn a_figure_whose_repeats_disagree_beyond_the_noise_is_unstable() {
+        let mut s = Samples::default();
+        for (i, metric) in [Metric::ScheduleCall, Metric::CancelCall, Metric::ResetCall]
+            .into_iter()
+            .enumerate()
+        {
+            for (rep, v) in [100.0, 102.0, 101.0].into_iter().enumerate() {
+                s.add(
+                    "a",
+                    "w",
+                    rep,
+                    true,
+                    &[Measurement::new(metric, v + i as f64)],
+                );
+            }
+        }
+        for (rep, v) in [100.0, 300.0, 110.0].into_iter().enumerate() {
+            s.add("a", "w", rep, true, &[Measurement::new(Metric::Memory, v)]);
+        }
+        let recs = s.records(|_| 1, &Environment::default());
+        let unstable: Vec<Metric> = recs
+            .iter()
+            .filter(|r| r.unstable)
+            .map(|r| r.metric)
+            .collect();
+        assert_eq!(unstable, vec![Metric::Memory]);
     }
 
     #[test]
     fn measurements_round_trip_through_json() {
         let m = vec![
-            Measurement::new(metric::SCHEDULE, 61.5, unit::NS_OP),
-            Measurement::at(metric::MEMORY, 1000, 80.0, unit::BYTES),
+            Measurement::new(Metric::ScheduleCall, 61.5),
+            Measurement::at(Metric::Memory, 1000, 80.0),
         ];
         let text = serde_json::to_string(&m).unwrap();
         let back: Vec<Measurement> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m);
-        // A child process may leave `size` out.
+        // A child process may leave `size` out; an unknown metric is refused.
         let m: Measurement =
-            serde_json::from_str(r#"{"metric":"cancel","value":1,"unit":"ns/op"}"#).unwrap();
+            serde_json::from_str(r#"{"metric":"cancel_call","value":1,"unit":"ns/op"}"#).unwrap();
         assert_eq!(m.size, None);
+        assert!(serde_json::from_str::<Measurement>(r#"{"metric":"nope","value":1}"#).is_err());
     }
 }

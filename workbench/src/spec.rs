@@ -52,6 +52,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::random::{Dist, Rng};
+use crate::record::Metric;
+
 /// One workload, as read from a spec file (before a profile is applied).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,9 +78,47 @@ pub struct Workload {
     /// A sweep over pending counts (instead of groups).
     #[serde(default)]
     pub sweep: Option<Sweep>,
+    /// Durable jobs on the Redis scheduler (instead of groups).
+    #[serde(default)]
+    pub distributed: Option<Distributed>,
+    /// The figure the report's verdict ranks subjects by on this workload
+    /// (default: lateness p99 for a timeline, batch schedule cost for a
+    /// sweep, throughput for distributed jobs).
+    #[serde(default)]
+    pub verdict: Option<Metric>,
     /// The quick suite's profile.
     #[serde(default)]
     pub quick: Option<Profile>,
+}
+
+/// What kind of run a workload is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// `[[group]]`s of timers executed in real time.
+    Timeline,
+    /// A `[sweep]` of batch loops over pending counts.
+    Sweep,
+    /// `[distributed]` jobs on Redis, run by worker processes.
+    Distributed,
+}
+
+/// Durable jobs on the Redis scheduler (`schedulers::distributed`), run by
+/// worker processes; the subject says how many.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Distributed {
+    /// No-op jobs scheduled.
+    pub jobs: u64,
+    /// Their due times spread evenly over this window.
+    pub window: Dur,
+    /// Handler threads per worker process.
+    #[serde(default = "four")]
+    pub threads: u64,
+}
+
+fn four() -> u64 {
+    4
 }
 
 fn default_grace() -> Dur {
@@ -195,7 +236,9 @@ pub struct Reset {
     pub delay: Option<Dist>,
 }
 
-/// A sweep: cost and memory as the pending count grows.
+/// A sweep: cost and memory as the pending count grows, each phase a
+/// batch loop (schedule every timer; reset each once; cancel a fraction of
+/// them, both in random order).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sweep {
@@ -203,6 +246,21 @@ pub struct Sweep {
     pub sizes: Vec<u64>,
     /// Delays of the pending timers: far enough that none fires.
     pub delay: Dist,
+    /// Whether to reset every timer once before the cancels.
+    #[serde(default = "yes")]
+    pub reset: bool,
+    /// The fraction of the timers cancelled (the first of a random
+    /// permutation); 1 by default.
+    #[serde(default = "one")]
+    pub cancel: f64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// A profile: how the quick suite shrinks a workload.
@@ -223,120 +281,6 @@ pub struct Profile {
     pub sizes: Option<Vec<u64>>,
 }
 
-/// A probability distribution of durations.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "dist", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum Dist {
-    /// Always `value`.
-    Fixed {
-        /// The duration.
-        value: Dur,
-    },
-    /// Uniform over `min..=max`.
-    Uniform {
-        /// Lower bound.
-        min: Dur,
-        /// Upper bound.
-        max: Dur,
-    },
-    /// Exponential with the given mean (memoryless gaps).
-    Exponential {
-        /// The mean.
-        mean: Dur,
-    },
-    /// Log-normal: `median * exp(sigma * N(0,1))` (heavy right tail).
-    Lognormal {
-        /// The median.
-        median: Dur,
-        /// Standard deviation of the logarithm.
-        sigma: f64,
-    },
-}
-
-impl Dist {
-    /// Draws one duration, in nanoseconds.
-    pub fn sample(&self, rng: &mut Rng) -> u64 {
-        let ns = match *self {
-            Dist::Fixed { value } => value.nanos() as f64,
-            Dist::Uniform { min, max } => {
-                let (a, b) = (min.nanos() as f64, max.nanos() as f64);
-                a + (b - a) * rng.unit()
-            }
-            Dist::Exponential { mean } => -(mean.nanos() as f64) * (1.0 - rng.unit()).ln(),
-            Dist::Lognormal { median, sigma } => {
-                median.nanos() as f64 * (sigma * rng.normal()).exp()
-            }
-        };
-        if ns.is_finite() && ns > 0.0 {
-            ns.min(u64::MAX as f64 / 2.0) as u64
-        } else {
-            0
-        }
-    }
-
-    /// The largest value it can take, or a high quantile for unbounded ones
-    /// (mean × 20, median × e^(5σ)); used to bound how long a run waits.
-    pub fn bound(&self) -> u64 {
-        match *self {
-            Dist::Fixed { value } => value.nanos(),
-            Dist::Uniform { max, .. } => max.nanos(),
-            Dist::Exponential { mean } => mean.nanos().saturating_mul(20),
-            Dist::Lognormal { median, sigma } => {
-                (median.nanos() as f64 * (5.0 * sigma).exp()) as u64
-            }
-        }
-    }
-
-    fn scaled(self, f: f64) -> Dist {
-        match self {
-            Dist::Fixed { value } => Dist::Fixed {
-                value: value.scaled(f),
-            },
-            Dist::Uniform { min, max } => Dist::Uniform {
-                min: min.scaled(f),
-                max: max.scaled(f),
-            },
-            Dist::Exponential { mean } => Dist::Exponential {
-                mean: mean.scaled(f),
-            },
-            Dist::Lognormal { median, sigma } => Dist::Lognormal {
-                median: median.scaled(f),
-                sigma,
-            },
-        }
-    }
-
-    fn check(&self, field: &str) -> Result<(), SpecError> {
-        match *self {
-            Dist::Uniform { min, max } if min > max => Err(SpecError::field(
-                format!("{field}.min"),
-                "must not exceed max",
-            )),
-            Dist::Exponential { mean } if mean.0.is_zero() => Err(SpecError::field(
-                format!("{field}.mean"),
-                "must be above zero",
-            )),
-            Dist::Lognormal { sigma, .. } if !(sigma.is_finite() && sigma >= 0.0) => Err(
-                SpecError::field(format!("{field}.sigma"), "must be a finite number >= 0"),
-            ),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl fmt::Display for Dist {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Dist::Fixed { value } => write!(f, "{value}"),
-            Dist::Uniform { min, max } => write!(f, "uniform {min}–{max}"),
-            Dist::Exponential { mean } => write!(f, "exponential, mean {mean}"),
-            Dist::Lognormal { median, sigma } => {
-                write!(f, "log-normal, median {median}, σ {sigma}")
-            }
-        }
-    }
-}
-
 /// A duration written with a unit (`"10ms"`, `"1.5s"`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Dur(pub Duration);
@@ -347,7 +291,7 @@ impl Dur {
         u64::try_from(self.0.as_nanos()).unwrap_or(u64::MAX)
     }
 
-    fn scaled(self, f: f64) -> Dur {
+    pub(crate) fn scaled(self, f: f64) -> Dur {
         Dur(Duration::from_nanos((self.nanos() as f64 * f) as u64))
     }
 }
@@ -428,7 +372,7 @@ pub struct SpecError {
 }
 
 impl SpecError {
-    fn field(field: impl Into<String>, message: impl Into<String>) -> SpecError {
+    pub(crate) fn field(field: impl Into<String>, message: impl Into<String>) -> SpecError {
         SpecError {
             source: None,
             field: field.into(),
@@ -530,24 +474,44 @@ impl Workload {
                 "must be non-empty: letters, digits, '-' and '_'",
             ));
         }
-        match (&self.sweep, self.groups.is_empty()) {
-            (None, true) => {
+        let kinds = [
+            !self.groups.is_empty(),
+            self.sweep.is_some(),
+            self.distributed.is_some(),
+        ];
+        match kinds.iter().filter(|k| **k).count() {
+            0 => {
                 return Err(SpecError::field(
                     "group",
-                    "a workload needs at least one [[group]] or a [sweep]",
+                    "a workload needs [[group]]s, a [sweep] or [distributed]",
                 ))
             }
-            (Some(_), false) => {
+            1 => {}
+            _ => {
                 return Err(SpecError::field(
-                    "sweep",
-                    "a workload has either [[group]]s or a [sweep], not both",
+                    if self.sweep.is_some() {
+                        "sweep"
+                    } else {
+                        "distributed"
+                    },
+                    "a workload has one of [[group]]s, a [sweep] or [distributed], not several",
                 ))
             }
-            _ => {}
+        }
+        if let Some(d) = &self.distributed {
+            if d.jobs == 0 || d.threads == 0 || d.window.0.is_zero() {
+                return Err(SpecError::field(
+                    "distributed",
+                    "jobs, threads and window must be above zero",
+                ));
+            }
         }
         if let Some(sweep) = &self.sweep {
             check_sizes("sweep.sizes", &sweep.sizes)?;
             sweep.delay.check("sweep.delay")?;
+            if !(0.0..=1.0).contains(&sweep.cancel) {
+                return Err(SpecError::field("sweep.cancel", "must be within 0..=1"));
+            }
         }
         for (i, g) in self.groups.iter().enumerate() {
             g.check(&format!("group[{i}]"))?;
@@ -593,7 +557,31 @@ impl Workload {
         if let (Some(s), Some(sizes)) = (&mut w.sweep, p.sizes) {
             s.sizes = sizes;
         }
+        if let Some(d) = &mut w.distributed {
+            d.jobs = ((d.jobs as f64 * c).round() as u64).max(1);
+            d.window = d.window.scaled(t);
+        }
         w
+    }
+
+    /// What kind of run it is.
+    pub fn kind(&self) -> WorkloadKind {
+        if self.sweep.is_some() {
+            WorkloadKind::Sweep
+        } else if self.distributed.is_some() {
+            WorkloadKind::Distributed
+        } else {
+            WorkloadKind::Timeline
+        }
+    }
+
+    /// The figure the verdict ranks by (see [`Workload::verdict`]).
+    pub fn verdict_metric(&self) -> Metric {
+        self.verdict.unwrap_or(match self.kind() {
+            WorkloadKind::Timeline => Metric::LatenessP99,
+            WorkloadKind::Sweep => Metric::ScheduleBatch,
+            WorkloadKind::Distributed => Metric::FiresPerS,
+        })
     }
 
     /// Multiplies every count (and sweep size) by `f`, for `--size`.
@@ -610,6 +598,10 @@ impl Workload {
                 *n = ((*n as f64 * f).round() as u64).max(1);
             }
         }
+        if let Some(d) = &mut w.distributed {
+            d.jobs = ((d.jobs as f64 * f).round() as u64).max(1);
+            d.window = d.window.scaled(f);
+        }
         w
     }
 
@@ -620,12 +612,22 @@ impl Workload {
 
     /// One line per group (or the sweep) giving its effective parameters.
     pub fn summary(&self) -> Vec<String> {
+        if let Some(d) = &self.distributed {
+            return vec![format!(
+                "{} no-op jobs due evenly over {}, {} handler threads per worker process; lateness = claim − due on Redis's clock (ms resolution)",
+                format_count(d.jobs),
+                d.window,
+                d.threads
+            )];
+        }
         if let Some(s) = &self.sweep {
             let sizes: Vec<String> = s.sizes.iter().map(|n| format_count(*n)).collect();
+            let reset = if s.reset { "reset each once, " } else { "" };
             return vec![format!(
-                "sweep over {} pending timers, delays {}",
+                "batch loops over {} pending timers, delays {}: schedule all, {reset}cancel {:.0}% in random order",
                 sizes.join(", "),
-                s.delay
+                s.delay,
+                s.cancel * 100.0
             )];
         }
         self.groups
@@ -778,56 +780,6 @@ impl Group {
     }
 }
 
-/// The workbench's random numbers: SplitMix64, fixed forever so that a seed
-/// means the same operations in every version of every dependency.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator for `seed`, with a `stream` number to draw independent
-    /// sequences from one seed.
-    pub fn new(seed: u64, stream: u64) -> Rng {
-        let mut r = Rng(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        r.next_u64();
-        r
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-
-    /// Standard normal (Box–Muller).
-    pub fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.unit();
-        let u2 = self.unit();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
-
-    /// A random permutation of `0..n`.
-    pub fn permutation(&mut self, n: usize) -> Vec<usize> {
-        let mut v: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            v.swap(i, self.below(i as u64 + 1) as usize);
-        }
-        v
-    }
-}
-
 #[cfg(test)]
 mod test {
     use super::*;
@@ -888,6 +840,54 @@ mod test {
     }
 
     #[test]
+    fn sweeps_and_distributed_workloads_are_checked() {
+        let sweep = r#"
+            name = "s"
+            description = "d"
+            seed = 1
+            verdict = "cancel_batch"
+            [sweep]
+            sizes = [10, 100]
+            delay = { dist = "fixed", value = "1h" }
+            cancel = 0.5
+            reset = false
+        "#;
+        let w = Workload::parse(sweep).unwrap();
+        assert_eq!(w.kind(), WorkloadKind::Sweep);
+        assert_eq!(w.verdict_metric(), Metric::CancelBatch);
+        let e = err(&sweep.replace("cancel = 0.5", "cancel = 1.5"));
+        assert_eq!(e.field, "sweep.cancel");
+        let e = err(&sweep.replace("cancel_batch", "speed"));
+        assert!(e.message.contains("speed"), "{e}");
+
+        let dist = r#"
+            name = "d"
+            description = "d"
+            seed = 1
+            [distributed]
+            jobs = 1000
+            window = "10s"
+            [quick]
+            count = 0.5
+            time = 0.2
+        "#;
+        let w = Workload::parse(dist).unwrap();
+        assert_eq!(w.kind(), WorkloadKind::Distributed);
+        assert_eq!(w.verdict_metric(), Metric::FiresPerS);
+        let q = w.quick().distributed.unwrap();
+        assert_eq!(
+            (q.jobs, q.window.nanos(), q.threads),
+            (500, 2_000_000_000, 4)
+        );
+        let e = err(&dist.replace("jobs = 1000", "jobs = 0"));
+        assert_eq!(e.field, "distributed");
+        let both = format!(
+            "{dist}\n[sweep]\nsizes = [1]\ndelay = {{ dist = \"fixed\", value = \"1h\" }}\n"
+        );
+        assert_eq!(err(&both).field, "sweep");
+    }
+
+    #[test]
     fn durations_parse_and_print() {
         for (s, ns) in [
             ("250us", 250_000),
@@ -901,39 +901,6 @@ mod test {
         }
         assert!("10".parse::<Dur>().is_err());
         assert!("-1s".parse::<Dur>().is_err());
-    }
-
-    #[test]
-    fn distributions_have_the_right_centre() {
-        let mut rng = Rng::new(1, 0);
-        let n = 20_000;
-        let mean =
-            |d: Dist, rng: &mut Rng| (0..n).map(|_| d.sample(rng) as f64).sum::<f64>() / n as f64;
-        let ms = |x: u64| Dur(Duration::from_millis(x));
-        let e = mean(Dist::Exponential { mean: ms(10) }, &mut rng);
-        assert!((e / 1e7 - 1.0).abs() < 0.05, "{e}");
-        let u = mean(
-            Dist::Uniform {
-                min: ms(10),
-                max: ms(30),
-            },
-            &mut rng,
-        );
-        assert!((u / 2e7 - 1.0).abs() < 0.02, "{u}");
-        let mut v: Vec<u64> = (0..n)
-            .map(|_| {
-                Dist::Lognormal {
-                    median: ms(10),
-                    sigma: 1.0,
-                }
-                .sample(&mut rng)
-            })
-            .collect();
-        v.sort_unstable();
-        assert!((v[n / 2] as f64 / 1e7 - 1.0).abs() < 0.05);
-        // Same seed, same numbers.
-        assert_eq!(Rng::new(9, 3).next_u64(), Rng::new(9, 3).next_u64());
-        assert_ne!(Rng::new(9, 3).next_u64(), Rng::new(9, 4).next_u64());
     }
 
     #[test]

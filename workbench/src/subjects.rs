@@ -1,4 +1,8 @@
-//! The registry: every subject the workbench knows, algorithms first.
+//! The registry: every subject the workbench knows, algorithms first; and
+//! the adapter from the `schedulers` crate's API to the runner's
+//! [`Timers`]. This module is the only place that calls the `schedulers`
+//! API (with [`crate::distributed`] for the Redis scheduler), so a change
+//! of that API is an edit here.
 //!
 //! A scheduler of the `schedulers` crate joins with **one line** in
 //! [`SCHEDULERS`]; a peer joins with one line in [`crate::peers::all`].
@@ -13,8 +17,29 @@ use schedulers::{
 };
 
 use crate::record::{SubjectInfo, SubjectKind};
-use crate::runner::{Fire, InProcess, Runner, Timers, TimersFactory};
-use crate::spec::Kind;
+use crate::runner::{drive_threaded, App, Fire, InProcess, Refused, Runner, Timers, TimersFactory};
+use crate::spec::{Kind, Workload, WorkloadKind};
+
+/// Why a subject cannot run here (a missing JVM, no `redis-server`): the
+/// suite skips it with this message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
+impl From<String> for Unavailable {
+    fn from(why: String) -> Unavailable {
+        Unavailable(why)
+    }
+}
+
+impl From<&str> for Unavailable {
+    fn from(why: &str) -> Unavailable {
+        Unavailable(why.to_owned())
+    }
+}
+
+/// Makes a subject's runner, or says why it cannot run here.
+pub type RunnerFactory = Arc<dyn Fn() -> Result<Box<dyn Runner>, Unavailable> + Send + Sync>;
 
 /// One of this crate's schedulers, as the workbench builds it.
 #[derive(Debug, Clone, Copy)]
@@ -61,9 +86,11 @@ pub struct Subject {
     pub kind: SubjectKind,
     /// One line for the report.
     pub about: &'static str,
+    /// The kinds of workload it runs (the others are not asked of it).
+    pub workloads: &'static [WorkloadKind],
     /// A runner, or why this subject cannot run here (a missing JVM, say):
     /// the suite then skips it with that message.
-    pub runner: Arc<dyn Fn() -> Result<Box<dyn Runner>, String> + Send + Sync>,
+    pub runner: RunnerFactory,
     /// For in-process subjects, the factory of their [`Timers`] (the
     /// criterion benches use it); `None` for out-of-process peers.
     pub timers: Option<TimersFactory>,
@@ -91,11 +118,17 @@ impl Subject {
             name,
             kind,
             about,
+            workloads: &[WorkloadKind::Timeline, WorkloadKind::Sweep],
             runner: Arc::new(move || {
                 Ok(Box::new(InProcess::new(name, t.clone())) as Box<dyn Runner>)
             }),
             timers: Some(timers),
         }
+    }
+
+    /// Whether it runs `w`.
+    pub fn runs(&self, w: &Workload) -> bool {
+        self.workloads.contains(&w.kind())
     }
 
     /// The report's view of it.
@@ -108,7 +141,8 @@ impl Subject {
     }
 }
 
-/// Every subject: the algorithms in [`SCHEDULERS`], then the peers.
+/// Every subject: the algorithms in [`SCHEDULERS`], the Redis scheduler's
+/// ([`crate::distributed`]), then the peers.
 pub fn all() -> Vec<Subject> {
     let mut v: Vec<Subject> = SCHEDULERS
         .iter()
@@ -120,13 +154,18 @@ pub fn all() -> Vec<Subject> {
             Subject::in_process(a.name, SubjectKind::Algorithm, a.about, timers)
         })
         .collect();
+    v.extend(crate::distributed::subjects());
     v.extend(crate::peers::all());
     v
 }
 
-/// Looks a subject up by name.
+/// Looks a subject up by name, the reference subjects ([`Ballast`])
+/// included.
 pub fn find(name: &str) -> Option<Subject> {
-    all().into_iter().find(|s| s.name == name)
+    all()
+        .into_iter()
+        .find(|s| s.name == name)
+        .or_else(|| Ballast::subject(name))
 }
 
 /// Any [`Scheduler`] as [`Timers`]: the handle of each timer in a
@@ -148,11 +187,11 @@ impl SchedulerTimers {
 }
 
 impl Timers for SchedulerTimers {
-    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String> {
+    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
         let h = self
             .scheduler
             .submit(delay, Task::once(move || fire.hit()))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Refused(Box::new(e)))?;
         self.handles[id] = Some(h);
         Ok(())
     }
@@ -164,13 +203,13 @@ impl Timers for SchedulerTimers {
         initial: Duration,
         period: Duration,
         fire: Fire,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refused> {
         let s = &self.scheduler;
         let h = match kind {
             Kind::FixedDelay => s.schedule_with_fixed_delay(initial, period, move || fire.hit()),
             _ => s.schedule_at_fixed_rate(initial, period, move || fire.hit()),
         };
-        self.handles[id] = Some(h.map_err(|e| e.to_string())?);
+        self.handles[id] = Some(h.map_err(|e| Refused(Box::new(e)))?);
         Ok(())
     }
 
@@ -184,10 +223,105 @@ impl Timers for SchedulerTimers {
             .is_some_and(|h| h.reset(delay).unwrap_or(false))
     }
 
+    fn drive(&mut self, app: &mut dyn App) {
+        drive_threaded(self, app);
+    }
+
     fn shutdown(self: Box<Self>) {
         let SchedulerTimers { scheduler, handles } = *self;
         drop(scheduler.shutdown_now());
         let _ = scheduler.await_termination(Duration::from_secs(30));
         drop(handles);
     }
+}
+
+/// A reference subject for checking the memory measurement: it holds
+/// exactly `N` bytes per pending timer (`ballast-N`) and nothing else that
+/// grows (its storage is reserved, untouched, when it is made, and filled
+/// as timers are scheduled). Its timers never fire; cancel and reset work.
+/// Not one of [`all`]: [`find`] and the memory probe know it.
+#[derive(Debug)]
+pub struct Ballast {
+    per: usize,
+    bytes: Vec<u8>,
+}
+
+const BALLAST_PENDING: u8 = 1;
+const BALLAST_CANCELLED: u8 = 2;
+
+impl Ballast {
+    /// The name prefix: `ballast-64` holds 64 bytes per timer.
+    pub const PREFIX: &'static str = "ballast-";
+
+    /// Room for `capacity` timers of `per` bytes (at least 1).
+    pub fn new(per: usize, capacity: usize) -> Ballast {
+        let per = per.max(1);
+        Ballast {
+            per,
+            bytes: Vec::with_capacity(per * capacity),
+        }
+    }
+
+    /// The subject named `ballast-N`, if `name` is one.
+    pub fn subject(name: &str) -> Option<Subject> {
+        let per: usize = name.strip_prefix(Self::PREFIX)?.parse().ok()?;
+        let name: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        let make: TimersFactory =
+            Arc::new(move |capacity| Box::new(Ballast::new(per, capacity)) as Box<dyn Timers>);
+        Some(Subject::in_process(
+            name,
+            SubjectKind::Peer,
+            "reference: holds exactly N bytes per pending timer",
+            make,
+        ))
+    }
+
+    fn state(&mut self, id: usize) -> Option<&mut u8> {
+        self.bytes.get_mut(id * self.per)
+    }
+}
+
+impl Timers for Ballast {
+    fn schedule(&mut self, id: usize, _delay: Duration, _fire: Fire) -> Result<(), Refused> {
+        let end = (id + 1) * self.per;
+        if self.bytes.len() < end {
+            self.bytes.resize(end, 0);
+        }
+        self.bytes[id * self.per..end].fill(0xA5);
+        self.bytes[id * self.per] = BALLAST_PENDING;
+        Ok(())
+    }
+
+    fn schedule_periodic(
+        &mut self,
+        _id: usize,
+        _kind: Kind,
+        _initial: Duration,
+        _period: Duration,
+        _fire: Fire,
+    ) -> Result<(), Refused> {
+        Err(Refused::because(
+            "the ballast subject has no periodic timers",
+        ))
+    }
+
+    fn cancel(&mut self, id: usize) -> bool {
+        match self.state(id) {
+            Some(s) if *s == BALLAST_PENDING => {
+                *s = BALLAST_CANCELLED;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn reset(&mut self, id: usize, _delay: Duration) -> bool {
+        self.state(id).is_some_and(|s| *s == BALLAST_PENDING)
+    }
+
+    fn drive(&mut self, app: &mut dyn App) {
+        drive_threaded(self, app);
+    }
+
+    fn shutdown(self: Box<Self>) {}
 }

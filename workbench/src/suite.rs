@@ -1,13 +1,16 @@
-//! A suite: every chosen subject × every chosen workload × repeats, into
-//! one [`Results`].
+//! A suite: every chosen subject × every workload it runs × repeats, into
+//! one [`Results`], handed out after every finished run so that a run
+//! stopped midway keeps what it measured.
 
-use std::collections::HashMap;
+use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::record::{summarize, Environment, Record, Results, WorkloadInfo, FORMAT};
-use crate::runner::{measure, RunContext};
-use crate::spec::Workload;
+use crate::record::{
+    Environment, Measurement, Metric, Results, RunInfo, RunStatus, Samples, WorkloadInfo,
+};
+use crate::runner::{measure, RunContext, Runner};
+use crate::spec::{Workload, WorkloadKind};
 use crate::subjects::Subject;
 
 /// What to run.
@@ -23,63 +26,120 @@ pub struct Suite {
     pub run_id: String,
     /// The environment to stamp every record with.
     pub env: Environment,
-    /// Show progress bars on stderr (when it is a terminal).
+    /// Show progress: bars on a terminal, else one line per finished run.
     pub progress: bool,
     /// Notes to carry into the report (how the sizes were chosen).
     pub notes: Vec<String>,
 }
 
+/// A selection that runs nothing.
+#[derive(Debug, thiserror::Error)]
+#[error("nothing to run: none of the chosen subjects ({subjects}) runs any of the chosen workloads ({workloads})")]
+pub struct NothingToRun {
+    /// The subjects chosen.
+    pub subjects: String,
+    /// The workloads chosen.
+    pub workloads: String,
+}
+
 impl Suite {
-    /// Runs everything. A subject that cannot run here, or a run that
-    /// fails, becomes a note in the results; the suite goes on.
-    pub fn run(self) -> Results {
+    /// The (subject, workload) pairs that will run.
+    pub fn pairs(&self) -> usize {
+        self.subjects
+            .iter()
+            .map(|s| self.workloads.iter().filter(|w| s.runs(w)).count())
+            .sum()
+    }
+
+    /// Checks that the selection runs something.
+    ///
+    /// # Errors
+    ///
+    /// [`NothingToRun`], naming the selection.
+    pub fn check(&self) -> Result<(), NothingToRun> {
+        if self.pairs() > 0 {
+            return Ok(());
+        }
+        let names = |v: Vec<&str>| {
+            if v.is_empty() {
+                "none".to_owned()
+            } else {
+                v.join(", ")
+            }
+        };
+        Err(NothingToRun {
+            subjects: names(self.subjects.iter().map(|s| s.name).collect()),
+            workloads: names(self.workloads.iter().map(|w| w.name.as_str()).collect()),
+        })
+    }
+
+    /// Runs everything; `update` gets the results so far after every
+    /// finished (subject, workload, repeat), marked partial, and the final
+    /// results are returned. A subject that cannot run here, or a run that
+    /// fails, becomes a note and a failed repeat; the suite goes on.
+    ///
+    /// Repeats are outermost, so slow drifts of the machine hit every
+    /// subject alike; within a repeat each subject's runner is made, used
+    /// for its workloads and dropped, so at most one child JVM lives at a
+    /// time.
+    pub fn run(self, update: &mut dyn FnMut(&Results)) -> Results {
         let started = measure::now();
-        let overhead = measure::timing_overhead();
-        let mut notes = self.notes.clone();
-        let multi = MultiProgress::with_draw_target(if self.progress {
+        let mut state = State {
+            results: Results {
+                load_start: measure::load_average(),
+                timing_overhead_ns: measure::timing_overhead(),
+                workloads: self.workloads.iter().map(info).collect(),
+                notes: self.notes.clone(),
+                ..Results::new(self.run_id.clone(), self.env.clone(), self.repeats)
+            },
+            samples: Samples::default(),
+        };
+        let tty = std::io::stderr().is_terminal();
+        let multi = MultiProgress::with_draw_target(if self.progress && tty {
             ProgressDrawTarget::stderr()
         } else {
             ProgressDrawTarget::hidden()
         });
-        let mut runners = Vec::new();
-        for s in &self.subjects {
-            match (s.runner)() {
-                Ok(r) => runners.push((s, r)),
-                Err(why) => notes.push(format!("{} skipped: {why}", s.name)),
-            }
-        }
-        // One small discarded run per subject first, so that no measured
-        // repeat pays for first-use costs (thread start-up, page faults, a
-        // JIT) that the others do not.
-        let warm = warm_up();
-        for (_, runner) in &mut runners {
-            let _ = runner.run(&warm, &RunContext::quiet(overhead));
-        }
-        let total = (self.repeats * self.workloads.len() * runners.len()) as u64;
+        let lines = self.progress && !tty;
+        let total = (self.repeats * self.pairs()) as u64;
         let overall = multi.add(ProgressBar::new(total));
         overall.set_style(style(
-            "{prefix:>12} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ~{eta} left {msg}",
+            "{prefix:>14} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ~{eta} left {msg}",
         ));
         overall.set_prefix("suite");
         let current = multi.add(ProgressBar::new(1));
-        current.set_style(style("{prefix:>12} [{bar:30}] {msg}"));
+        current.set_style(style("{prefix:>14} [{bar:30}] {msg}"));
         let ctx = RunContext {
-            timing_overhead_ns: overhead,
+            timing_overhead_ns: state.results.timing_overhead_ns,
             progress: current.clone(),
         };
-
-        // Repeats outermost, so slow drifts of the machine hit every
-        // subject alike instead of one subject's repeats.
-        let mut samples: HashMap<Key, (String, Vec<f64>)> = HashMap::new();
-        let mut order = Vec::new();
-        let mut failed: Vec<(usize, usize)> = Vec::new();
+        let mut skipped: Vec<&str> = Vec::new();
+        let mut done = 0u64;
         for rep in 0..self.repeats {
-            for (wi, w) in self.workloads.iter().enumerate() {
-                for (si, (s, runner)) in runners.iter_mut().enumerate() {
-                    if failed.contains(&(si, wi)) {
-                        overall.inc(1);
+            for s in &self.subjects {
+                let workloads: Vec<&Workload> =
+                    self.workloads.iter().filter(|w| s.runs(w)).collect();
+                if workloads.is_empty() || skipped.contains(&s.name) {
+                    continue;
+                }
+                let mut runner = match (s.runner)() {
+                    Ok(r) => r,
+                    Err(why) => {
+                        state
+                            .results
+                            .notes
+                            .push(format!("{} skipped: {why}", s.name));
+                        skipped.push(s.name);
+                        done += workloads.len() as u64;
+                        overall.set_position(done);
                         continue;
                     }
+                };
+                if !state.results.subjects.iter().any(|i| i.name == s.name) {
+                    state.results.subjects.push(s.info());
+                }
+                warm_up(s, runner.as_mut(), &ctx);
+                for w in workloads {
                     current.set_prefix(s.name);
                     current.set_message(format!(
                         "{} (repeat {}/{})",
@@ -87,66 +147,118 @@ impl Suite {
                         rep + 1,
                         self.repeats
                     ));
-                    match runner.run(w, &ctx) {
-                        Ok(ms) => {
-                            for m in ms {
-                                let key = (si, wi, m.metric.clone(), m.size);
-                                let e = samples.entry(key.clone()).or_insert_with(|| {
-                                    order.push(key);
-                                    (m.unit.clone(), Vec::new())
-                                });
-                                e.1.push(m.value);
-                            }
-                        }
-                        Err(e) => {
-                            notes.push(format!("{} on {} failed: {e}", s.name, w.name));
-                            failed.push((si, wi));
-                        }
+                    let t0 = measure::now();
+                    let outcome = runner.run(w, &ctx);
+                    let seconds = measure::now().duration_since(t0).as_secs_f64();
+                    let info = state.record(s.name, w, rep, outcome, seconds);
+                    done += 1;
+                    overall.set_position(done);
+                    if lines {
+                        eprintln!(
+                            "workbench: [{done}/{total}] {} on {} (repeat {}/{}): {} in {seconds:.1} s, load {:.2}",
+                            s.name,
+                            w.name,
+                            rep + 1,
+                            self.repeats,
+                            status_text(&info.status),
+                            info.load
+                        );
                     }
-                    overall.inc(1);
+                    state.results.wall_seconds =
+                        measure::now().duration_since(started).as_secs_f64();
+                    update(&state.snapshot(&self.workloads));
                 }
             }
         }
         current.finish_and_clear();
         overall.finish_and_clear();
+        state.results.wall_seconds = measure::now().duration_since(started).as_secs_f64();
+        let mut results = state.snapshot(&self.workloads);
+        results.partial = false;
+        // Report order: the subjects as chosen.
+        let order: Vec<&str> = self.subjects.iter().map(|s| s.name).collect();
+        results
+            .subjects
+            .sort_by_key(|i| order.iter().position(|n| *n == i.name));
+        results
+    }
+}
 
-        let mut records = Vec::new();
-        // Report order: workload, subject, then the order metrics came in.
-        order.sort_by_key(|(si, wi, _, _)| (*wi, *si));
-        for key in order {
-            let (unit, values) = &samples[&key];
-            let (si, wi, metric, size) = key;
-            let (value, spread) = summarize(values);
-            records.push(Record {
-                scheduler: runners[si].0.name.to_owned(),
-                workload: self.workloads[wi].name.clone(),
-                metric,
-                value,
-                unit: unit.clone(),
-                size,
-                samples: values.clone(),
-                spread,
-                seed: self.workloads[wi].seed,
-                env: self.env.clone(),
-            });
+struct State {
+    results: Results,
+    samples: Samples,
+}
+
+impl State {
+    fn record(
+        &mut self,
+        subject: &str,
+        w: &Workload,
+        repeat: usize,
+        outcome: Result<Vec<Measurement>, crate::runner::RunError>,
+        seconds: f64,
+    ) -> RunInfo {
+        let status = match &outcome {
+            Ok(ms) => match ms
+                .iter()
+                .find(|m| m.metric == Metric::Missed && m.value > 0.0)
+            {
+                Some(m) => RunStatus::Missed {
+                    missed: m.value as u64,
+                },
+                None => RunStatus::Ok,
+            },
+            Err(e) => RunStatus::Failed {
+                error: e.to_string(),
+            },
+        };
+        if let Ok(ms) = &outcome {
+            self.samples
+                .add(subject, &w.name, repeat, status == RunStatus::Ok, ms);
         }
+        let info = RunInfo {
+            subject: subject.to_owned(),
+            workload: w.name.clone(),
+            repeat,
+            status,
+            load: measure::load_average()[0],
+            seconds,
+        };
+        self.results.runs.push(info.clone());
+        info
+    }
+
+    fn snapshot(&self, workloads: &[Workload]) -> Results {
+        let seed = |name: &str| {
+            workloads
+                .iter()
+                .find(|w| w.name == name)
+                .map_or(0, |w| w.seed)
+        };
         Results {
-            format: FORMAT,
-            run_id: self.run_id,
-            env: self.env,
-            repeats: self.repeats,
-            wall_seconds: measure::now().duration_since(started).as_secs_f64(),
-            timing_overhead_ns: overhead,
-            subjects: runners.iter().map(|(s, _)| s.info()).collect(),
-            workloads: self.workloads.iter().map(info).collect(),
-            records,
-            notes,
+            records: self.samples.records(seed, &self.results.env),
+            ..self.results.clone()
         }
     }
 }
 
-/// (subject index, workload index, metric, size).
-type Key = (usize, usize, String, Option<u64>);
+fn status_text(s: &RunStatus) -> String {
+    match s {
+        RunStatus::Ok => "ok".into(),
+        RunStatus::Missed { missed } => format!("MISSED {missed} timers (not in the medians)"),
+        RunStatus::Failed { error } => format!("FAILED: {error}"),
+    }
+}
+
+/// One small discarded run first, so that no measured run pays for
+/// first-use costs (thread start-up, page faults, a JIT) that the others
+/// do not.
+fn warm_up(s: &Subject, runner: &mut dyn Runner, ctx: &RunContext) {
+    let warm = warm_up_spec();
+    if s.runs(&warm) {
+        let _ = runner.run(&warm, &RunContext::quiet(ctx.timing_overhead_ns));
+    }
+}
 
 /// The warm-up workload: a few hundred short timers, half cancelled.
 pub const WARM_UP: &str = r#"
@@ -161,7 +273,7 @@ pub const WARM_UP: &str = r#"
     cancel = { fraction = 0.5, after = { dist = "fixed", value = "0ms" } }
 "#;
 
-fn warm_up() -> Workload {
+fn warm_up_spec() -> Workload {
     // A constant, tested below; parsing it cannot fail.
     Workload::parse(WARM_UP).unwrap_or_else(|e| unreachable!("the warm-up spec is valid: {e}"))
 }
@@ -172,14 +284,16 @@ fn style(template: &str) -> ProgressStyle {
         .progress_chars("=> ")
 }
 
-fn info(w: &Workload) -> WorkloadInfo {
+/// The report's description of a workload.
+pub fn info(w: &Workload) -> WorkloadInfo {
     WorkloadInfo {
         name: w.name.clone(),
         description: w.description.clone(),
         models: w.models.clone(),
         seed: w.seed,
         summary: w.summary(),
-        sweep: w.sweep.is_some(),
+        sweep: w.kind() == WorkloadKind::Sweep,
+        verdict: w.verdict_metric(),
     }
 }
 
@@ -187,6 +301,6 @@ fn info(w: &Workload) -> WorkloadInfo {
 mod test {
     #[test]
     fn the_warm_up_spec_is_valid() {
-        assert_eq!(super::warm_up().timers(), 500);
+        assert_eq!(super::warm_up_spec().timers(), 500);
     }
 }

@@ -10,6 +10,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../workloads/ack-timeout.toml"),
     ),
     (
+        "ack-batch.toml",
+        include_str!("../workloads/ack-batch.toml"),
+    ),
+    (
         "fire-lateness.toml",
         include_str!("../workloads/fire-lateness.toml"),
     ),
@@ -27,6 +31,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../workloads/periodic-fixed-delay.toml"),
     ),
     ("scale.toml", include_str!("../workloads/scale.toml")),
+    (
+        "distributed.toml",
+        include_str!("../workloads/distributed.toml"),
+    ),
 ];
 
 /// Parses every shipped spec.

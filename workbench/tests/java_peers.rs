@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use workbench::peers::java::{self, JavaRunner, PEERS};
-use workbench::record::Measurement;
+use workbench::record::{Measurement, Metric};
 use workbench::runner::{RunContext, Runner};
 use workbench::spec::Workload;
 use workbench::subjects;
@@ -61,29 +61,39 @@ const SWEEP: &str = r#"
     delay = { dist = "uniform", min = "1h", max = "2h" }
 "#;
 
-fn by_metric(ms: &[Measurement]) -> HashMap<(String, Option<u64>), (f64, String)> {
-    ms.iter()
-        .map(|m| ((m.metric.clone(), m.size), (m.value, m.unit.clone())))
-        .collect()
+fn by_metric(ms: &[Measurement]) -> HashMap<(Metric, Option<u64>), f64> {
+    ms.iter().map(|m| ((m.metric, m.size), m.value)).collect()
 }
 
 fn get(
     peer: &str,
     w: &str,
-    m: &HashMap<(String, Option<u64>), (f64, String)>,
-    metric: &str,
+    m: &HashMap<(Metric, Option<u64>), f64>,
+    metric: Metric,
     size: Option<u64>,
-    unit: &str,
 ) -> f64 {
-    let Some((v, u)) = m.get(&(metric.to_owned(), size)) else {
+    let Some(v) = m.get(&(metric, size)) else {
         panic!(
             "{peer} on {w}: no {metric} at {size:?}; got {:?}",
             m.keys().collect::<Vec<_>>()
         )
     };
-    assert_eq!(u, unit, "{peer} on {w}: unit of {metric}");
     assert!(v.is_finite() && *v >= 0.0, "{peer} on {w}: {metric} = {v}");
     *v
+}
+
+#[test]
+fn the_java_harness_draws_the_same_random_numbers() {
+    match java::golden() {
+        Ok(g) => assert_eq!(g, workbench::random::golden()),
+        Err(why) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "under CI the Java harness must run: {why}"
+            );
+            eprintln!("skipping the golden vector in Java: {why}");
+        }
+    }
 }
 
 #[test]
@@ -105,11 +115,8 @@ fn every_java_peer_runs_the_specs_end_to_end() {
     // overhead), or the report would compare apples with nothing.
     let heap = subjects::find("heap").expect("the heap scheduler is registered");
     let mut rust = (heap.runner)().unwrap();
-    let keys = |ms: &[Measurement]| -> BTreeSet<(String, String, Option<u64>)> {
-        ms.iter()
-            .filter(|m| m.metric != "timing_overhead")
-            .map(|m| (m.metric.clone(), m.unit.clone(), m.size))
-            .collect()
+    let keys = |ms: &[Measurement]| -> BTreeSet<(Metric, Option<u64>)> {
+        ms.iter().map(|m| (m.metric, m.size)).collect()
     };
     let expected: Vec<_> = [&one, &per, &sweep]
         .iter()
@@ -153,39 +160,38 @@ fn every_java_peer_runs_the_specs_end_to_end() {
         );
         let m = by_metric(&ms);
         let w = "one-shots";
-        for cost in ["schedule", "cancel", "reset"] {
-            get(p, w, &m, cost, None, "ns/op");
+        for cost in [
+            Metric::ScheduleCall,
+            Metric::CancelCall,
+            Metric::ResetCall,
+            Metric::CpuPerTimer,
+        ] {
+            get(p, w, &m, cost, None);
         }
         assert_eq!(
-            get(p, w, &m, "cancel_late", None, "count"),
+            get(p, w, &m, Metric::CancelLate, None),
             0.0,
             "{p}: cancels 195 ms before any deadline"
         );
         assert_eq!(
-            get(p, w, &m, "reset_late", None, "count"),
+            get(p, w, &m, Metric::ResetLate, None),
             0.0,
             "{p}: resets 215 ms before any deadline"
         );
         assert_eq!(
-            get(p, w, &m, "missed", None, "count"),
+            get(p, w, &m, Metric::Missed, None),
             0.0,
             "{p}: every timer not cancelled fires"
         );
-        let fired = get(p, w, &m, "fired", None, "count");
+        let fired = get(p, w, &m, Metric::Fired, None);
         assert!(
             (250.0..=350.0).contains(&fired),
             "{p}: fired {fired} of 400 less ~90 cancelled"
         );
-        let lat: Vec<f64> = [
-            "lateness_p50",
-            "lateness_p90",
-            "lateness_p99",
-            "lateness_p99.9",
-            "lateness_max",
-        ]
-        .iter()
-        .map(|n| get(p, w, &m, n, None, "µs"))
-        .collect();
+        let lat: Vec<f64> = Metric::LATENESS
+            .iter()
+            .map(|(n, _)| get(p, w, &m, *n, None))
+            .collect();
         assert!(
             lat.windows(2).all(|x| x[0] <= x[1]),
             "{p}: percentiles ascend: {lat:?}"
@@ -194,11 +200,11 @@ fn every_java_peer_runs_the_specs_end_to_end() {
             lat[4] < 2_000_000.0,
             "{p}: a 2 s late fire is no timer: {lat:?}"
         );
-        get(p, w, &m, "early", None, "count");
-        get(p, w, &m, "fires_per_s", None, "fires/s");
-        get(p, w, &m, "cpu", None, "ms");
-        get(p, w, &m, "cpu_background", None, "ms");
-        get(p, w, &m, "timing_overhead", None, "ns");
+        get(p, w, &m, Metric::Early, None);
+        get(p, w, &m, Metric::FiresPerS, None);
+        get(p, w, &m, Metric::Cpu, None);
+        get(p, w, &m, Metric::CpuBackground, None);
+        get(p, w, &m, Metric::TimingOverhead, None);
 
         // Periodic: 40 tasks, 10 ms, 300 ms.
         let ms = r.run(&per, &ctx).unwrap();
@@ -209,16 +215,16 @@ fn every_java_peer_runs_the_specs_end_to_end() {
         );
         let m = by_metric(&ms);
         let w = "periodic";
-        for n in ["jitter_p50", "jitter_p99", "jitter_p99.9", "jitter_max"] {
-            get(p, w, &m, n, None, "µs");
+        for (n, _) in Metric::JITTER {
+            get(p, w, &m, n, None);
         }
-        get(p, w, &m, "drift", None, "ms");
-        let ratio = get(p, w, &m, "runs_ratio", None, "ratio");
+        get(p, w, &m, Metric::Drift, None);
+        let ratio = get(p, w, &m, Metric::RunsRatio, None);
         // A 100 ms wheel runs a 10 ms period once per tick (Netty has no
         // periodic API); everyone else keeps close to the nominal count.
         let floor = if p == "netty-100ms" { 0.03 } else { 0.5 };
         assert!(ratio > floor && ratio < 1.2, "{p}: runs_ratio {ratio}");
-        assert!(get(p, w, &m, "runs", None, "count") > 0.0);
+        assert!(get(p, w, &m, Metric::Runs, None) > 0.0);
 
         // Sweep: every figure at both sizes.
         let ms = r.run(&sweep, &ctx).unwrap();
@@ -229,10 +235,15 @@ fn every_java_peer_runs_the_specs_end_to_end() {
         );
         let m = by_metric(&ms);
         for size in [1000, 5000] {
-            for cost in ["schedule", "reset", "cancel"] {
-                get(p, "sweep", &m, cost, Some(size), "ns/op");
+            for cost in [
+                Metric::ScheduleBatch,
+                Metric::ResetBatch,
+                Metric::CancelBatch,
+                Metric::CpuPerTimer,
+            ] {
+                get(p, "sweep", &m, cost, Some(size));
             }
-            let b = get(p, "sweep", &m, "memory", Some(size), "B/timer");
+            let b = get(p, "sweep", &m, Metric::Memory, Some(size));
             assert!(
                 b > 8.0 && b < 10_000.0,
                 "{p}: {b} bytes per pending timer at {size}"
@@ -243,7 +254,7 @@ fn every_java_peer_runs_the_specs_end_to_end() {
         let mut bad = one.clone();
         bad.groups[0].kind = workbench::spec::Kind::FixedRate;
         let e = r.run(&bad, &ctx).unwrap_err();
-        assert!(e.0.contains("period"), "{p}: {e}");
+        assert!(e.to_string().contains("period"), "{p}: {e}");
         assert!(
             r.run(&sweep, &ctx).is_ok(),
             "{p}: still serving after a refused workload"

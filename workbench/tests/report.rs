@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use workbench::record::{metric, Results, SubjectKind};
+use workbench::record::{Metric, Results, RunStatus, SubjectKind};
 use workbench::report;
 use workbench::spec::Workload;
 use workbench::subjects;
@@ -17,7 +17,7 @@ use workbench::suite::Suite;
 
 const TIMELINE: &str = r#"
     name = "tiny-mix"
-    description = "one-shots with cancels and resets, plus a few fixed-rate tasks"
+    description = "one-shots with cancels and resets, plus a few fixed-rate and fixed-delay tasks"
     models = "a test"
     seed = 11
     grace = "5s"
@@ -33,6 +33,13 @@ const TIMELINE: &str = r#"
     count = 5
     kind = "fixed-rate"
     delay = { dist = "fixed", value = "2ms" }
+    period = "5ms"
+    run_for = "60ms"
+    [[group]]
+    name = "polls"
+    count = 5
+    kind = "fixed-delay"
+    delay = { dist = "fixed", value = "1ms" }
     period = "5ms"
     run_for = "60ms"
 "#;
@@ -54,9 +61,10 @@ fn tiny_run() -> Results {
         .into_iter()
         .filter(|s| s.timers.is_some())
         .collect();
+    let mut updates = 0;
     assert!(subjects.iter().any(|s| s.kind == SubjectKind::Algorithm));
     assert!(subjects.iter().any(|s| s.kind == SubjectKind::Peer));
-    Suite {
+    let results = Suite {
         subjects,
         workloads: vec![
             Workload::parse(TIMELINE).unwrap(),
@@ -68,7 +76,15 @@ fn tiny_run() -> Results {
         progress: false,
         notes: vec![],
     }
-    .run()
+    .run(&mut |r| {
+        // After every finished run: the results so far, marked partial.
+        assert!(r.partial);
+        assert_eq!(r.runs.len(), updates + 1);
+        updates += 1;
+    });
+    assert!(!results.partial);
+    assert_eq!(updates, results.runs.len());
+    results
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -92,7 +108,15 @@ fn chromium() -> Option<PathBuf> {
         })
 }
 
-fn dump_dom(browser: &Path, page: &Path, profile: &Path) -> String {
+/// Runs headless Chromium on `page` at `width` × `height` with `action`
+/// (`--dump-dom`, `--screenshot=…`); returns its stdout.
+fn chromium_run(
+    browser: &Path,
+    page: &Path,
+    profile: &Path,
+    (width, height): (u32, u32),
+    action: &str,
+) -> String {
     let out = Command::new(browser)
         .args([
             "--headless",
@@ -102,10 +126,11 @@ fn dump_dom(browser: &Path, page: &Path, profile: &Path) -> String {
             "--no-first-run",
             "--disable-component-update",
             "--disable-sync",
-            "--window-size=1200,900",
+            "--hide-scrollbars",
         ])
+        .arg(format!("--window-size={width},{height}"))
         .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("--dump-dom")
+        .arg(action)
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("chromium starts");
@@ -121,16 +146,20 @@ fn dump_dom(browser: &Path, page: &Path, profile: &Path) -> String {
 fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
     let results = tiny_run();
     assert!(results.notes.is_empty(), "{:?}", results.notes);
+    for r in &results.runs {
+        assert_eq!(r.status, RunStatus::Ok, "{r:?}");
+    }
 
     // Every in-process subject measured the timeline and the sweep, and
     // nothing fired early or went missing.
     for s in &results.subjects {
         for m in [
-            metric::SCHEDULE,
-            metric::CANCEL,
-            metric::RESET,
-            metric::LATENESS[2],
-            metric::JITTER[1],
+            Metric::ScheduleCall,
+            Metric::CancelCall,
+            Metric::ResetCall,
+            Metric::CpuPerTimer,
+            Metric::LatenessP99,
+            Metric::JitterP99,
         ] {
             assert!(
                 results.get(&s.name, "tiny-mix", m, None).is_some(),
@@ -138,12 +167,32 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
                 s.name
             );
         }
-        for m in ["missed", "early"] {
-            let r = results.get(&s.name, "tiny-mix", m, None).unwrap();
-            assert_eq!(r.value, 0.0, "{}: {m} = {:?}", s.name, r.samples);
+        let r = results
+            .get(&s.name, "tiny-mix", Metric::Missed, None)
+            .unwrap();
+        assert_eq!(r.value, 0.0, "{}: missed = {:?}", s.name, r.samples);
+        // nexus-timer compares whole ticks (deadline and now both floored
+        // to 1 ms), so it fires up to a tick before a ns deadline, by design.
+        if s.name != "nexus" {
+            let r = results
+                .get(&s.name, "tiny-mix", Metric::Early, None)
+                .unwrap();
+            assert_eq!(r.value, 0.0, "{}: early = {:?}", s.name, r.samples);
+        }
+        for m in [
+            Metric::ScheduleBatch,
+            Metric::ResetBatch,
+            Metric::CancelBatch,
+            Metric::CpuPerTimer,
+        ] {
+            assert!(
+                results.get(&s.name, "tiny-scale", m, Some(1000)).is_some(),
+                "{}: {m}",
+                s.name
+            );
         }
         let mem = results
-            .get(&s.name, "tiny-scale", metric::MEMORY, Some(1000))
+            .get(&s.name, "tiny-scale", Metric::Memory, Some(1000))
             .unwrap();
         assert_eq!(mem.samples.len(), 2);
         assert!(
@@ -165,10 +214,10 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
         // Correctness only: how many periodic runs fit depends on the
         // machine's load, so only require that they ran.
         let runs = results
-            .get(&s.name, "tiny-mix", metric::RUNS, None)
+            .get(&s.name, "tiny-mix", Metric::Runs, None)
             .unwrap();
         assert!(
-            runs.samples.iter().all(|&n| n > 0.0),
+            runs.samples.iter().all(|s| s.value > 0.0),
             "{}: periodic runs {:?}",
             s.name,
             runs.samples
@@ -185,11 +234,11 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
     let ids: Vec<&str> = charts.iter().map(|c| c.id.as_str()).collect();
     for want in [
         "lateness-tiny-mix",
-        "cost",
-        "tiny-scale-schedule",
+        "cost-call",
+        "cpu-per-timer",
+        "tiny-scale-schedule_batch",
         "tiny-scale-memory",
         "jitter",
-        "cpu",
     ] {
         assert!(ids.contains(&want), "no chart {want}: {ids:?}");
     }
@@ -226,7 +275,14 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
         return;
     };
     let profile = scratch("chromium-profile");
-    let dom = dump_dom(&browser, &dir.join("index.html"), &profile);
+    // 1400 px: the width at which the first version's tables overflowed.
+    let dom = chromium_run(
+        &browser,
+        &dir.join("index.html"),
+        &profile,
+        (1400, 900),
+        "--dump-dom",
+    );
     let tables = html.matches("data-table=").count();
     let want = format!(
         "data-check=\"ok {} charts {} tables \"",
@@ -250,7 +306,50 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
             s.name
         );
     }
+    // The verdict opens the page, before the subjects and the charts.
+    let at = |needle: &str| {
+        dom.find(needle)
+            .unwrap_or_else(|| panic!("no {needle} on the page"))
+    };
+    assert!(at("id=\"verdict\"") < at("id=\"subjects\""));
+    assert!(at("id=\"verdict\"") < at("data-chart="));
+    assert!(dom.contains("data-table=\"pick\""));
+
+    // Screenshots to look at (kept in the target directory): the top of the
+    // page and a long view of it.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    for (name, size) in [("top.png", (1400, 1000)), ("long.png", (1400, 7000))] {
+        let png = shots.join(name);
+        let _ = std::fs::remove_file(&png);
+        chromium_run(
+            &browser,
+            &dir.join("index.html"),
+            &profile,
+            size,
+            &format!("--screenshot={}", png.display()),
+        );
+        let len = std::fs::metadata(&png).map_or(0, |m| m.len());
+        assert!(len > 10_000, "{}: {len} bytes", png.display());
+    }
+    eprintln!("screenshots: {}", shots.display());
+
+    // A partial run says so.
+    let mut partial = results.clone();
+    partial.partial = true;
+    let part = scratch("partial");
+    report::write(&partial, &part).unwrap();
+    let dom = chromium_run(
+        &browser,
+        &part.join("index.html"),
+        &profile,
+        (1400, 900),
+        "--dump-dom",
+    );
+    assert!(dom.contains("class=\"partial\""));
+
     let _ = std::fs::remove_dir_all(&profile);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&again);
+    let _ = std::fs::remove_dir_all(&part);
 }

@@ -1,150 +1,130 @@
-//! tokio-util's `DelayQueue` (the tokio wheel with slab storage), owned by
-//! one task on a one-worker runtime and driven by commands over an
-//! unbounded channel: the way an application shares a `DelayQueue` between
-//! threads, since the queue itself is single-owner.
+//! tokio-util's `DelayQueue` (the tokio wheel with slab storage), driven
+//! the way its users drive it: one task owns the queue, inserts, removes,
+//! resets and polls it. Here that task is the application itself, running
+//! on a current-thread runtime ([`Timers::drive`] runs it in `block_on`):
+//! a schedule is `insert_at`, a cancel `remove`, a reset `reset_at`, and
+//! between the application's events the task awaits `poll_expired` and
+//! fires what expired. Periodic timers are re-inserted on expiry
+//! (fixed-rate at the previous deadline + period, fixed-delay at now +
+//! period), as a user's loop would.
 //!
-//! The caller's cost is a gate update plus a channel send; the queue's own
-//! insert/remove/reset happen on the worker (in the background CPU figure).
-//! Whether a cancel or reset stopped a run is decided by per-timer
-//! `Gates`. Periodic timers are re-inserted on expiry (fixed-rate at the
-//! previous deadline + period, fixed-delay at now + period).
+//! The queue is made with `DelayQueue::new()` and grows as users' queues
+//! do. Outside [`Timers::drive`] (the criterion benches call the operations
+//! directly) each operation enters the runtime first, since the queue's
+//! timer needs a tokio context; inside it, nothing is added.
 
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::time::Instant;
 use tokio_util::time::delay_queue::{DelayQueue, Key};
 
-use super::Gates;
-use crate::runner::{Fire, Timers, TimersFactory};
+use crate::runner::{App, Fire, Refused, Timers, TimersFactory};
 use crate::spec::Kind;
 
 /// One line for the report.
-pub const ABOUT: &str =
-    "tokio-util 0.7 DelayQueue owned by one task (1 worker), fed over a channel";
+pub const ABOUT: &str = "tokio-util 0.7 DelayQueue owned by the application's task (current-thread runtime): insert, remove, reset and poll_expired on one thread";
 
 /// The factory.
 pub fn factory() -> TimersFactory {
     Arc::new(|capacity| Box::new(Dq::new(capacity)) as Box<dyn Timers>)
 }
 
-enum Cmd {
-    Insert {
-        id: usize,
-        at: Instant,
-        fire: Fire,
-        every: Option<(Kind, Duration)>,
-    },
-    Remove {
-        id: usize,
-    },
-    Reset {
-        id: usize,
-        at: Instant,
-        gen: u32,
-    },
-}
-
-struct Dq {
-    rt: Runtime,
-    tx: UnboundedSender<Cmd>,
-    gates: Arc<Gates>,
-}
-
-impl Dq {
-    fn new(capacity: usize) -> Dq {
-        let rt = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("delay-queue")
-            .enable_time()
-            .build()
-            .unwrap_or_else(|e| panic!("cannot start a tokio runtime: {e}"));
-        let (tx, rx) = unbounded_channel();
-        let gates = Arc::new(Gates::new(capacity));
-        rt.spawn(owner(rx, gates.clone(), capacity));
-        Dq { rt, tx, gates }
-    }
-}
-
+/// What the application keeps per timer besides its key: read when the
+/// timer expires, never by a cancel or a reset.
 struct Slot {
-    key: Option<Key>,
     fire: Fire,
-    gen: u32,
     every: Option<(Kind, Duration)>,
     at: Instant,
 }
 
-/// The task that owns the queue.
-async fn owner(mut rx: UnboundedReceiver<Cmd>, gates: Arc<Gates>, capacity: usize) {
-    let mut q: DelayQueue<usize> = DelayQueue::with_capacity(capacity.min(1 << 20));
-    let mut slots: Vec<Option<Slot>> = Vec::with_capacity(capacity);
-    slots.resize_with(capacity, || None);
-    loop {
-        tokio::select! {
-            biased;
-            cmd = rx.recv() => match cmd {
-                None => return,
-                Some(Cmd::Insert { id, at, fire, every }) => {
-                    let key = q.insert_at(id, at);
-                    slots[id] = Some(Slot { key: Some(key), fire, gen: 0, every, at });
-                }
-                Some(Cmd::Remove { id }) => {
-                    if let Some(key) = slots[id].as_mut().and_then(|s| s.key.take()) {
-                        q.remove(&key);
-                    }
-                }
-                Some(Cmd::Reset { id, at, gen }) => {
-                    if let Some(s) = slots[id].as_mut() {
-                        s.gen = gen;
-                        s.at = at;
-                        match &s.key {
-                            Some(key) => q.reset_at(key, at),
-                            None => s.key = Some(q.insert_at(id, at)),
-                        }
-                    }
-                }
-            },
-            Some(expired) = poll_fn(|cx| q.poll_expired(cx)) => {
-                let id = expired.into_inner();
-                let Some(s) = slots[id].as_mut() else { continue };
-                s.key = None;
-                match s.every {
-                    None => {
-                        // A reset still in the channel leaves the generation
-                        // ahead of ours: it will re-insert the timer.
-                        if gates.generation(id) == s.gen && gates.claim(id, s.gen) {
-                            s.fire.hit();
-                        }
-                    }
-                    Some((kind, period)) => {
-                        if gates.live(id) {
-                            s.fire.hit();
-                            s.at = match kind {
-                                Kind::FixedDelay => Instant::now() + period,
-                                _ => s.at + period,
-                            };
-                            s.key = Some(q.insert_at(id, s.at));
-                        }
-                    }
-                }
+struct Dq {
+    /// `None` while [`Timers::drive`] runs the application inside it.
+    rt: Option<Runtime>,
+    q: DelayQueue<usize>,
+    /// The key of each pending timer, dense as a user keeps them: all that
+    /// a cancel or reset reads.
+    keys: Vec<Option<Key>>,
+    slots: Vec<Option<Slot>>,
+}
+
+impl Dq {
+    fn new(capacity: usize) -> Dq {
+        let rt = Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start a tokio runtime: {e}"));
+        let mut keys = Vec::with_capacity(capacity);
+        keys.resize_with(capacity, || None);
+        let mut slots = Vec::with_capacity(capacity);
+        slots.resize_with(capacity, || None);
+        Dq {
+            rt: Some(rt),
+            q: DelayQueue::new(),
+            keys,
+            slots,
+        }
+    }
+
+    /// Runs `f` in the runtime's context: as is inside `drive`, else after
+    /// entering it.
+    fn in_context<R>(&mut self, f: impl FnOnce(&mut Dq) -> R) -> R {
+        match self.rt.as_ref().map(Runtime::handle).cloned() {
+            Some(h) => {
+                let _g = h.enter();
+                f(self)
+            }
+            None => f(self),
+        }
+    }
+
+    fn insert(&mut self, id: usize, at: Instant, fire: Fire, every: Option<(Kind, Duration)>) {
+        self.in_context(|dq| {
+            dq.keys[id] = Some(dq.q.insert_at(id, at));
+            dq.slots[id] = Some(Slot { fire, every, at });
+        });
+    }
+
+    fn expired(&mut self, id: usize) {
+        self.keys[id] = None;
+        let Some(s) = self.slots[id].as_mut() else {
+            return;
+        };
+        s.fire.hit();
+        if let Some((kind, period)) = s.every {
+            s.at = match kind {
+                Kind::FixedDelay => Instant::now() + period,
+                _ => s.at + period,
+            };
+            self.keys[id] = Some(self.q.insert_at(id, s.at));
+        }
+    }
+
+    /// The owning task's wait: fires what expires until `until`.
+    async fn wait_until(&mut self, until: Instant) {
+        let sleep = tokio::time::sleep_until(until);
+        tokio::pin!(sleep);
+        loop {
+            let expired = tokio::select! {
+                biased;
+                e = poll_fn(|cx| self.q.poll_expired(cx)) => e,
+                () = &mut sleep => return,
+            };
+            match expired {
+                Some(e) => self.expired(e.into_inner()),
+                // Empty: nothing can expire before the application runs again.
+                None => return sleep.await,
             }
         }
     }
 }
 
 impl Timers for Dq {
-    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String> {
-        self.tx
-            .send(Cmd::Insert {
-                id,
-                at: Instant::now() + delay,
-                fire,
-                every: None,
-            })
-            .map_err(|_| "queue owner gone".to_owned())
+    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
+        self.insert(id, Instant::now() + delay, fire, None);
+        Ok(())
     }
 
     fn schedule_periodic(
@@ -154,38 +134,54 @@ impl Timers for Dq {
         initial: Duration,
         period: Duration,
         fire: Fire,
-    ) -> Result<(), String> {
-        let cmd = Cmd::Insert {
-            id,
-            at: Instant::now() + initial,
-            fire,
-            every: Some((kind, period)),
-        };
-        self.tx.send(cmd).map_err(|_| "queue owner gone".to_owned())
+    ) -> Result<(), Refused> {
+        self.insert(id, Instant::now() + initial, fire, Some((kind, period)));
+        Ok(())
     }
 
     fn cancel(&mut self, id: usize) -> bool {
-        let stopped = self.gates.cancel(id);
-        let _ = self.tx.send(Cmd::Remove { id });
-        stopped
+        // A removed timer never expires again, so a periodic one needs
+        // nothing more.
+        self.in_context(|dq| match dq.keys[id].take() {
+            Some(key) => {
+                dq.q.remove(&key);
+                true
+            }
+            None => false,
+        })
     }
 
     fn reset(&mut self, id: usize, delay: Duration) -> bool {
-        let Some(gen) = self.gates.reset(id) else {
-            return false;
+        self.in_context(|dq| match &dq.keys[id] {
+            Some(key) => {
+                let at = Instant::now() + delay;
+                dq.q.reset_at(key, at);
+                if let Some(s) = dq.slots[id].as_mut() {
+                    s.at = at;
+                }
+                true
+            }
+            None => false,
+        })
+    }
+
+    fn drive(&mut self, app: &mut dyn App) {
+        let Some(rt) = self.rt.take() else {
+            unreachable!("DelayQueue::drive re-entered");
         };
-        self.tx
-            .send(Cmd::Reset {
-                id,
-                at: Instant::now() + delay,
-                gen,
-            })
-            .is_ok()
+        rt.block_on(async {
+            while let Some(until) = app.step(self) {
+                self.wait_until(Instant::from_std(until)).await;
+            }
+        });
+        self.rt = Some(rt);
     }
 
     fn shutdown(self: Box<Self>) {
-        let Dq { rt, tx, .. } = *self;
-        drop(tx);
-        rt.shutdown_timeout(Duration::from_secs(10));
+        let Dq { rt, q, keys, slots } = *self;
+        drop((q, keys, slots));
+        if let Some(rt) = rt {
+            rt.shutdown_timeout(Duration::from_secs(10));
+        }
     }
 }

@@ -3,12 +3,13 @@
 //! line for the best Rust alternative.
 //!
 //! - [`tokio_sleep`]: tokio's own timers, a spawned task per timer sleeping
-//!   on the runtime's hierarchical wheel (one worker thread).
+//!   on the runtime's hierarchical wheel (current-thread, and two workers).
 //! - [`delay_queue`]: tokio-util's `DelayQueue` (the same wheel with slab
-//!   storage) owned by one task that takes commands over a channel, the way
-//!   an application shares it.
+//!   storage) owned, filled and polled by the application's own task.
+//! - [`nexus`]: `nexus-timer`'s slab-backed wheel, owned and polled by the
+//!   application's thread.
 //! - [`stp`]: the `scheduled-thread-pool` crate (a binary heap under a
-//!   mutex, one worker here), the closest Rust peer of
+//!   mutex; one and two workers), the closest Rust peer of
 //!   `ScheduledThreadPoolExecutor`.
 //! - [`java`]: the Java originals (JDK `Timer`, `ScheduledThreadPoolExecutor`,
 //!   Netty's `HashedWheelTimer`), each in a child JVM running the same specs.
@@ -17,6 +18,7 @@
 
 pub mod delay_queue;
 pub mod java;
+pub mod nexus;
 pub mod stp;
 pub mod tokio_sleep;
 
@@ -27,20 +29,18 @@ use crate::subjects::Subject;
 
 /// Every peer. Add yours here.
 pub fn all() -> Vec<Subject> {
+    let peer = |name, about, make| Subject::in_process(name, SubjectKind::Peer, about, make);
     vec![
-        Subject::in_process(
-            "tokio-sleep",
-            SubjectKind::Peer,
-            tokio_sleep::ABOUT,
-            tokio_sleep::factory(),
+        peer("tokio-sleep", tokio_sleep::ABOUT, tokio_sleep::factory(0)),
+        peer(
+            "tokio-sleep-2w",
+            tokio_sleep::ABOUT_2W,
+            tokio_sleep::factory(2),
         ),
-        Subject::in_process(
-            "delay-queue",
-            SubjectKind::Peer,
-            delay_queue::ABOUT,
-            delay_queue::factory(),
-        ),
-        Subject::in_process("stp", SubjectKind::Peer, stp::ABOUT, stp::factory()),
+        peer("delay-queue", delay_queue::ABOUT, delay_queue::factory()),
+        peer("nexus", nexus::ABOUT, nexus::factory()),
+        peer("stp", stp::ABOUT, stp::factory(1)),
+        peer("stp-2", stp::ABOUT_2, stp::factory(2)),
     ]
     .into_iter()
     .chain(java::subjects()) // the Java originals, each in a child JVM
@@ -84,11 +84,6 @@ impl Gates {
             .map(|v| v.wrapping_add(4) >> 2)
     }
 
-    /// The current generation.
-    pub(crate) fn generation(&self, id: usize) -> u32 {
-        self.cells[id].load(Acquire) >> 2
-    }
-
     /// Claims a one-shot run of generation `gen`; true iff it may fire.
     pub(crate) fn claim(&self, id: usize, gen: u32) -> bool {
         self.update(id, |v| {
@@ -119,7 +114,7 @@ mod test {
 
         assert_eq!(g.reset(2), Some(1));
         assert!(!g.claim(2, 0), "the run queued before the reset is stale");
-        assert!(g.claim(2, g.generation(2)));
+        assert!(g.claim(2, 1));
         assert!(!g.claim(2, 1), "fires once");
     }
 }

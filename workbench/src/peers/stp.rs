@@ -1,5 +1,5 @@
 //! The `scheduled-thread-pool` crate (sfackler): a binary heap under a
-//! mutex with one condvar, here with one worker thread.
+//! mutex with one condvar, with one or two worker threads.
 //!
 //! Its `JobHandle::cancel` sets a flag and says nothing, so the runner keeps
 //! its own per-timer `Gates` to know whether a cancel stopped a run; reset
@@ -12,37 +12,48 @@ use std::time::Duration;
 use scheduled_thread_pool::{JobHandle, OnPoolDropBehavior, ScheduledThreadPool};
 
 use super::Gates;
-use crate::runner::{Fire, Timers, TimersFactory};
+use crate::runner::{drive_threaded, App, Fire, Refused, Timers, TimersFactory};
 use crate::spec::Kind;
 
-/// One line for the report.
+/// One line for the report, one worker.
 pub const ABOUT: &str =
-    "scheduled-thread-pool 0.2: heap + mutex + condvar, 1 worker; reset = cancel + new job";
+    "scheduled-thread-pool 0.2: heap + mutex + condvar, lazy cancel flag, 1 worker; reset = cancel + new job";
 
-/// The factory.
-pub fn factory() -> TimersFactory {
-    Arc::new(|capacity| Box::new(Stp::new(capacity)) as Box<dyn Timers>)
+/// One line for the report, two workers.
+pub const ABOUT_2: &str =
+    "scheduled-thread-pool 0.2: heap + mutex + condvar, lazy cancel flag, 2 workers; reset = cancel + new job";
+
+/// The factory, with `threads` workers.
+pub fn factory(threads: usize) -> TimersFactory {
+    Arc::new(move |capacity| Box::new(Stp::new(capacity, threads)) as Box<dyn Timers>)
 }
 
 struct Stp {
     pool: ScheduledThreadPool,
     gates: Arc<Gates>,
-    jobs: Vec<Option<(JobHandle, Fire)>>,
+    /// The handle of each timer, dense as a user keeps them: what a cancel
+    /// reads besides the gate.
+    handles: Vec<Option<JobHandle>>,
+    /// The fire of each timer, for a reset's new job.
+    fires: Vec<Option<Fire>>,
 }
 
 impl Stp {
-    fn new(capacity: usize) -> Stp {
-        let mut jobs = Vec::with_capacity(capacity);
-        jobs.resize_with(capacity, || None);
+    fn new(capacity: usize, threads: usize) -> Stp {
+        let mut handles = Vec::with_capacity(capacity);
+        handles.resize_with(capacity, || None);
+        let mut fires = Vec::with_capacity(capacity);
+        fires.resize_with(capacity, || None);
         let pool = ScheduledThreadPool::builder()
-            .num_threads(1)
+            .num_threads(threads)
             .thread_name_pattern("stp-{}")
             .on_drop_behavior(OnPoolDropBehavior::DiscardPendingScheduled)
             .build();
         Stp {
             pool,
             gates: Arc::new(Gates::new(capacity)),
-            jobs,
+            handles,
+            fires,
         }
     }
 
@@ -57,9 +68,9 @@ impl Stp {
 }
 
 impl Timers for Stp {
-    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String> {
-        let h = self.job(id, 0, delay, fire.clone());
-        self.jobs[id] = Some((h, fire));
+    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
+        self.handles[id] = Some(self.job(id, 0, delay, fire.clone()));
+        self.fires[id] = Some(fire);
         Ok(())
     }
 
@@ -70,7 +81,7 @@ impl Timers for Stp {
         initial: Duration,
         period: Duration,
         fire: Fire,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refused> {
         let (gates, f) = (self.gates.clone(), fire.clone());
         let run = move || {
             if gates.live(id) {
@@ -81,13 +92,14 @@ impl Timers for Stp {
             Kind::FixedDelay => self.pool.execute_with_fixed_delay(initial, period, run),
             _ => self.pool.execute_at_fixed_rate(initial, period, run),
         };
-        self.jobs[id] = Some((h, fire));
+        self.handles[id] = Some(h);
+        self.fires[id] = Some(fire);
         Ok(())
     }
 
     fn cancel(&mut self, id: usize) -> bool {
         let stopped = self.gates.cancel(id);
-        if let Some((h, _)) = &self.jobs[id] {
+        if let Some(h) = &self.handles[id] {
             h.cancel();
         }
         stopped
@@ -97,17 +109,20 @@ impl Timers for Stp {
         let Some(gen) = self.gates.reset(id) else {
             return false;
         };
-        if let Some((h, fire)) = self.jobs[id].take() {
+        if let (Some(h), Some(fire)) = (&self.handles[id], self.fires[id].clone()) {
             h.cancel();
-            let new = self.job(id, gen, delay, fire.clone());
-            self.jobs[id] = Some((new, fire));
+            self.handles[id] = Some(self.job(id, gen, delay, fire));
         }
         true
     }
 
+    fn drive(&mut self, app: &mut dyn App) {
+        drive_threaded(self, app);
+    }
+
     fn shutdown(self: Box<Self>) {
-        let Stp { pool, jobs, .. } = *self;
-        for (h, _) in jobs.iter().flatten() {
+        let Stp { pool, handles, .. } = *self;
+        for h in handles.iter().flatten() {
             h.cancel();
         }
         drop(pool); // pending jobs are discarded, the worker exits

@@ -1,6 +1,9 @@
 //! tokio's own timers: one spawned task per timer, sleeping until its
-//! deadline on a multi-thread runtime with one worker (the wheel's lock is
-//! shared by the caller and the worker).
+//! deadline. The application is a task too ([`Timers::drive`] runs it in
+//! the runtime's `block_on`), so it spawns from inside the runtime as tokio
+//! users do. Two flavours: a current-thread runtime (the application and
+//! the timers share one thread) and a multi-thread runtime with two workers
+//! (the wheel's lock is shared by the application and the workers).
 //!
 //! Cancel is `JoinHandle::abort`; reset is abort plus a fresh spawn (a
 //! spawned sleep cannot be moved from outside). Fixed-rate is an
@@ -11,41 +14,57 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::runtime::{Builder, Runtime};
+use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::JoinHandle;
 use tokio::time::{interval_at, sleep, sleep_until, Instant, MissedTickBehavior};
 
-use crate::runner::{Fire, Timers, TimersFactory};
+use crate::runner::{App, Fire, Refused, Timers, TimersFactory};
 use crate::spec::Kind;
 
-/// One line for the report.
-pub const ABOUT: &str = "tokio 1.x: a spawned task per timer sleeping on the runtime's wheel (1 worker); reset = abort + respawn";
+/// One line for the report, current-thread flavour.
+pub const ABOUT: &str = "tokio 1.x: a spawned task per timer sleeping on the runtime's wheel, spawned by the application's task (current-thread runtime); reset = abort + respawn";
 
-/// The factory.
-pub fn factory() -> TimersFactory {
-    Arc::new(|capacity| Box::new(TokioSleep::new(capacity)) as Box<dyn Timers>)
+/// One line for the report, two workers.
+pub const ABOUT_2W: &str = "tokio 1.x: a spawned task per timer sleeping on the runtime's wheel, spawned by the application's task (multi-thread runtime, 2 workers); reset = abort + respawn";
+
+/// The factory: `workers` 0 for a current-thread runtime, else a
+/// multi-thread one with that many workers.
+pub fn factory(workers: usize) -> TimersFactory {
+    Arc::new(move |capacity| Box::new(TokioSleep::new(capacity, workers)) as Box<dyn Timers>)
 }
 
 struct TokioSleep {
-    rt: Runtime,
+    /// `None` while [`Timers::drive`] runs the application inside it.
+    rt: Option<Runtime>,
+    handle: Handle,
     tasks: Vec<Option<(JoinHandle<()>, Fire)>>,
 }
 
 impl TokioSleep {
-    fn new(capacity: usize) -> TokioSleep {
-        let rt = Builder::new_multi_thread()
-            .worker_threads(1)
+    fn new(capacity: usize, workers: usize) -> TokioSleep {
+        let mut b = if workers == 0 {
+            Builder::new_current_thread()
+        } else {
+            let mut b = Builder::new_multi_thread();
+            b.worker_threads(workers);
+            b
+        };
+        let rt = b
             .thread_name("tokio-sleep")
             .enable_time()
             .build()
             .unwrap_or_else(|e| panic!("cannot start a tokio runtime: {e}"));
         let mut tasks = Vec::with_capacity(capacity);
         tasks.resize_with(capacity, || None);
-        TokioSleep { rt, tasks }
+        TokioSleep {
+            handle: rt.handle().clone(),
+            rt: Some(rt),
+            tasks,
+        }
     }
 
     fn spawn_once(&self, deadline: Instant, fire: Fire) -> JoinHandle<()> {
-        self.rt.spawn(async move {
+        self.handle.spawn(async move {
             sleep_until(deadline).await;
             fire.hit();
         })
@@ -53,7 +72,7 @@ impl TokioSleep {
 }
 
 impl Timers for TokioSleep {
-    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String> {
+    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
         let h = self.spawn_once(Instant::now() + delay, fire.clone());
         self.tasks[id] = Some((h, fire));
         Ok(())
@@ -66,18 +85,18 @@ impl Timers for TokioSleep {
         initial: Duration,
         period: Duration,
         fire: Fire,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refused> {
         let start = Instant::now() + initial;
         let f = fire.clone();
         let h = match kind {
-            Kind::FixedDelay => self.rt.spawn(async move {
+            Kind::FixedDelay => self.handle.spawn(async move {
                 sleep_until(start).await;
                 loop {
                     f.hit();
                     sleep(period).await;
                 }
             }),
-            _ => self.rt.spawn(async move {
+            _ => self.handle.spawn(async move {
                 let mut every = interval_at(start, period);
                 every.set_missed_tick_behavior(MissedTickBehavior::Burst);
                 loop {
@@ -116,11 +135,25 @@ impl Timers for TokioSleep {
         live
     }
 
+    fn drive(&mut self, app: &mut dyn App) {
+        let Some(rt) = self.rt.take() else {
+            unreachable!("TokioSleep::drive re-entered");
+        };
+        rt.block_on(async {
+            while let Some(until) = app.step(self) {
+                sleep_until(Instant::from_std(until)).await;
+            }
+        });
+        self.rt = Some(rt);
+    }
+
     fn shutdown(self: Box<Self>) {
-        let TokioSleep { rt, tasks } = *self;
+        let TokioSleep { rt, tasks, .. } = *self;
         for (h, _) in tasks.iter().flatten() {
             h.abort();
         }
-        rt.shutdown_timeout(Duration::from_secs(10));
+        if let Some(rt) = rt {
+            rt.shutdown_timeout(Duration::from_secs(10));
+        }
     }
 }

@@ -8,8 +8,10 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 /// Chart size in pixels.
 pub const SIZE: (u32, u32) = (1000, 440);
 
-/// Colours by subject index, stable across every chart of a report.
-const PALETTE: [RGBColor; 12] = [
+/// Colours by subject index, stable across every chart of a report: 24
+/// distinct ones (Kelly's and Tableau's), so a full run's subjects never
+/// share one.
+const PALETTE: [RGBColor; 24] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -21,12 +23,30 @@ const PALETTE: [RGBColor; 12] = [
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
     RGBColor(0, 0, 0),
-    RGBColor(100, 100, 200),
+    RGBColor(0, 83, 138),
+    RGBColor(246, 118, 142),
+    RGBColor(0, 125, 52),
+    RGBColor(193, 0, 32),
+    RGBColor(83, 55, 122),
+    RGBColor(255, 179, 0),
+    RGBColor(127, 24, 13),
+    RGBColor(166, 189, 215),
+    RGBColor(206, 162, 98),
+    RGBColor(89, 51, 21),
+    RGBColor(241, 58, 19),
+    RGBColor(35, 44, 22),
+    RGBColor(147, 170, 0),
 ];
 
 /// The colour of subject number `i`.
 pub fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
+}
+
+/// The colour of subject number `i` as CSS (`#1f77b4`).
+pub fn color_hex(i: usize) -> String {
+    let RGBColor(r, g, b) = color(i);
+    format!("#{r:02x}{g:02x}{b:02x}")
 }
 
 /// One line or one set of bars: a subject.
@@ -130,7 +150,7 @@ pub fn lines(
                     .draw()
                     .map_err(err)?;
                 category_labels(&root, &chart, names, ylo)?;
-                draw_lines(&mut chart, series)?;
+                draw_lines(&mut chart, series, ylo * 1.15)?;
             }
             XAxis::Log => {
                 let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
@@ -152,7 +172,7 @@ pub fn lines(
                     .y_label_formatter(&|v| fmt_value(*v))
                     .draw()
                     .map_err(err)?;
-                draw_lines(&mut chart, series)?;
+                draw_lines(&mut chart, series, ylo * 1.15)?;
             }
         }
         whole.present().map_err(err)?;
@@ -234,9 +254,39 @@ fn category_labels<'a, Y: Ranged<ValueType = f64>>(
     Ok(())
 }
 
+/// Marks the figures that are exactly zero (a log axis cannot show them):
+/// a hollow triangle on the axis floor at `x + dx`.
+fn zeros<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    s: &Series,
+    dx: f64,
+    floor: f64,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let c = color(s.color);
+    let marks: Vec<(f64, f64)> = s
+        .points
+        .iter()
+        .filter(|p| p.1 == Some(0.0))
+        .map(|p| (p.0 + dx, floor))
+        .collect();
+    chart
+        .draw_series(
+            marks
+                .into_iter()
+                .map(|p| TriangleMarker::new(p, 7, c.stroke_width(2))),
+        )
+        .map_err(err)?;
+    Ok(())
+}
+
 fn draw_lines<'a, X, Y>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     series: &[Series],
+    floor: f64,
 ) -> Result<(), String>
 where
     X: Ranged<ValueType = f64>,
@@ -249,6 +299,7 @@ where
             .iter()
             .filter_map(|&(x, y)| y.filter(|v| *v > 0.0).map(|y| (x, y)))
             .collect();
+        zeros(chart, s, 0.0, floor)?;
         if pts.is_empty() {
             continue;
         }
@@ -326,6 +377,7 @@ pub fn bars(
                     ))
                 })
                 .collect();
+            zeros(&mut chart, s, x0 + width * 0.45, ylo * 1.15)?;
             if rects.is_empty() {
                 continue;
             }

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::{getrusage, UsageWho};
+use nix::time::{clock_gettime, ClockId};
 
 /// Now, from the monotonic clock.
 #[allow(clippy::disallowed_methods)] // the workbench measures real time
@@ -18,21 +19,21 @@ pub fn sleep(d: Duration) {
     std::thread::sleep(d);
 }
 
-/// Waits until `t`: sleeps while more than 200 µs away, then yields, so the
-/// driver neither burns a core nor oversleeps much.
+/// Waits until `t` with one sleep (the thread's timer slack makes it late
+/// by some 50-100 µs): no spinning, so the application's thread costs no
+/// CPU while it waits and the process's CPU time is the subject's.
 pub fn wait_until(t: Instant) {
-    loop {
-        let n = now();
-        if n >= t {
-            return;
-        }
-        let left = t - n;
-        if left > Duration::from_micros(200) {
-            sleep(left - Duration::from_micros(100));
-        } else {
-            std::thread::yield_now();
-        }
+    let n = now();
+    if t > n {
+        sleep(t - n);
     }
+}
+
+/// The 1-, 5- and 15-minute load averages (zeros where unavailable).
+pub fn load_average() -> [f64; 3] {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut it = text.split_whitespace().map(|x| x.parse().unwrap_or(0.0));
+    [0; 3].map(|_| it.next().unwrap_or(0.0))
 }
 
 /// CPU time (user + system) of the whole process.
@@ -40,9 +41,15 @@ pub fn cpu_process() -> Duration {
     cpu(UsageWho::RUSAGE_SELF)
 }
 
-/// CPU time (user + system) of the calling thread.
+/// CPU time (user + system) of the calling thread, to the nanosecond
+/// (`CLOCK_THREAD_CPUTIME_ID`; zero where unavailable).
 pub fn cpu_thread() -> Duration {
-    cpu(UsageWho::RUSAGE_THREAD)
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(Duration::ZERO, |t| {
+        Duration::new(
+            t.tv_sec().max(0) as u64,
+            t.tv_nsec().clamp(0, 999_999_999) as u32,
+        )
+    })
 }
 
 fn cpu(who: UsageWho) -> Duration {
@@ -57,16 +64,20 @@ fn cpu(who: UsageWho) -> Duration {
     }
 }
 
-/// Resident set size, bytes, from `/proc/self/statm` (0 where unavailable).
+/// Anonymous resident memory, bytes, from `/proc/self/statm` (resident
+/// minus shared pages; 0 where unavailable): the heap and stacks, without
+/// the file-backed pages of the binary's code, which the first run of a
+/// code path faults in and which are no cost per timer.
 pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u64>().ok())
-        })
-        .map_or(0, |pages| pages * 4096)
+    let text = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: Vec<u64> = text
+        .split_whitespace()
+        .map(|p| p.parse().unwrap_or(0))
+        .collect();
+    match pages[..] {
+        [_, resident, shared, ..] => resident.saturating_sub(shared) * 4096,
+        _ => 0,
+    }
 }
 
 /// The cost of the timing loop the timeline wraps around every operation

@@ -17,11 +17,16 @@
 //! - A firing task does one thing: it stores the time into a slot of
 //!   preallocated memory ([`Fire::hit`]); the lateness histogram is built
 //!   after the run from those slots.
-//! - Per-operation costs are timed with two clock reads around the call;
-//!   the cost of that timing loop is measured on its own
-//!   ([`measure::timing_overhead`]), subtracted, and reported.
-//! - Application-side storage (the vector of handles, the probe) is
-//!   allocated and touched before memory is measured.
+//! - Timelines time each call alone with two clock reads (`*_call`
+//!   metrics); the cost of that timing loop is measured on its own
+//!   ([`measure::timing_overhead`]), subtracted, and reported. Sweeps time
+//!   loops of calls as a whole (`*_batch`), as a caller's loop runs them.
+//! - Whole-process CPU per timer counts what a subject defers to its own
+//!   threads (`cpu_per_timer`).
+//! - Application-side storage (the vector of handles, the probe, the fire
+//!   slots handed to the subject) is allocated and touched before memory is
+//!   measured, and stays allocated until after the second reading.
+//! - A subject is driven the way its users drive it ([`Timers::drive`]).
 
 pub mod measure;
 pub mod sweep;
@@ -38,14 +43,14 @@ use crate::record::Measurement;
 use crate::spec::{Kind, Workload};
 
 /// Runs a workload once against one subject.
-pub trait Runner: Send {
+pub trait Runner {
     /// Runs `workload` once (one repeat) and returns every figure measured.
     ///
     /// # Errors
     ///
     /// A [`RunError`] if the subject refused an operation the workload
     /// needs or the run could not be carried out; the suite reports it and
-    /// goes on with the next subject.
+    /// goes on.
     fn run(&mut self, workload: &Workload, ctx: &RunContext) -> Result<Vec<Measurement>, RunError>;
 }
 
@@ -69,26 +74,61 @@ impl RunContext {
 }
 
 /// A run that could not be carried out.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The subject refused an operation.
+    #[error("{op} refused at timer {at} of {of}: {source}")]
+    Refused {
+        /// Which operation.
+        op: &'static str,
+        /// The timer's index.
+        at: usize,
+        /// How many timers the run has.
+        of: usize,
+        /// The subject's own error.
+        source: Refused,
+    },
+    /// The subject broke the contract the measurement relies on (a cancel
+    /// of a pending timer that failed, a far-future timer that fired).
+    #[error("{0}")]
+    Inconsistent(String),
+    /// A child process (the Java harness, the memory probe, the Redis
+    /// benchmark) failed or answered nonsense.
+    #[error("{0}")]
+    Child(String),
+    /// The workload is too large for this runner.
+    #[error("{0}")]
+    TooLarge(String),
+}
 
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+/// A subject's refusal of an operation, with its own error inside.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct Refused(pub Box<dyn std::error::Error + Send + Sync>);
+
+impl Refused {
+    /// A refusal explained in words.
+    pub fn because(why: impl Into<String>) -> Refused {
+        Refused(why.into().into())
     }
 }
 
-impl std::error::Error for RunError {}
-
 /// The operations an in-process subject offers the runner. Timers are
 /// named by dense ids `0..capacity`, each scheduled at most once.
-pub trait Timers: Send {
+///
+/// The runner's thread is the application: it calls these operations at
+/// the workload's times, and between them hands the thread to
+/// [`Timers::drive`], so that a subject whose timers are owned and polled
+/// by the application's own thread (an event loop: tokio-util's
+/// `DelayQueue` in its task, `nexus-timer`'s wheel) is driven the way its
+/// users drive it, while a subject with its own threads simply waits.
+pub trait Timers {
     /// Schedules one-shot timer `id` to call `fire.hit()` after `delay`.
     ///
     /// # Errors
     ///
-    /// The subject refused (its own error, as text).
-    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), String>;
+    /// The subject refused (its own error inside).
+    fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), Refused>;
 
     /// Schedules periodic timer `id`: first after `initial`, then every
     /// `period` (fixed-rate or fixed-delay, as `kind` says).
@@ -103,7 +143,7 @@ pub trait Timers: Send {
         initial: Duration,
         period: Duration,
         fire: Fire,
-    ) -> Result<(), String>;
+    ) -> Result<(), Refused>;
 
     /// Cancels timer `id`; true iff this stopped a future run.
     fn cancel(&mut self, id: usize) -> bool;
@@ -111,8 +151,61 @@ pub trait Timers: Send {
     /// Moves timer `id` to `delay` from now; true iff it was still pending.
     fn reset(&mut self, id: usize, delay: Duration) -> bool;
 
+    /// Runs the application: calls `app.step` with this subject until it
+    /// returns `None`, and between steps waits until the instant it
+    /// returned. A subject with threads of its own calls
+    /// [`drive_threaded`]; an event-loop subject polls its timers (and
+    /// fires them) while it waits, on this thread.
+    fn drive(&mut self, app: &mut dyn App);
+
     /// Drops everything pending and stops the subject's threads.
     fn shutdown(self: Box<Self>);
+}
+
+/// The application side of [`Timers::drive`].
+pub trait App {
+    /// Does everything due by now against `timers`; returns when it next
+    /// has something to do, or `None` when it is finished.
+    fn step(&mut self, timers: &mut dyn Timers) -> Option<Instant>;
+}
+
+/// [`Timers::drive`] for a subject with threads of its own: the
+/// application's thread just sleeps between steps.
+pub fn drive_threaded(timers: &mut dyn Timers, app: &mut dyn App) {
+    while let Some(t) = app.step(timers) {
+        measure::wait_until(t);
+    }
+}
+
+/// A closure as an [`App`].
+pub struct Steps<F>(pub F);
+
+impl<F: FnMut(&mut dyn Timers) -> Option<Instant>> App for Steps<F> {
+    fn step(&mut self, timers: &mut dyn Timers) -> Option<Instant> {
+        (self.0)(timers)
+    }
+}
+
+impl<F> fmt::Debug for Steps<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Steps")
+    }
+}
+
+/// Runs `f` once inside `timers`' [`Timers::drive`] (so an event-loop
+/// subject is in its context) and returns its result.
+pub fn within<R>(timers: &mut dyn Timers, f: impl FnOnce(&mut dyn Timers) -> R) -> R {
+    let mut f = Some(f);
+    let mut out = None;
+    timers.drive(&mut Steps(|t: &mut dyn Timers| {
+        if let Some(f) = f.take() {
+            out = Some(f(t));
+        }
+        None
+    }));
+    // `drive` calls the application at least once by contract; a subject
+    // that did not is a bug in its adapter.
+    out.unwrap_or_else(|| unreachable!("Timers::drive returned without running the application"))
 }
 
 /// Makes a fresh in-process subject able to hold `capacity` timers.

@@ -2,20 +2,24 @@
 //! group, generated up front from the seed, sorted by time, and carried out
 //! in real time by one driver thread (the "application").
 //!
-//! The driver waits for each event's time (sleeping, never spinning for
-//! long), times the operation with two clock reads, and notes the deadline
-//! it asked for. Afterwards it waits until every timer that should fire has
-//! fired (or the last deadline plus the workload's grace has passed), then
-//! computes lateness, jitter and drift from the probe's slots.
+//! The driver is an [`App`] that the subject drives ([`Timers::drive`]): it
+//! runs every event due, times each operation alone with two clock reads
+//! (`*_call` metrics), and notes the deadline it asked for; between events
+//! a threaded subject's driver sleeps, an event-loop subject polls its
+//! timers. Afterwards it waits until every timer that should fire has fired
+//! (or the last deadline plus the workload's grace has passed), then
+//! computes lateness, |jitter| and |drift| from the probe's slots and the
+//! whole process's CPU time per timer.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
 use super::measure::{self, ns};
-use super::{Probe, RunContext, RunError, TimersFactory};
-use crate::record::{metric, unit, Measurement};
-use crate::spec::{Anchor, Kind, Process, Rng, Workload};
+use super::{App, Fire, Probe, RunContext, RunError, Timers, TimersFactory};
+use crate::random::Rng;
+use crate::record::{Measurement, Metric};
+use crate::spec::{Anchor, Kind, Process, Workload};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
@@ -167,6 +171,153 @@ impl Cost {
     }
 }
 
+/// The application: executes the plan's events at their times, then waits
+/// for the fires.
+struct Driver<'a> {
+    w: &'a Workload,
+    plan: &'a Plan,
+    probe: &'a Probe,
+    fires: Vec<Option<Fire>>,
+    start: Instant,
+    next: usize,
+    deadline: Vec<u64>,
+    cancelled: Vec<bool>,
+    sched: Cost,
+    cancel: Cost,
+    reset: Cost,
+    cancel_ok: u64,
+    cancel_late: u64,
+    reset_late: u64,
+    once_ok: u64,
+    failure: Option<RunError>,
+    /// Set when the last event has run: until when to wait for fires.
+    give_up: Option<Instant>,
+    progress: &'a indicatif::ProgressBar,
+}
+
+impl Driver<'_> {
+    fn event(&mut self, ev: Event, timers: &mut dyn Timers) -> Result<(), RunError> {
+        let id = ev.id as usize;
+        let g = &self.w.groups[self.plan.meta[id].group as usize];
+        let epoch = self.probe.epoch();
+        match ev.op {
+            Op::Schedule | Op::ScheduleAt | Op::Periodic => {
+                let fire = self.fires[id]
+                    .take()
+                    .ok_or_else(|| RunError::Inconsistent(format!("timer {id} scheduled twice")))?;
+                let t0 = measure::now();
+                let delay = match ev.op {
+                    Op::ScheduleAt => ev.arg.saturating_sub(ns(self.start, t0)),
+                    _ => ev.arg,
+                };
+                let r = if ev.op == Op::Periodic {
+                    let period = g.period.map_or(Duration::from_millis(1), |p| p.0);
+                    timers.schedule_periodic(id, g.kind, Duration::from_nanos(delay), period, fire)
+                } else {
+                    timers.schedule(id, Duration::from_nanos(delay), fire)
+                };
+                let t1 = measure::now();
+                r.map_err(|source| RunError::Refused {
+                    op: "schedule",
+                    at: id,
+                    of: self.plan.meta.len(),
+                    source,
+                })?;
+                self.sched.add(ns(t0, t1));
+                self.deadline[id] = ns(epoch, t0) + delay;
+                if ev.op != Op::Periodic {
+                    self.once_ok += 1;
+                }
+            }
+            Op::Cancel => {
+                let t0 = measure::now();
+                let ok = timers.cancel(id);
+                let t1 = measure::now();
+                // The end-of-run cancel of a periodic timer is not part of
+                // the workload's cancel cost.
+                if !g.kind.is_periodic() {
+                    self.cancel.add(ns(t0, t1));
+                    if ok {
+                        self.cancel_ok += 1;
+                    } else {
+                        self.cancel_late += 1;
+                    }
+                }
+                self.cancelled[id] = ok;
+            }
+            Op::Reset => {
+                let t0 = measure::now();
+                let ok = timers.reset(id, Duration::from_nanos(ev.arg));
+                let t1 = measure::now();
+                self.reset.add(ns(t0, t1));
+                if ok {
+                    self.deadline[id] = ns(epoch, t0) + ev.arg;
+                } else {
+                    self.reset_late += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One-shot timers that should fire: scheduled and not cancelled.
+    fn expected(&self) -> u64 {
+        self.once_ok - self.cancel_ok
+    }
+
+    fn last_deadline(&self) -> u64 {
+        self.plan
+            .meta
+            .iter()
+            .enumerate()
+            .filter(|(id, m)| {
+                !self.w.groups[m.group as usize].kind.is_periodic() && !self.cancelled[*id]
+            })
+            .map(|(id, _)| self.deadline[id])
+            .filter(|d| *d != u64::MAX)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+impl App for Driver<'_> {
+    fn step(&mut self, timers: &mut dyn Timers) -> Option<Instant> {
+        if self.failure.is_some() {
+            return None;
+        }
+        let events = &self.plan.events;
+        let elapsed = ns(self.start, measure::now());
+        while self.next < events.len() && events[self.next].at <= elapsed {
+            let ev = events[self.next];
+            self.next += 1;
+            if let Err(e) = self.event(ev, timers) {
+                self.failure = Some(e);
+                return None;
+            }
+            if self.next.is_multiple_of(1024) {
+                self.progress.set_position(self.next as u64);
+            }
+        }
+        if let Some(ev) = events.get(self.next) {
+            return Some(self.start + Duration::from_nanos(ev.at));
+        }
+        // Every event has run: wait for every timer that should fire, at
+        // most until the last deadline plus the workload's grace.
+        let give_up = match self.give_up {
+            Some(t) => t,
+            None => {
+                let t = self.probe.epoch()
+                    + Duration::from_nanos(self.last_deadline())
+                    + self.w.grace.0;
+                *self.give_up.insert(t)
+            }
+        };
+        let now = measure::now();
+        (self.probe.fired() < self.expected() && now < give_up)
+            .then(|| (now + Duration::from_millis(1)).min(give_up))
+    }
+}
+
 /// Runs one repeat of a timeline workload.
 ///
 /// # Errors
@@ -181,254 +332,166 @@ pub fn run(
     let n = plan.meta.len();
     ctx.progress.set_length(plan.events.len() as u64 + 1);
     ctx.progress.set_position(0);
-    let mut deadline = vec![u64::MAX; n];
-    let mut cancelled = vec![false; n];
     let mut timers = make(n);
     // Allocate everything of our own before the run.
-    let start = measure::now();
-    let probe = Probe::new(start, plan.once, plan.periodic, plan.cap);
+    let probe = Probe::new(measure::now(), plan.once, plan.periodic, plan.cap);
     let fires: Vec<_> = plan
         .meta
         .iter()
         .map(|m| {
-            if w.groups[m.group as usize].kind.is_periodic() {
+            Some(if w.groups[m.group as usize].kind.is_periodic() {
                 probe.periodic(m.slot as usize)
             } else {
                 probe.once(m.slot as usize)
-            }
+            })
         })
         .collect();
+    let mut driver = Driver {
+        w,
+        plan: &plan,
+        probe: &probe,
+        fires,
+        start: measure::now(),
+        next: 0,
+        deadline: vec![u64::MAX; n],
+        cancelled: vec![false; n],
+        sched: Cost::default(),
+        cancel: Cost::default(),
+        reset: Cost::default(),
+        cancel_ok: 0,
+        cancel_late: 0,
+        reset_late: 0,
+        once_ok: 0,
+        failure: None,
+        give_up: None,
+        progress: &ctx.progress,
+    };
     let (cpu0, thread0) = (measure::cpu_process(), measure::cpu_thread());
-    let start = measure::now();
+    driver.start = measure::now();
     // The probe counts from its own epoch (when it was allocated); event
     // times count from `start`.
-    let probe_epoch = probe.epoch();
-    let offset = ns(probe_epoch, start);
-
-    let (mut sched, mut cancel, mut reset) = (Cost::default(), Cost::default(), Cost::default());
-    let (mut cancel_ok, mut cancel_late, mut reset_late, mut once_ok) = (0u64, 0u64, 0u64, 0u64);
-    let mut fires = fires.into_iter().map(Some).collect::<Vec<_>>();
-    let mut failure = None;
-    for (i, ev) in plan.events.iter().enumerate() {
-        measure::wait_until(start + Duration::from_nanos(ev.at));
-        let id = ev.id as usize;
-        let g = &w.groups[plan.meta[id].group as usize];
-        match ev.op {
-            Op::Schedule | Op::ScheduleAt | Op::Periodic => {
-                let Some(fire) = fires[id].take() else {
-                    failure = Some(RunError(format!("timer {id} scheduled twice")));
-                    break;
-                };
-                let t0 = measure::now();
-                let delay = match ev.op {
-                    Op::ScheduleAt => ev.arg.saturating_sub(ns(start, t0)),
-                    _ => ev.arg,
-                };
-                let r = if ev.op == Op::Periodic {
-                    let period = g.period.map_or(Duration::from_millis(1), |p| p.0);
-                    timers.schedule_periodic(id, g.kind, Duration::from_nanos(delay), period, fire)
-                } else {
-                    timers.schedule(id, Duration::from_nanos(delay), fire)
-                };
-                let t1 = measure::now();
-                if let Err(e) = r {
-                    failure = Some(RunError(format!("schedule refused: {e}")));
-                    break;
-                }
-                sched.add(ns(t0, t1));
-                deadline[id] = ns(probe_epoch, t0) + delay;
-                if ev.op != Op::Periodic {
-                    once_ok += 1;
-                }
-            }
-            Op::Cancel => {
-                let t0 = measure::now();
-                let ok = timers.cancel(id);
-                let t1 = measure::now();
-                // The end-of-run cancel of a periodic timer is not part of
-                // the workload's cancel cost.
-                if !g.kind.is_periodic() {
-                    cancel.add(ns(t0, t1));
-                    if ok {
-                        cancel_ok += 1;
-                    } else {
-                        cancel_late += 1;
-                    }
-                }
-                cancelled[id] = ok;
-            }
-            Op::Reset => {
-                let t0 = measure::now();
-                let ok = timers.reset(id, Duration::from_nanos(ev.arg));
-                let t1 = measure::now();
-                reset.add(ns(t0, t1));
-                if ok {
-                    deadline[id] = ns(probe_epoch, t0) + ev.arg;
-                } else {
-                    reset_late += 1;
-                }
-            }
-        }
-        if i % 1024 == 0 {
-            ctx.progress.set_position(i as u64);
-        }
-    }
-    if let Some(e) = failure {
-        timers.shutdown();
+    let offset = ns(probe.epoch(), driver.start);
+    timers.drive(&mut driver);
+    let cpu = measure::cpu_process().saturating_sub(cpu0);
+    let driver_cpu = measure::cpu_thread().saturating_sub(thread0);
+    ctx.progress.set_position(plan.events.len() as u64 + 1);
+    timers.shutdown();
+    if let Some(e) = driver.failure.take() {
         return Err(e);
     }
-    let driver_cpu = measure::cpu_thread() - thread0;
-
-    // Wait for every timer that should fire.
-    let expected = once_ok - cancel_ok;
-    let last = plan
-        .meta
-        .iter()
-        .enumerate()
-        .filter(|(id, m)| !w.groups[m.group as usize].kind.is_periodic() && !cancelled[*id])
-        .map(|(id, _)| deadline[id])
-        .max()
-        .unwrap_or(0);
-    let give_up = probe_epoch + Duration::from_nanos(last) + w.grace.0;
-    while probe.fired() < expected && measure::now() < give_up {
-        measure::sleep(Duration::from_millis(1));
-    }
-    ctx.progress.set_position(plan.events.len() as u64 + 1);
-    let cpu = measure::cpu_process() - cpu0;
-    timers.shutdown();
 
     let o = ctx.timing_overhead_ns;
     let mut out = Vec::new();
-    for (name, c) in [
-        (metric::SCHEDULE, &sched),
-        (metric::CANCEL, &cancel),
-        (metric::RESET, &reset),
+    for (m, c) in [
+        (Metric::ScheduleCall, &driver.sched),
+        (Metric::CancelCall, &driver.cancel),
+        (Metric::ResetCall, &driver.reset),
     ] {
         if let Some(v) = c.per_op(o) {
-            out.push(Measurement::new(name, v, unit::NS_OP));
+            out.push(Measurement::new(m, v));
         }
     }
-    if cancel.n > 0 {
+    if driver.cancel.n > 0 {
         out.push(Measurement::new(
-            metric::CANCEL_LATE,
-            cancel_late as f64,
-            unit::COUNT,
+            Metric::CancelLate,
+            driver.cancel_late as f64,
         ));
     }
-    if reset.n > 0 {
+    if driver.reset.n > 0 {
         out.push(Measurement::new(
-            "reset_late",
-            reset_late as f64,
-            unit::COUNT,
+            Metric::ResetLate,
+            driver.reset_late as f64,
         ));
     }
+    out.push(Measurement::new(Metric::Cpu, cpu.as_secs_f64() * 1e3));
     out.push(Measurement::new(
-        metric::CPU,
-        cpu.as_secs_f64() * 1e3,
-        unit::MS,
-    ));
-    out.push(Measurement::new(
-        metric::CPU_BACKGROUND,
+        Metric::CpuBackground,
         cpu.saturating_sub(driver_cpu).as_secs_f64() * 1e3,
-        unit::MS,
     ));
+    if driver.sched.n > 0 {
+        out.push(Measurement::new(
+            Metric::CpuPerTimer,
+            cpu.as_nanos() as f64 / driver.sched.n as f64,
+        ));
+    }
+    out.push(Measurement::new(Metric::TimingOverhead, o));
     if plan.once > 0 {
-        one_shot_figures(&plan, w, &probe, &deadline, &cancelled, expected, &mut out);
+        one_shot_figures(&driver, &mut out);
     }
     if plan.periodic > 0 {
-        periodic_figures(&plan, w, &probe, &deadline, offset, &mut out);
+        periodic_figures(&driver, offset, &mut out);
     }
     Ok(out)
 }
 
 fn histogram() -> Histogram<u64> {
-    // 1 ns to 1 hour at 3 significant digits.
     // Auto-resizing, 3 significant figures: valid arguments, so `new`
     // cannot fail.
     Histogram::new(3).expect("3 significant figures is a valid precision")
 }
 
-fn push_percentiles(h: &Histogram<u64>, names: &[&str], out: &mut Vec<Measurement>) {
+fn push_percentiles(h: &Histogram<u64>, which: &[(Metric, f64)], out: &mut Vec<Measurement>) {
     if h.is_empty() {
         return;
     }
-    for name in names {
-        let v = match name.rsplit('_').next() {
-            Some("p50") => h.value_at_quantile(0.5),
-            Some("p90") => h.value_at_quantile(0.9),
-            Some("p99") => h.value_at_quantile(0.99),
-            Some("p99.9") => h.value_at_quantile(0.999),
-            _ => h.max(),
+    for &(m, q) in which {
+        let v = if q >= 1.0 {
+            h.max()
+        } else {
+            h.value_at_quantile(q)
         };
-        out.push(Measurement::new(name, v as f64 / 1e3, unit::US));
+        out.push(Measurement::new(m, v as f64 / 1e3));
     }
 }
 
-fn one_shot_figures(
-    plan: &Plan,
-    w: &Workload,
-    probe: &Probe,
-    deadline: &[u64],
-    cancelled: &[bool],
-    expected: u64,
-    out: &mut Vec<Measurement>,
-) {
+fn one_shot_figures(d: &Driver<'_>, out: &mut Vec<Measurement>) {
     let mut h = histogram();
     let (mut first, mut last, mut fired, mut early) = (u64::MAX, 0u64, 0u64, 0u64);
-    for (id, m) in plan.meta.iter().enumerate() {
-        if w.groups[m.group as usize].kind.is_periodic() {
+    for (id, m) in d.plan.meta.iter().enumerate() {
+        if d.w.groups[m.group as usize].kind.is_periodic() {
             continue;
         }
-        if let Some(t) = probe.fired_at(m.slot as usize) {
+        if let Some(t) = d.probe.fired_at(m.slot as usize) {
             fired += 1;
             first = first.min(t);
             last = last.max(t);
-            if cancelled[id] {
-                continue; // a cancel that returned true yet it ran: counted below
+            if d.cancelled[id] {
+                continue; // a cancel that returned true yet it ran: not lateness
             }
-            if t < deadline[id] {
+            if t < d.deadline[id] {
                 early += 1;
             }
-            let _ = h.record(t.saturating_sub(deadline[id]).max(1));
+            let _ = h.record(t.saturating_sub(d.deadline[id]).max(1));
         }
     }
-    push_percentiles(&h, &metric::LATENESS, out);
-    out.push(Measurement::new(metric::FIRED, fired as f64, unit::COUNT));
+    push_percentiles(&h, &Metric::LATENESS, out);
+    out.push(Measurement::new(Metric::Fired, fired as f64));
     out.push(Measurement::new(
-        metric::MISSED,
-        expected.saturating_sub(fired) as f64,
-        unit::COUNT,
+        Metric::Missed,
+        d.expected().saturating_sub(fired) as f64,
     ));
-    out.push(Measurement::new("early", early as f64, unit::COUNT));
+    out.push(Measurement::new(Metric::Early, early as f64));
     if fired >= 2 && last > first {
         out.push(Measurement::new(
-            metric::FIRES_PER_S,
+            Metric::FiresPerS,
             fired as f64 / ((last - first) as f64 / 1e9),
-            unit::PER_S,
         ));
     }
 }
 
-fn periodic_figures(
-    plan: &Plan,
-    w: &Workload,
-    probe: &Probe,
-    deadline: &[u64],
-    offset: u64,
-    out: &mut Vec<Measurement>,
-) {
+fn periodic_figures(d: &Driver<'_>, offset: u64, out: &mut Vec<Measurement>) {
     let mut h = histogram();
     let (mut runs, mut nominal, mut drift_sum, mut tasks) = (0u64, 0u64, 0f64, 0u64);
-    for (id, m) in plan.meta.iter().enumerate() {
-        let g = &w.groups[m.group as usize];
-        if !g.kind.is_periodic() || deadline[id] == u64::MAX {
+    for (id, m) in d.plan.meta.iter().enumerate() {
+        let g = &d.w.groups[m.group as usize];
+        if !g.kind.is_periodic() || d.deadline[id] == u64::MAX {
             continue;
         }
         let period = g.period.map_or(1, |p| p.nanos().max(1));
         let end = g.run_for.map_or(0, |d| d.nanos()) + offset;
-        let (n, times) = probe.runs(m.slot as usize);
+        let (n, times) = d.probe.runs(m.slot as usize);
         runs += u64::from(n);
-        let first = deadline[id];
+        let first = d.deadline[id];
         nominal += if end > first {
             (end - first) / period + 1
         } else {
@@ -438,39 +501,38 @@ fn periodic_figures(
             continue;
         };
         tasks += 1;
+        // Jitter and drift are magnitudes: early and late count alike.
         match g.kind {
             Kind::FixedRate => {
                 for (k, &t) in times.iter().enumerate() {
                     let ideal = first + k as u64 * period;
-                    let _ = h.record(t.saturating_sub(ideal).max(1));
+                    let _ = h.record(t.abs_diff(ideal).max(1));
                 }
                 let ideal_last = first + (times.len() as u64 - 1) * period;
-                drift_sum += t_last as f64 - ideal_last as f64;
+                drift_sum += t_last.abs_diff(ideal_last) as f64;
             }
             _ => {
-                let _ = h.record(times[0].saturating_sub(first).max(1));
+                let _ = h.record(times[0].abs_diff(first).max(1));
                 for pair in times.windows(2) {
-                    let _ = h.record((pair[1] - pair[0]).saturating_sub(period).max(1));
+                    let _ = h.record((pair[1] - pair[0]).abs_diff(period).max(1));
                 }
                 let nominal_last = times[0] + (times.len() as u64 - 1) * period;
-                drift_sum += t_last as f64 - nominal_last as f64;
+                drift_sum += t_last.abs_diff(nominal_last) as f64;
             }
         }
     }
-    push_percentiles(&h, &metric::JITTER, out);
-    out.push(Measurement::new(metric::RUNS, runs as f64, unit::COUNT));
+    push_percentiles(&h, &Metric::JITTER, out);
+    out.push(Measurement::new(Metric::Runs, runs as f64));
     if nominal > 0 {
         out.push(Measurement::new(
-            metric::RUNS_RATIO,
+            Metric::RunsRatio,
             runs as f64 / nominal as f64,
-            unit::RATIO,
         ));
     }
     if tasks > 0 {
         out.push(Measurement::new(
-            metric::DRIFT,
+            Metric::Drift,
             drift_sum / tasks as f64 / 1e6,
-            unit::MS,
         ));
     }
 }

@@ -1,0 +1,265 @@
+//! What the workbench measures: every figure is a [`Metric`], which knows
+//! its unit, which direction is better, and how to say what it means.
+//!
+//! Costs come in two kinds, and the names say which:
+//!
+//! - `*_call` (timelines): one call timed alone with two clock reads, on
+//!   cold caches, less the measured cost of the clock reads. What one call
+//!   costs when it happens on its own.
+//! - `*_batch` (sweeps): a loop of calls timed as a whole by the calling
+//!   thread's CPU clock, divided by the count. What a stream of calls costs,
+//!   with independent cache misses overlapping as in a real caller's loop;
+//!   on a quiet machine the same as wall time, on a shared one without the
+//!   time slices lost to other processes.
+//!
+//! Neither counts work a scheduler defers to its own threads (an unlink on
+//! the next tick, a purge): [`Metric::CpuPerTimer`] does, from the whole
+//! process's CPU time.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Which way a figure is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Better {
+    /// Costs, lateness, memory.
+    Lower,
+    /// Throughput.
+    Higher,
+    /// A count or ratio that describes the run (how many fired) rather than
+    /// ranks the subject.
+    Neither,
+}
+
+/// The unit of a figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Unit {
+    /// Nanoseconds per operation.
+    #[serde(rename = "ns/op")]
+    NsPerOp,
+    /// Nanoseconds of CPU per timer.
+    #[serde(rename = "ns/timer")]
+    NsPerTimer,
+    /// Microseconds.
+    #[serde(rename = "µs")]
+    Micros,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Millis,
+    /// Nanoseconds.
+    #[serde(rename = "ns")]
+    Nanos,
+    /// Bytes per pending timer.
+    #[serde(rename = "B/timer")]
+    BytesPerTimer,
+    /// Fires (or jobs) per second.
+    #[serde(rename = "fires/s")]
+    PerSecond,
+    /// A plain count.
+    #[serde(rename = "count")]
+    Count,
+    /// A ratio (1 = as expected).
+    #[serde(rename = "ratio")]
+    Ratio,
+}
+
+impl Unit {
+    /// How the unit is written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::NsPerOp => "ns/op",
+            Unit::NsPerTimer => "ns/timer",
+            Unit::Micros => "µs",
+            Unit::Millis => "ms",
+            Unit::Nanos => "ns",
+            Unit::BytesPerTimer => "B/timer",
+            Unit::PerSecond => "fires/s",
+            Unit::Count => "count",
+            Unit::Ratio => "ratio",
+        }
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+macro_rules! metrics {
+    ($($(#[$doc:meta])* $v:ident = $name:literal, $unit:ident, $better:ident;)*) => {
+        /// A measured figure. Serialized as its name (`"lateness_p50"`), the
+        /// form `results.json` and the Java harness use.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum Metric {
+            $($(#[$doc])* #[serde(rename = $name)] $v,)*
+        }
+
+        impl Metric {
+            /// Every metric, in report order.
+            pub const ALL: &'static [Metric] = &[$(Metric::$v),*];
+
+            /// Its name in `results.json`.
+            pub fn name(self) -> &'static str {
+                match self { $(Metric::$v => $name,)* }
+            }
+
+            /// Its unit.
+            pub fn unit(self) -> Unit {
+                match self { $(Metric::$v => Unit::$unit,)* }
+            }
+
+            /// Which way is better.
+            pub fn better(self) -> Better {
+                match self { $(Metric::$v => Better::$better,)* }
+            }
+        }
+    };
+}
+
+metrics! {
+    /// One schedule timed alone (timeline), ns.
+    ScheduleCall = "schedule_call", NsPerOp, Lower;
+    /// One cancel timed alone (timeline), ns: a late one too.
+    CancelCall = "cancel_call", NsPerOp, Lower;
+    /// One reset timed alone (timeline), ns.
+    ResetCall = "reset_call", NsPerOp, Lower;
+    /// A loop of schedules / the count (sweep; the caller's CPU time), ns.
+    ScheduleBatch = "schedule_batch", NsPerOp, Lower;
+    /// A loop of cancels in random order / the count (sweep), ns.
+    CancelBatch = "cancel_batch", NsPerOp, Lower;
+    /// A loop of resets in random order / the count (sweep), ns.
+    ResetBatch = "reset_batch", NsPerOp, Lower;
+    /// CPU time of the whole process (the caller and every thread of the
+    /// subject) per timer scheduled, ns: deferred work counts.
+    CpuPerTimer = "cpu_per_timer", NsPerTimer, Lower;
+    /// Resident memory per pending timer, bytes, measured in a fresh process.
+    Memory = "memory", BytesPerTimer, Lower;
+    /// Lateness p50: fire time − the deadline the subject's API was given, µs.
+    LatenessP50 = "lateness_p50", Micros, Lower;
+    /// Lateness p90, µs.
+    LatenessP90 = "lateness_p90", Micros, Lower;
+    /// Lateness p99, µs.
+    LatenessP99 = "lateness_p99", Micros, Lower;
+    /// Lateness p99.9, µs.
+    LatenessP999 = "lateness_p99.9", Micros, Lower;
+    /// Largest lateness, µs.
+    LatenessMax = "lateness_max", Micros, Lower;
+    /// Periodic start jitter p50: |start − ideal start|, µs.
+    JitterP50 = "jitter_p50", Micros, Lower;
+    /// Jitter p99, µs.
+    JitterP99 = "jitter_p99", Micros, Lower;
+    /// Jitter p99.9, µs.
+    JitterP999 = "jitter_p99.9", Micros, Lower;
+    /// Largest jitter, µs.
+    JitterMax = "jitter_max", Micros, Lower;
+    /// Mean over periodic tasks of |last start − its nominal time|, ms.
+    Drift = "drift", Millis, Lower;
+    /// One-shot fires per second of the firing phase (first to last fire).
+    FiresPerS = "fires_per_s", PerSecond, Higher;
+    /// One-shot timers that fired.
+    Fired = "fired", Count, Neither;
+    /// Timers that should have fired but had not by the end of the grace
+    /// period: a correct scheduler has 0, and a repeat with any is not
+    /// folded into a median.
+    Missed = "missed", Count, Lower;
+    /// Fires before their deadline.
+    Early = "early", Count, Lower;
+    /// Cancels that came too late (the timer had fired).
+    CancelLate = "cancel_late", Count, Neither;
+    /// Resets that came too late.
+    ResetLate = "reset_late", Count, Neither;
+    /// Runs of periodic timers.
+    Runs = "runs", Count, Neither;
+    /// Periodic runs counted, as a fraction of the nominal count.
+    RunsRatio = "runs_ratio", Ratio, Neither;
+    /// CPU time of the whole process during the run, ms.
+    Cpu = "cpu", Millis, Lower;
+    /// CPU time of the process minus the thread that drives the workload:
+    /// what the subject's own threads burned, ms.
+    CpuBackground = "cpu_background", Millis, Lower;
+    /// The measured cost of two clock reads around an empty operation, ns:
+    /// subtracted from every `*_call` cost, and reported.
+    TimingOverhead = "timing_overhead", Nanos, Neither;
+}
+
+impl Metric {
+    /// Lateness percentiles, in order, with the quantile each takes (1.0:
+    /// the maximum).
+    pub const LATENESS: [(Metric, f64); 5] = [
+        (Metric::LatenessP50, 0.5),
+        (Metric::LatenessP90, 0.9),
+        (Metric::LatenessP99, 0.99),
+        (Metric::LatenessP999, 0.999),
+        (Metric::LatenessMax, 1.0),
+    ];
+
+    /// Jitter percentiles, in order, with their quantiles.
+    pub const JITTER: [(Metric, f64); 4] = [
+        (Metric::JitterP50, 0.5),
+        (Metric::JitterP99, 0.99),
+        (Metric::JitterP999, 0.999),
+        (Metric::JitterMax, 1.0),
+    ];
+
+    /// True if a lower value is better.
+    pub fn lower_is_better(self) -> bool {
+        self.better() != Better::Higher
+    }
+
+    /// Whether the metric ranks subjects (costs, lateness, throughput)
+    /// rather than describes the run.
+    pub fn ranks(self) -> bool {
+        self.better() != Better::Neither && !matches!(self, Metric::Missed | Metric::Early)
+    }
+
+    /// A short label for tables: `schedule (call)`, `lateness p99`.
+    pub fn label(self) -> String {
+        let n = self.name();
+        match n.rsplit_once('_') {
+            Some((op, "call")) => format!("{op} (per call)"),
+            Some((op, "batch")) => format!("{op} (batch)"),
+            Some((what, p)) if p.starts_with('p') || p == "max" => format!("{what} {p}"),
+            _ => n.replace('_', " "),
+        }
+    }
+
+    /// `better` of `a` and `b` (by this metric's direction; magnitudes
+    /// never have a sign, so plain comparison is right).
+    pub fn is_better(self, a: f64, b: f64) -> bool {
+        match self.better() {
+            Better::Higher => a > b,
+            _ => a < b,
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_carry_their_unit() {
+        for m in Metric::ALL {
+            let json = serde_json::to_string(m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.name()));
+            assert_eq!(serde_json::from_str::<Metric>(&json).unwrap(), *m);
+            let u = serde_json::to_string(&m.unit()).unwrap();
+            assert_eq!(u, format!("\"{}\"", m.unit().as_str()));
+        }
+        assert_eq!(Metric::LatenessP999.name(), "lateness_p99.9");
+        assert_eq!(Metric::ScheduleBatch.label(), "schedule (batch)");
+        assert_eq!(Metric::LatenessP99.label(), "lateness p99");
+        assert!(!Metric::FiresPerS.lower_is_better());
+        assert!(Metric::FiresPerS.is_better(2.0, 1.0));
+        assert!(Metric::Drift.is_better(0.01, 0.03));
+        assert!(serde_json::from_str::<Metric>("\"schedule\"").is_err());
+    }
+}

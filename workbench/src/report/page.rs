@@ -1,0 +1,549 @@
+//! The HTML page: the view of [`Results`] the template
+//! (`workbench/templates/report.html`) renders, every string escaped by
+//! askama except the inlined SVG charts (drawn by this crate) and the
+//! page's own style and check script.
+
+use askama::Template;
+
+use super::originals::{pairs, ORIGINALS};
+use super::verdict::{picks, verdicts, Verdict};
+use super::Chart;
+use crate::record::{Metric, Record, Results, RunStatus, SubjectKind};
+use crate::spec::format_count;
+
+/// A number with three significant figures, thousands as `k`/`M` above 1e5.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e5 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Two significant digits below 1 (0.0046 stays visible), else two decimals.
+pub fn fmt_ratio(r: f64) -> String {
+    if !r.is_finite() {
+        "–".to_owned()
+    } else if r < 1.0 && r > 0.0 {
+        let digits = (1 - r.log10().floor() as i32).max(2) as usize;
+        format!("{r:.digits$}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+fn with_size(label: String, size: Option<u64>) -> String {
+    match size {
+        Some(n) => format!("{label} @{}", format_count(n)),
+        None => label,
+    }
+}
+
+/// One row of the verdict table.
+struct VerdictRow {
+    workload: String,
+    figure: String,
+    ours: String,
+    best: String,
+    best_is_peer: bool,
+    margin: String,
+    noise: &'static str,
+    class: &'static str,
+}
+
+impl VerdictRow {
+    fn new(v: &Verdict) -> VerdictRow {
+        let unit = v.metric.unit();
+        let show =
+            |e: &super::verdict::Entry| format!("{} ({} {unit})", e.subject, fmt_num(e.value));
+        let (margin, class) = match (v.factor, &v.peer) {
+            (Some(f), Some(p)) if v.ours_ahead => (
+                format!("ours ahead of {} by ×{}", p.subject, fmt_ratio(f)),
+                "best",
+            ),
+            (Some(f), Some(p)) => (
+                format!("{} ahead of ours by ×{}", p.subject, fmt_ratio(f)),
+                "worse",
+            ),
+            _ if v.ours.is_none() => ("none of ours ran it".into(), ""),
+            _ => ("no peer ran it".into(), ""),
+        };
+        let margin = if v.fires_early.is_empty() {
+            margin
+        } else {
+            format!(
+                "{margin}; not ranked, they fire before their deadline: {}",
+                v.fires_early.join(", ")
+            )
+        };
+        VerdictRow {
+            workload: v.workload.clone(),
+            figure: with_size(v.metric.label(), v.size),
+            ours: v.ours.as_ref().map_or_else(|| "–".into(), show),
+            best: v.best().map_or_else(|| "–".into(), show),
+            best_is_peer: v
+                .best()
+                .is_some_and(|b| v.peer.as_ref() == Some(b) && !v.ours_ahead),
+            margin,
+            noise: match (v.factor, v.beyond_noise) {
+                (None, _) => "",
+                (Some(_), true) => "beyond the noise",
+                (Some(_), false) => "within the noise",
+            },
+            class,
+        }
+    }
+}
+
+/// One row of the "pick it when" table.
+struct PickRow {
+    subject: String,
+    about: String,
+    wins: Vec<String>,
+    ahead: String,
+}
+
+/// One subject in the subjects table.
+struct SubjectRow {
+    name: String,
+    kind: &'static str,
+    about: String,
+    color: String,
+}
+
+/// A chart on the page.
+struct ChartView {
+    id: String,
+    title: String,
+    svg: Option<String>,
+    error: Option<String>,
+}
+
+/// One cell of a workload's table.
+struct CellView {
+    text: String,
+    ratio: String,
+    spread: String,
+    class: &'static str,
+    title: String,
+    flags: String,
+}
+
+/// One row of a workload's table.
+struct TableRow {
+    label: String,
+    cells: Vec<CellView>,
+}
+
+/// A column head.
+struct Head {
+    name: String,
+    peer: bool,
+}
+
+/// A workload's section.
+struct WorkloadView {
+    name: String,
+    description: String,
+    models: String,
+    seed: u64,
+    summary: Vec<String>,
+    heads: Vec<Head>,
+    rows: Vec<TableRow>,
+}
+
+/// A repeat that did not go well, or ran under load.
+struct ProblemRow {
+    subject: String,
+    workload: String,
+    repeat: usize,
+    what: String,
+    load: String,
+}
+
+/// One algorithm against its original.
+struct OriginalGroup {
+    heading: String,
+    id: String,
+    rows: Vec<OriginalRow>,
+    differences: &'static [&'static str],
+}
+
+/// One figure against the original's.
+struct OriginalRow {
+    workload: String,
+    metric: String,
+    ours: String,
+    original: String,
+    peer: String,
+    class: &'static str,
+    ratio: String,
+}
+
+/// The page.
+#[derive(Template)]
+#[template(path = "report.html")]
+struct Page {
+    run_id: String,
+    partial: bool,
+    repeats: usize,
+    style: &'static str,
+    check: &'static str,
+    verdicts: Vec<VerdictRow>,
+    picks: Vec<PickRow>,
+    env: Vec<(&'static str, String)>,
+    notes: Vec<String>,
+    problems: Vec<ProblemRow>,
+    loaded: String,
+    subjects: Vec<SubjectRow>,
+    originals: Vec<OriginalGroup>,
+    charts: Vec<ChartView>,
+    workloads: Vec<WorkloadView>,
+}
+
+const STYLE: &str = include_str!("../../templates/report.css");
+
+/// Checks, in the browser, that every chart has a drawn size, every table
+/// has rows, no table is wider than its box and the verdict comes first;
+/// records the result on `<body data-check>` for the headless-browser test.
+const CHECK: &str = include_str!("../../templates/check.js");
+
+/// Renders the page.
+///
+/// # Errors
+///
+/// The template's.
+pub fn render(results: &Results, charts: &[Chart]) -> Result<String, askama::Error> {
+    page(results, charts).render()
+}
+
+fn page(results: &Results, charts: &[Chart]) -> Page {
+    let e = &results.env;
+    let v = verdicts(results);
+    let cores = e.cores.max(1) as f64;
+    let noise = results.noise().map_or("n/a (one repeat)".to_owned(), |s| {
+        format!(
+            "{:.1}% (median (max − min)/median over all figures)",
+            s * 100.0
+        )
+    });
+    let [l1, l5, l15] = results.load_start;
+    let loads: Vec<f64> = results.runs.iter().map(|r| r.load).collect();
+    let load_max = loads.iter().copied().fold(0.0, f64::max);
+    Page {
+        run_id: results.run_id.clone(),
+        partial: results.partial,
+        repeats: results.repeats,
+        style: STYLE,
+        check: CHECK,
+        picks: picks(results, &v)
+            .into_iter()
+            .map(|p| PickRow {
+                subject: p.subject,
+                about: p.about,
+                wins: p
+                    .wins
+                    .iter()
+                    .map(|(w, models)| {
+                        if models.is_empty() {
+                            w.clone()
+                        } else {
+                            format!("{w}: {models}")
+                        }
+                    })
+                    .collect(),
+                ahead: if p.ahead_of_peers.is_empty() {
+                    "–".into()
+                } else {
+                    p.ahead_of_peers.join(", ")
+                },
+            })
+            .collect(),
+        verdicts: v.iter().map(VerdictRow::new).collect(),
+        env: vec![
+            ("CPU", e.cpu.clone()),
+            ("cores", e.cores.to_string()),
+            ("OS", e.os.clone()),
+            ("rustc", e.rustc.clone()),
+            ("commit", e.commit.clone()),
+            ("date", e.date.clone()),
+            ("profile", e.profile.clone()),
+            (
+                "repeats",
+                format!(
+                    "{} per subject and workload, each after one discarded warm-up run",
+                    results.repeats
+                ),
+            ),
+            ("wall time", format!("{:.0} s", results.wall_seconds)),
+            (
+                "load average at the start",
+                format!("{l1:.2} / {l5:.2} / {l15:.2} (1 / 5 / 15 min)"),
+            ),
+            ("highest load after a run", format!("{load_max:.2}")),
+            (
+                "timing-loop overhead",
+                format!(
+                    "{:.1} ns per timed call (subtracted from per-call costs)",
+                    results.timing_overhead_ns
+                ),
+            ),
+            ("noise over repeats", noise),
+        ],
+        notes: results.notes.clone(),
+        loaded: {
+            let loaded: Vec<f64> = loads.iter().copied().filter(|l| *l > cores).collect();
+            if loaded.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "{} of {} repeats finished with the 1-minute load average above the {} cores ({:.2} to {:.2}): their figures are kept, but the machine was shared; compare ratios within this run, and rerun on a quiet machine before trusting absolute figures.",
+                    loaded.len(),
+                    loads.len(),
+                    e.cores,
+                    loaded.iter().copied().fold(f64::MAX, f64::min),
+                    load_max
+                )
+            }
+        },
+        problems: results
+            .runs
+            .iter()
+            .filter(|r| r.status != RunStatus::Ok)
+            .map(|r| ProblemRow {
+                subject: r.subject.clone(),
+                workload: r.workload.clone(),
+                repeat: r.repeat + 1,
+                what: match &r.status {
+                    RunStatus::Ok => String::new(),
+                    RunStatus::Missed { missed } => {
+                        format!("{missed} timers never fired: shown, not in the medians")
+                    }
+                    RunStatus::Failed { error } => format!("failed: {error}"),
+                },
+                load: format!("{:.2}", r.load),
+            })
+            .collect(),
+        subjects: results
+            .subjects
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SubjectRow {
+                name: s.name.clone(),
+                kind: match s.kind {
+                    SubjectKind::Algorithm => "ours",
+                    SubjectKind::Peer => "peer",
+                },
+                about: s.about.clone(),
+                color: super::charts::color_hex(i),
+            })
+            .collect(),
+        originals: originals(results),
+        charts: charts
+            .iter()
+            .map(|c| ChartView {
+                id: c.id.clone(),
+                title: c.title.clone(),
+                svg: c
+                    .svg
+                    .as_ref()
+                    .ok()
+                    .map(|s| s.find("<svg").map_or(s.as_str(), |i| &s[i..]).to_owned()),
+                error: c.svg.as_ref().err().cloned(),
+            })
+            .collect(),
+        workloads: results
+            .workloads
+            .iter()
+            .map(|w| WorkloadView {
+                name: w.name.clone(),
+                description: w.description.clone(),
+                models: w.models.clone(),
+                seed: w.seed,
+                summary: w.summary.clone(),
+                heads: results
+                    .subjects
+                    .iter()
+                    .filter(|s| {
+                        results
+                            .records
+                            .iter()
+                            .any(|r| r.scheduler == s.name && r.workload == w.name)
+                    })
+                    .map(|s| Head {
+                        name: s.name.clone(),
+                        peer: s.kind == SubjectKind::Peer,
+                    })
+                    .collect(),
+                rows: table(results, &w.name),
+            })
+            .collect(),
+    }
+}
+
+fn originals(results: &Results) -> Vec<OriginalGroup> {
+    let pairs = pairs(results);
+    ORIGINALS
+        .iter()
+        .filter_map(|o| {
+            let rows: Vec<_> = pairs.iter().filter(|p| p.ours == o.ours).collect();
+            let first = rows.first()?;
+            let with = o.originals.map_or_else(
+                || "the best Java peer per figure".to_owned(),
+                |list| list.join(", "),
+            );
+            Some(OriginalGroup {
+                heading: format!("{} ({}) vs {with}", o.ours, first.subject),
+                id: format!("originals-{}", first.subject),
+                differences: o.differences,
+                rows: rows
+                    .iter()
+                    .map(|p| {
+                        let better = p.ratio.is_finite()
+                            && (p.ratio - 1.0).abs() > 1e-9
+                            && (p.ratio < 1.0) == p.metric.lower_is_better();
+                        OriginalRow {
+                            workload: p.workload.clone(),
+                            metric: with_size(p.metric.label(), p.size),
+                            ours: format!("{} {}", fmt_num(p.value), p.unit),
+                            original: format!("{} {}", fmt_num(p.original_value), p.unit),
+                            peer: p.original.clone(),
+                            class: if better { "best" } else { "worse" },
+                            ratio: format!("×{}", fmt_ratio(p.ratio)),
+                        }
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+fn table(results: &Results, workload: &str) -> Vec<TableRow> {
+    let recs: Vec<&Record> = results
+        .records
+        .iter()
+        .filter(|r| r.workload == workload)
+        .collect();
+    let mut keys: Vec<(Metric, Option<u64>)> = recs.iter().map(|r| (r.metric, r.size)).collect();
+    keys.sort();
+    keys.dedup();
+    keys.sort_by_key(|(m, size)| (*size, *m));
+    let subjects: Vec<&str> = results
+        .subjects
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|s| recs.iter().any(|r| r.scheduler == *s))
+        .collect();
+    keys.into_iter()
+        .map(|(m, size)| {
+            let best = m
+                .ranks()
+                .then(|| results.best_peer(workload, m, size))
+                .flatten();
+            TableRow {
+                label: with_size(format!("{} ({})", m.label(), m.unit()), size),
+                cells: subjects
+                    .iter()
+                    .map(|s| cell(results.get(s, workload, m, size), best))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+fn cell(r: Option<&Record>, best: Option<f64>) -> CellView {
+    let Some(r) = r else {
+        return CellView {
+            text: "–".into(),
+            ratio: String::new(),
+            spread: String::new(),
+            class: "",
+            title: String::new(),
+            flags: String::new(),
+        };
+    };
+    let ratio = best
+        .filter(|b| b.abs() > f64::EPSILON && r.value.is_finite())
+        .map(|b| r.value / b);
+    let dirty = r.samples.iter().filter(|s| !s.clean).count();
+    let samples: Vec<String> = r
+        .samples
+        .iter()
+        .map(|s| {
+            format!(
+                "{}{}",
+                fmt_num(s.value),
+                if s.clean { "" } else { " (not used)" }
+            )
+        })
+        .collect();
+    let mut flags = Vec::new();
+    if r.unstable {
+        flags.push("unstable".to_owned());
+    }
+    if dirty > 0 {
+        flags.push(format!("{dirty} repeat(s) left out"));
+    }
+    CellView {
+        text: fmt_num(r.value),
+        ratio: ratio.map_or_else(String::new, |x| format!("×{}", fmt_ratio(x))),
+        spread: if r.spread > 0.0 {
+            format!("±{:.0}%", r.spread * 50.0)
+        } else {
+            String::new()
+        },
+        class: match ratio {
+            _ if r.unstable || dirty > 0 => "unstable",
+            Some(x) if (x - 1.0).abs() < 1e-9 => "best",
+            Some(x) if !(0.5..=2.0).contains(&x) => "worse",
+            _ => "",
+        },
+        title: format!("samples: {}", samples.join(", ")),
+        flags: flags.join(", "),
+    }
+}
+
+/// The verdict as Markdown (printed by `workbench run`).
+pub fn verdict_markdown(results: &Results) -> String {
+    let mut s = String::from(
+        "| workload | judged by | best of ours | best overall | margin | noise |\n|---|---|---|---|---|---|\n",
+    );
+    for v in verdicts(results) {
+        let r = VerdictRow::new(&v);
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            r.workload, r.figure, r.ours, r.best, r.margin, r.noise
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn numbers_and_ratios_keep_their_digits() {
+        assert_eq!(
+            (
+                fmt_ratio(0.0046),
+                fmt_ratio(0.25),
+                fmt_ratio(3.456),
+                fmt_ratio(f64::NAN)
+            ),
+            ("0.0046".into(), "0.25".into(), "3.46".into(), "–".into())
+        );
+        assert_eq!(fmt_num(1_234_567.0), "1.23M");
+        assert_eq!(fmt_num(0.0), "0.00");
+    }
+}

@@ -1,0 +1,345 @@
+//! The verdict: for each workload, the best of our algorithms and the best
+//! subject overall on the figure that workload is about, the margin between
+//! ours and the best peer, and whether that margin exceeds the run's noise;
+//! and a "pick it when" table computed from those wins. Pure functions of
+//! [`Results`].
+
+use crate::record::{Metric, Record, Results, SubjectKind};
+
+/// A subject's figure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// The subject.
+    pub subject: String,
+    /// Its median.
+    pub value: f64,
+    /// Its spread over clean repeats.
+    pub spread: f64,
+}
+
+/// The verdict on one workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// The workload.
+    pub workload: String,
+    /// The figure it is judged by.
+    pub metric: Metric,
+    /// The pending count, for sweeps (the largest every subject reached).
+    pub size: Option<u64>,
+    /// The best of our algorithms.
+    pub ours: Option<Entry>,
+    /// The best peer.
+    pub peer: Option<Entry>,
+    /// How many times better the winner of (ours, peer) is than the other
+    /// (≥ 1), when both ran.
+    pub factor: Option<f64>,
+    /// Ours is ahead of (or level with) the best peer.
+    pub ours_ahead: bool,
+    /// The margin is larger than the noise: the run's median spread and the
+    /// spread of either figure.
+    pub beyond_noise: bool,
+    /// Subjects left out of a lateness ranking because they fire before
+    /// their deadline (a timer that may run early is not "less late").
+    pub fires_early: Vec<String>,
+}
+
+impl Verdict {
+    /// The best subject overall.
+    pub fn best(&self) -> Option<&Entry> {
+        match (&self.ours, &self.peer) {
+            (Some(o), Some(p)) => Some(if self.ours_ahead { o } else { p }),
+            (o, p) => o.as_ref().or(p.as_ref()),
+        }
+    }
+}
+
+/// The largest size at which every subject that has `metric` on `workload`
+/// has it (sweeps), else `None`.
+fn common_size(results: &Results, workload: &str, metric: Metric) -> Option<u64> {
+    let recs = || {
+        results
+            .records
+            .iter()
+            .filter(move |r| r.workload == workload && r.metric == metric)
+    };
+    let mut subjects: Vec<&str> = recs().map(|r| r.scheduler.as_str()).collect();
+    subjects.dedup();
+    subjects
+        .iter()
+        .map(|s| {
+            recs()
+                .filter(|r| r.scheduler == *s)
+                .filter_map(|r| r.size)
+                .max()
+        })
+        .collect::<Option<Vec<u64>>>()
+        .and_then(|v| v.into_iter().min())
+}
+
+fn best_of<'a>(metric: Metric, recs: impl Iterator<Item = &'a Record>) -> Option<Entry> {
+    recs.filter(|r| r.value.is_finite())
+        .reduce(|a, b| {
+            if metric.is_better(b.value, a.value) {
+                b
+            } else {
+                a
+            }
+        })
+        .map(|r| Entry {
+            subject: r.scheduler.clone(),
+            value: r.value,
+            spread: r.spread,
+        })
+}
+
+/// The verdict on every workload, in the results' order.
+pub fn verdicts(results: &Results) -> Vec<Verdict> {
+    let noise = results.noise().unwrap_or(0.0);
+    results
+        .workloads
+        .iter()
+        .map(|w| {
+            let metric = w.verdict;
+            let size = if w.sweep {
+                common_size(results, &w.name, metric)
+            } else {
+                None
+            };
+            let lateness = Metric::LATENESS.iter().any(|(m, _)| *m == metric);
+            let early = |subject: &str| {
+                lateness
+                    && results
+                        .value(subject, &w.name, Metric::Early, None)
+                        .is_some_and(|e| e > 0.0)
+            };
+            let fires_early: Vec<String> = results
+                .subjects
+                .iter()
+                .filter(|s| early(&s.name))
+                .map(|s| s.name.clone())
+                .collect();
+            let recs = || {
+                results.records.iter().filter(move |r| {
+                    r.workload == w.name
+                        && r.metric == metric
+                        && r.size == size
+                        && !early(&r.scheduler)
+                })
+            };
+            let kind = |r: &&Record| {
+                results
+                    .subjects
+                    .iter()
+                    .find(|s| s.name == r.scheduler)
+                    .map(|s| s.kind)
+            };
+            let ours = best_of(
+                metric,
+                recs().filter(|r| kind(r) == Some(SubjectKind::Algorithm)),
+            );
+            let peer = best_of(
+                metric,
+                recs().filter(|r| kind(r) == Some(SubjectKind::Peer)),
+            );
+            let (factor, ours_ahead, beyond_noise) = match (&ours, &peer) {
+                (Some(o), Some(p)) => {
+                    let ahead = !metric.is_better(p.value, o.value);
+                    // The larger over the smaller, whichever direction is better.
+                    let f = o.value.max(p.value) / o.value.min(p.value).max(f64::MIN_POSITIVE);
+                    let noise = noise.max(o.spread).max(p.spread);
+                    (Some(f), ahead, f - 1.0 > noise)
+                }
+                _ => (None, peer.is_none(), false),
+            };
+            Verdict {
+                workload: w.name.clone(),
+                metric,
+                size,
+                ours,
+                peer,
+                factor,
+                ours_ahead,
+                beyond_noise,
+                fires_early,
+            }
+        })
+        .collect()
+}
+
+/// One row of the "pick it when" table: one of our algorithms, the
+/// workloads on which it is the best of ours, and how those compare with
+/// the best peer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pick {
+    /// The algorithm.
+    pub subject: String,
+    /// What it is.
+    pub about: String,
+    /// Workloads where it is the best of ours, with what they model.
+    pub wins: Vec<(String, String)>,
+    /// Of those, where it is also ahead of every peer beyond the noise.
+    pub ahead_of_peers: Vec<String>,
+}
+
+/// The "pick it when" table: every algorithm that ran, best-of-ours wins
+/// first.
+pub fn picks(results: &Results, verdicts: &[Verdict]) -> Vec<Pick> {
+    let mut out: Vec<Pick> = results
+        .subjects
+        .iter()
+        .filter(|s| s.kind == SubjectKind::Algorithm)
+        .map(|s| {
+            let mine = verdicts
+                .iter()
+                .filter(|v| v.ours.as_ref().is_some_and(|o| o.subject == s.name));
+            let models = |w: &str| {
+                results
+                    .workloads
+                    .iter()
+                    .find(|x| x.name == w)
+                    .map_or_else(String::new, |x| x.models.clone())
+            };
+            Pick {
+                subject: s.name.clone(),
+                about: s.about.clone(),
+                wins: mine
+                    .clone()
+                    .map(|v| (v.workload.clone(), models(&v.workload)))
+                    .collect(),
+                ahead_of_peers: mine
+                    .filter(|v| v.peer.is_some() && v.ours_ahead && v.beyond_noise)
+                    .map(|v| v.workload.clone())
+                    .collect(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|p| std::cmp::Reverse(p.wins.len()));
+    out
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::record::{Environment, Measurement, Samples, SubjectInfo, WorkloadInfo};
+
+    fn results(rows: &[(&str, &str, Metric, &[f64])]) -> Results {
+        let mut s = Samples::default();
+        for (subject, w, m, values) in rows {
+            for (rep, v) in values.iter().enumerate() {
+                s.add(subject, w, rep, true, &[Measurement::new(*m, *v)]);
+            }
+        }
+        let subject = |name: &str, kind| SubjectInfo {
+            name: name.into(),
+            kind,
+            about: format!("{name} about"),
+        };
+        let wl = |name: &str, verdict| WorkloadInfo {
+            name: name.into(),
+            description: String::new(),
+            models: format!("{name} models"),
+            seed: 1,
+            summary: vec![],
+            sweep: false,
+            verdict,
+        };
+        Results {
+            subjects: vec![
+                subject("heap", SubjectKind::Algorithm),
+                subject("wheel", SubjectKind::Algorithm),
+                subject("netty", SubjectKind::Peer),
+            ],
+            workloads: vec![
+                wl("lateness", Metric::LatenessP99),
+                wl("burst", Metric::FiresPerS),
+            ],
+            records: s.records(|_| 1, &Environment::default()),
+            partial: false,
+            ..Results::new("t".into(), Environment::default(), 3)
+        }
+    }
+
+    #[test]
+    fn the_verdict_names_the_best_of_ours_the_best_peer_and_the_margin() {
+        let r = results(&[
+            (
+                "heap",
+                "lateness",
+                Metric::LatenessP99,
+                &[100.0, 101.0, 99.0],
+            ),
+            (
+                "wheel",
+                "lateness",
+                Metric::LatenessP99,
+                &[900.0, 910.0, 890.0],
+            ),
+            (
+                "netty",
+                "lateness",
+                Metric::LatenessP99,
+                &[1000.0, 1010.0, 990.0],
+            ),
+            // Throughput: higher is better; ours behind by 2x.
+            ("heap", "burst", Metric::FiresPerS, &[1e6, 1e6, 1e6]),
+            ("wheel", "burst", Metric::FiresPerS, &[3e6, 2.9e6, 3.1e6]),
+            ("netty", "burst", Metric::FiresPerS, &[6e6, 6e6, 6e6]),
+        ]);
+        let v = verdicts(&r);
+        assert_eq!(v[0].ours.as_ref().unwrap().subject, "heap");
+        assert_eq!(v[0].peer.as_ref().unwrap().subject, "netty");
+        assert!(v[0].ours_ahead && v[0].beyond_noise);
+        assert!((v[0].factor.unwrap() - 10.0).abs() < 1e-9);
+        assert_eq!(v[0].best().unwrap().subject, "heap");
+
+        assert_eq!(v[1].ours.as_ref().unwrap().subject, "wheel");
+        assert!(!v[1].ours_ahead && v[1].beyond_noise);
+        assert!((v[1].factor.unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(v[1].best().unwrap().subject, "netty");
+
+        let p = picks(&r, &v);
+        assert_eq!(p[0].subject, "heap");
+        assert_eq!(
+            p[0].wins,
+            vec![("lateness".to_owned(), "lateness models".to_owned())]
+        );
+        assert_eq!(p[0].ahead_of_peers, vec!["lateness".to_owned()]);
+        assert_eq!(p[1].subject, "wheel");
+        assert!(p[1].ahead_of_peers.is_empty());
+    }
+
+    #[test]
+    fn a_subject_that_fires_early_is_not_ranked_on_lateness() {
+        let r = results(&[
+            ("heap", "lateness", Metric::LatenessP99, &[100.0]),
+            ("netty", "lateness", Metric::LatenessP99, &[1.0]),
+            ("netty", "lateness", Metric::Early, &[40.0]),
+            ("heap", "lateness", Metric::Early, &[0.0]),
+        ]);
+        let v = verdicts(&r);
+        assert!(v[0].peer.is_none());
+        assert_eq!(v[0].fires_early, vec!["netty".to_owned()]);
+        assert_eq!(v[0].best().unwrap().subject, "heap");
+    }
+
+    #[test]
+    fn a_margin_inside_the_noise_is_called_so() {
+        let r = results(&[
+            (
+                "heap",
+                "lateness",
+                Metric::LatenessP99,
+                &[100.0, 130.0, 80.0],
+            ),
+            (
+                "netty",
+                "lateness",
+                Metric::LatenessP99,
+                &[105.0, 104.0, 106.0],
+            ),
+        ]);
+        let v = verdicts(&r);
+        assert!(v[0].ours_ahead);
+        assert!(!v[0].beyond_noise, "{v:?}");
+    }
+}
