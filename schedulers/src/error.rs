@@ -155,12 +155,17 @@ impl std::error::Error for Error {}
 /// ```
 pub struct Rejected {
     error: Error,
-    task: Option<crate::Task>,
+    /// Behind a mutex only so that `Rejected` is `Sync`, as errors carried
+    /// across threads (`anyhow`, `Box<dyn Error + Send + Sync>`) must be.
+    task: std::sync::Mutex<Option<crate::Task>>,
 }
 
 impl Rejected {
     pub(crate) fn new(error: Error, task: Option<crate::Task>) -> Rejected {
-        Rejected { error, task }
+        Rejected {
+            error,
+            task: std::sync::Mutex::new(task),
+        }
     }
 
     /// Why the task was refused.
@@ -172,6 +177,8 @@ impl Rejected {
     /// all (a zero period).
     pub fn into_task(self) -> Option<crate::Task> {
         self.task
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The reason, dropping the task.
@@ -202,7 +209,7 @@ impl Rejected {
 
 impl From<Error> for Rejected {
     fn from(error: Error) -> Rejected {
-        Rejected { error, task: None }
+        Rejected::new(error, None)
     }
 }
 
@@ -222,8 +229,7 @@ impl fmt::Debug for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Rejected")
             .field("error", &self.error)
-            .field("task", &self.task)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
