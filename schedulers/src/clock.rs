@@ -49,6 +49,19 @@ pub trait Wakeable: Send + Sync {
     /// True when nothing is due at `now` that the driver has yet to start,
     /// and nothing it started is still running.
     fn is_idle(&self, now: Instant) -> bool;
+
+    /// True when everything due at `now` has been started or handed to the
+    /// driver's executor, though it may still be waiting there or running.
+    ///
+    /// [`ManualClock::advance`] called from inside a task waits for this
+    /// rather than for [`Wakeable::is_idle`], which the calling task itself
+    /// would hold off. A driver that runs its tasks on its own thread, where
+    /// the caller may be, must not wait for itself: the default says it has
+    /// caught up.
+    fn is_caught_up(&self, now: Instant) -> bool {
+        let _ = now;
+        true
+    }
 }
 
 /// The real monotonic clock (`std::time::Instant`).
@@ -141,8 +154,10 @@ impl ManualClock {
     /// that is already due.
     ///
     /// Called from inside a running task (to model a task that takes time),
-    /// it moves time and wakes the schedulers but does not wait, since the
-    /// calling task itself is part of what would be waited for.
+    /// it moves time, wakes the schedulers and waits only until each has
+    /// handed what is now due to its executor (see
+    /// [`Wakeable::is_caught_up`]): it cannot wait for those runs, since they
+    /// may be queued behind the calling task itself.
     ///
     /// # Panics
     ///
@@ -156,7 +171,9 @@ impl ManualClock {
         for driver in self.drivers() {
             driver.wake();
         }
-        if !crate::task::inside_task() {
+        if crate::task::inside_task() {
+            self.wait_for_drivers(|d, now| d.is_caught_up(now));
+        } else {
             self.settle();
         }
     }
@@ -168,11 +185,17 @@ impl ManualClock {
     ///
     /// As [`ManualClock::advance`].
     pub fn settle(&self) {
+        self.wait_for_drivers(|d, now| d.is_idle(now));
+    }
+
+    /// Blocks until `done` holds for every attached driver, re-checking each
+    /// time a driver reports progress through [`Clock::on_idle`].
+    fn wait_for_drivers(&self, done: impl Fn(&dyn Wakeable, Instant) -> bool) {
         let start = SystemClock.now();
         loop {
             let seen = *lock(&self.inner.progress);
             let now = self.now();
-            if self.drivers().iter().all(|d| d.is_idle(now)) {
+            if self.drivers().iter().all(|d| done(d.as_ref(), now)) {
                 return;
             }
             if SystemClock.now().duration_since(start) > SETTLE_LIMIT {

@@ -662,6 +662,16 @@ impl Wakeable for Shared {
                 && self.executor.is_idle()
                 && !state.wheel.may_have_due(now))
     }
+
+    fn is_caught_up(&self, now: Instant) -> bool {
+        if self.executor.is_inline() {
+            return true; // the caller may be this worker: never wait for it
+        }
+        let now = self.worker.timebase.ticks(now) / self.worker.tick_ns;
+        let state = lock(&self.state);
+        state.terminated
+            || (!state.running && self.submitted.is_empty() && !state.wheel.may_have_due(now))
+    }
 }
 
 impl Scheduler for HashedWheelTimer {

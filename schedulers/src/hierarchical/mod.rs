@@ -529,6 +529,16 @@ impl Wakeable for Shared {
                 && self.in_flight.load(Acquire) == 0
                 && state.wheel.next_expiration().is_none_or(|t| t > now))
     }
+
+    fn is_caught_up(&self, now: Instant) -> bool {
+        if self.executor.is_inline() {
+            return true; // the caller may be this driver: never wait for it
+        }
+        let now = self.base.timebase.ticks(now) / self.tick;
+        let state = lock(&self.state);
+        state.terminated
+            || (!state.dispatching && state.wheel.next_expiration().is_none_or(|t| t > now))
+    }
 }
 
 impl Scheduler for HierarchicalWheelTimer {
