@@ -81,6 +81,7 @@ pub mod hashed_wheel;
 pub mod heap_timer;
 pub mod hierarchical;
 mod scheduler;
+mod sync;
 mod task;
 pub mod thread_pool;
 

@@ -1,59 +1,28 @@
 //! The task cell: one allocation per scheduled task, shared by the
 //! scheduler's queue and the user's handle.
 //!
-//! # Ground rules
-//!
-//! A cell's life is a small state machine kept in one atomic word, whose
-//! upper bits hold the *sequence number* of the queue entry that may run it:
-//!
-//! ```text
-//! SCHEDULED@s --claim(s)--> RUNNING@s --one-shot--> DONE | PANICKED
-//!      |                      |  \--periodic--> SCHEDULED@s' (re-queued)
-//!      |                      \--cancel (periodic)--> RUNNING_CANCELLED --> CANCELLED
-//!      +--cancel--> CANCELLED      +--reset--> SCHEDULED@s'      +--abandon--> ABANDONED
-//! ```
-//!
-//! A queue holds `(deadline, seq, cell)` entries. An entry is live only while
-//! the cell is `SCHEDULED` at the entry's `seq`, so cancel is one CAS (the
-//! stale entry is skipped or purged later) and reset is a CAS to a fresh
-//! `seq` plus a new entry. Because the claim is a CAS on the same word, a task
-//! runs at most once per entry, never after a cancel that returned true, and
-//! never at a deadline that a reset already moved.
+//! The cell holds the task's [`State`] word (the claim / cancel / reset /
+//! finish protocol, in `state.rs`, with its ground rules), the deadline of
+//! its pending run, how it repeats, a word free for the scheduler, and the
+//! user's closure.
+
+mod state;
+
+#[cfg(all(test, loom))]
+mod model;
 
 use std::any::Any;
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::clock::{lock, nanos, Clock as _, SystemClock, NEVER};
 use crate::error::{Error, Kind};
-
-const SCHEDULED: u64 = 0;
-const RUNNING: u64 = 1;
-const RUNNING_CANCELLED: u64 = 2;
-const DONE: u64 = 3;
-const PANICKED: u64 = 4;
-const CANCELLED: u64 = 5;
-const ABANDONED: u64 = 6;
-const STATE_MASK: u64 = 0b0111;
-/// Set by a thread blocked in `wait`, so finishing knows to wake it.
-const WAITER: u64 = 0b1000;
-const SEQ_SHIFT: u32 = 4;
-
-fn state_of(word: u64) -> u64 {
-    word & STATE_MASK
-}
-
-fn seq_of(word: u64) -> u64 {
-    word >> SEQ_SHIFT
-}
-
-fn is_terminal(word: u64) -> bool {
-    state_of(word) >= DONE
-}
+pub(crate) use state::CancelOutcome;
+use state::{End, Phase, Rearm, State};
 
 /// How a task repeats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +102,7 @@ struct Slot<J: ?Sized> {
 
 /// One scheduled task. See the module docs for the state machine.
 pub(crate) struct TaskCell<J: ?Sized = dyn Job> {
-    word: AtomicU64,
+    state: State,
     /// Deadline of the pending run, in the scheduler's ticks.
     deadline: AtomicU64,
     /// `Repeat`, packed into one word: see `pack`.
@@ -158,7 +127,7 @@ pub(crate) enum Ran {
 impl TaskCell {
     fn with_job<J: Job + 'static>(repeat: Repeat, job: J) -> TaskRef {
         Arc::new(TaskCell {
-            word: AtomicU64::new(SCHEDULED),
+            state: State::new(),
             deadline: AtomicU64::new(0),
             repeat: pack(repeat),
             slot: AtomicU64::new(0),
@@ -181,32 +150,20 @@ impl TaskCell {
 
     /// True while the cell is waiting in a queue at entry `seq`.
     pub(crate) fn is_live(&self, seq: u64) -> bool {
-        let w = self.word.load(Acquire);
-        state_of(w) == SCHEDULED && seq_of(w) == seq
+        self.state.is_live(seq)
     }
 
     /// Makes a fresh cell pending at `deadline` under `seq`. Only for a cell
     /// no queue has seen yet.
     pub(crate) fn arm(&self, deadline: u64, seq: u64) {
         self.deadline.store(deadline, Relaxed);
-        self.word
-            .store(seq << SEQ_SHIFT, std::sync::atomic::Ordering::Release);
+        self.state.arm(seq);
     }
 
-    /// Takes the right to run entry `seq`. False if the entry is stale
-    /// (cancelled, reset, or already claimed).
+    /// Takes the right to run entry `seq`, as a thread starts it. False if
+    /// the entry is stale (cancelled, reset, abandoned, or already claimed).
     pub(crate) fn claim(&self, seq: u64) -> bool {
-        let mut w = self.word.load(Acquire);
-        loop {
-            if state_of(w) != SCHEDULED || seq_of(w) != seq {
-                return false;
-            }
-            let next = (w & !STATE_MASK) | RUNNING;
-            match self.word.compare_exchange_weak(w, next, AcqRel, Acquire) {
-                Ok(_) => return true,
-                Err(actual) => w = actual,
-            }
-        }
+        self.state.claim(seq)
     }
 
     /// Runs a task this thread claimed for the run scheduled at `scheduled`.
@@ -231,12 +188,12 @@ impl TaskCell {
             }
         };
         if failed {
-            self.finish(PANICKED);
+            self.ended(self.state.finish(End::Panicked));
             return Ran::Finished;
         }
         let next = match self.repeat() {
             Repeat::Once => {
-                self.finish(DONE);
+                self.ended(self.state.finish(End::Done));
                 return Ran::Finished;
             }
             Repeat::FixedRate(period) => scheduled.checked_add(period).unwrap_or(NEVER),
@@ -244,35 +201,14 @@ impl TaskCell {
         };
         let seq = next_seq();
         self.deadline.store(next, Relaxed);
-        let mut w = self.word.load(Acquire);
-        loop {
-            let (target, again) = match state_of(w) {
-                RUNNING => ((seq << SEQ_SHIFT) | (w & WAITER) | SCHEDULED, true),
-                _ => ((w & !STATE_MASK) | CANCELLED, false), // cancelled while running
-            };
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) if again => {
-                    return Ran::Again {
-                        deadline: next,
-                        seq,
-                    }
-                }
-                Ok(_) => {
-                    wake_waiters(self, w);
-                    return Ran::Finished;
-                }
-                Err(actual) => w = actual,
-            }
-        }
-    }
-
-    fn finish(&self, state: u64) {
-        let mut w = self.word.load(Acquire);
-        loop {
-            let target = (w & !STATE_MASK) | state;
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => return wake_waiters(self, w),
-                Err(actual) => w = actual,
+        match self.state.rearm(seq) {
+            (Rearm::Again, _) => Ran::Again {
+                deadline: next,
+                seq,
+            },
+            (Rearm::Cancelled, ended) => {
+                self.ended(ended);
+                Ran::Finished
             }
         }
     }
@@ -280,79 +216,57 @@ impl TaskCell {
     /// Stops every future run. True iff this call did it: the task was
     /// pending, or periodic and running (its next run is stopped).
     pub(crate) fn cancel(&self) -> CancelOutcome {
-        let mut w = self.word.load(Acquire);
-        loop {
-            let (target, outcome) = match state_of(w) {
-                SCHEDULED => ((w & !STATE_MASK) | CANCELLED, CancelOutcome::WasPending),
-                RUNNING if self.is_periodic() => (
-                    (w & !STATE_MASK) | RUNNING_CANCELLED,
-                    CancelOutcome::WasRunning,
-                ),
-                _ => return CancelOutcome::TooLate,
-            };
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => {
-                    if outcome == CancelOutcome::WasPending {
-                        wake_waiters(self, w);
-                    }
-                    return outcome;
-                }
-                Err(actual) => w = actual,
-            }
-        }
+        let (outcome, ended) = self.state.cancel(self.is_periodic());
+        self.ended(ended);
+        outcome
     }
 
     /// Moves a pending task to a new entry `seq` at `deadline`. False if the
     /// task is not pending (running, finished, cancelled).
     pub(crate) fn reseq(&self, seq: u64, deadline: u64) -> bool {
-        let mut w = self.word.load(Acquire);
-        loop {
-            if state_of(w) != SCHEDULED {
-                return false;
-            }
-            let target = (seq << SEQ_SHIFT) | (w & WAITER) | SCHEDULED;
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => {
-                    self.deadline.store(deadline, Relaxed);
-                    return true;
-                }
-                Err(actual) => w = actual,
-            }
+        if !self.state.reseq(seq) {
+            return false;
         }
+        self.deadline.store(deadline, Relaxed);
+        true
     }
 
     /// Marks a pending task as dropped by `shutdown_now`. True iff it was pending.
     pub(crate) fn abandon(&self) -> bool {
-        let mut w = self.word.load(Acquire);
-        loop {
-            if state_of(w) != SCHEDULED {
-                return false;
+        match self.state.abandon() {
+            Some(ended) => {
+                self.ended(ended);
+                true
             }
-            let target = (w & !STATE_MASK) | ABANDONED;
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => {
-                    wake_waiters(self, w);
-                    return true;
-                }
-                Err(actual) => w = actual,
-            }
+            None => false,
+        }
+    }
+
+    /// Wakes the threads waiting for this task, if the transition says so.
+    fn ended(&self, ended: state::Ended) {
+        if ended.wake {
+            let bucket = bucket_of(self);
+            let _guard = lock(&bucket.mutex);
+            bucket.cond.notify_all();
         }
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
         matches!(
-            state_of(self.word.load(Acquire)),
-            CANCELLED | RUNNING_CANCELLED
+            self.state.phase(),
+            Phase::Cancelled | Phase::RunningCancelled
         )
     }
 
     pub(crate) fn is_done(&self) -> bool {
-        let w = self.word.load(Acquire);
-        matches!(state_of(w), DONE | PANICKED | CANCELLED)
+        matches!(
+            self.state.phase(),
+            Phase::Done | Phase::Panicked | Phase::Cancelled
+        )
     }
 
     pub(crate) fn is_pending(&self) -> bool {
-        state_of(self.word.load(Acquire)) == SCHEDULED
+        self.state.phase() == Phase::Scheduled
     }
 
     /// Blocks until the task has finished for good, or `timeout` (real
@@ -362,9 +276,9 @@ impl TaskCell {
         let give_up = timeout.and_then(|t| SystemClock.now().checked_add(t));
         let mut guard = lock(&bucket.mutex);
         loop {
-            let w = self.word.fetch_or(WAITER, AcqRel);
-            if is_terminal(w) {
-                return self.outcome(w);
+            let phase = self.state.add_waiter();
+            if phase.is_final() {
+                return self.outcome(phase);
             }
             guard = match (timeout, give_up) {
                 (None, _) => bucket.cond.wait(guard).unwrap_or_else(|e| e.into_inner()),
@@ -385,11 +299,11 @@ impl TaskCell {
         }
     }
 
-    fn outcome(&self, word: u64) -> Result<(), Error> {
-        match state_of(word) {
-            DONE => Ok(()),
-            CANCELLED => Err(Error::new(Kind::Cancelled)),
-            ABANDONED => Err(Error::new(Kind::Abandoned)),
+    fn outcome(&self, phase: Phase) -> Result<(), Error> {
+        match phase {
+            Phase::Done => Ok(()),
+            Phase::Cancelled => Err(Error::new(Kind::Cancelled)),
+            Phase::Abandoned => Err(Error::new(Kind::Abandoned)),
             _ => Err(lock(&self.job)
                 .failure
                 .as_deref()
@@ -406,38 +320,11 @@ impl TaskCell {
 
 impl fmt::Debug for TaskCell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let w = self.word.load(Acquire);
-        let state = match state_of(w) {
-            SCHEDULED => "scheduled",
-            RUNNING => "running",
-            RUNNING_CANCELLED => "running, cancelled",
-            DONE => "done",
-            PANICKED => "panicked",
-            CANCELLED => "cancelled",
-            _ => "abandoned",
-        };
         f.debug_struct("Task")
-            .field("state", &state)
+            .field("state", &self.state.phase())
             .field("repeat", &self.repeat())
             .field("deadline", &self.deadline())
             .finish()
-    }
-}
-
-/// What a cancel found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CancelOutcome {
-    /// The task was waiting in a queue: its entry is now stale.
-    WasPending,
-    /// A periodic task was running: it will not be re-queued.
-    WasRunning,
-    /// Nothing left to stop.
-    TooLate,
-}
-
-impl CancelOutcome {
-    pub(crate) fn stopped(self) -> bool {
-        self != CancelOutcome::TooLate
     }
 }
 
@@ -458,14 +345,6 @@ static BUCKETS: [Bucket; 64] = [const {
 fn bucket_of(cell: &TaskCell) -> &'static Bucket {
     let addr = cell as *const TaskCell as *const u8 as usize;
     &BUCKETS[(addr >> 6) % BUCKETS.len()]
-}
-
-fn wake_waiters(cell: &TaskCell, prev_word: u64) {
-    if prev_word & WAITER != 0 {
-        let bucket = bucket_of(cell);
-        let _guard = lock(&bucket.mutex);
-        bucket.cond.notify_all();
-    }
 }
 
 thread_local! {
