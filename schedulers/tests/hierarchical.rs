@@ -1,21 +1,26 @@
 //! HierarchicalWheelTimer against the conformance suite: a 1 ms tick, so
-//! tasks may start up to one tick late, on a single worker so that the start
-//! order the FIFO case observes is the dispatch order.
+//! tasks may start up to one tick late; on a pool of one worker (Kafka's
+//! default; the busy-worker cases keep it busy while tasks come due behind
+//! it), inline on the driver, and on a pool of four.
 
 use std::time::Duration;
 
 use schedulers::{Executor, HierarchicalWheelTimer};
 
-crate::conformance!(conformance, Duration::from_millis(1), |o| {
-    let mut b = HierarchicalWheelTimer::builder()
-        .clock(o.clock)
-        .tick(Duration::from_millis(1))
-        .executor(Executor::pool(1));
-    if let Some(limit) = o.pending_limit {
-        b = b.pending_limit(limit);
+crate::conformance!(
+    conformance_busy_single_worker,
+    Duration::from_millis(1),
+    |o| {
+        let mut b = HierarchicalWheelTimer::builder()
+            .clock(o.clock)
+            .tick(Duration::from_millis(1))
+            .executor(Executor::pool(1));
+        if let Some(limit) = o.pending_limit {
+            b = b.pending_limit(limit);
+        }
+        Box::new(b.build())
     }
-    Box::new(b.build())
-});
+);
 
 // The whole contract again on a deep hierarchy (2 buckets per wheel, so a
 // 1 h timer cascades through ~22 levels) with tasks run inline on the driver.
@@ -34,6 +39,17 @@ crate::conformance!(
         Box::new(b.build())
     }
 );
+
+crate::conformance_multi_worker!(conformance_four_workers, Duration::from_millis(1), |o| {
+    let mut b = HierarchicalWheelTimer::builder()
+        .clock(o.clock)
+        .tick(Duration::from_millis(1))
+        .executor(Executor::pool(4));
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build())
+});
 
 /// Settings out of range are clamped rather than refused, so `build` never
 /// fails: the timers still work and are never early.

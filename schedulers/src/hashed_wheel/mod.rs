@@ -17,7 +17,10 @@
 //! 3. processes every tick up to now (all of them when a virtual clock
 //!    jumped, or the thread was late) and runs the timers that came due, in
 //!    deadline-tick order and submission order within a tick, inline on the
-//!    worker (Netty's default) or on an [`Executor::pool`].
+//!    worker (Netty's default) or on an [`Executor::pool`]. On a pool a due
+//!    timer waits in the timer's hand-off queue until a worker starts it,
+//!    and only then is it claimed: while it waits behind busy workers,
+//!    cancel, reset and `shutdown_now` still reach it.
 //!
 //! **Submitting never takes the wheel's lock**: `submit`, `reset` and
 //! `cancel` only push onto a queue. The one exception is waking a parked
@@ -117,10 +120,10 @@ use crossbeam_queue::SegQueue;
 
 use crate::clock::{lock, nanos, wait_until, Clock, Wakeable};
 use crate::error::Error;
-use crate::executor::Executor;
+use crate::executor::{Dispatch, Due, Executor, Handoff};
 use crate::handle::TaskHandle;
 use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Ran, Task, TaskRef};
+use crate::task::{CancelOutcome, Task, TaskRef};
 use wheel::{Expired, Wheel};
 
 /// The most submitted (or reset) timers the worker moves into the wheel
@@ -243,8 +246,8 @@ struct Shared {
     wake_at: Padded<AtomicU64>,
     /// Submissions between their shutdown check and their queue push.
     submitting: Padded<AtomicUsize>,
-    /// Tasks handed to a pool executor and not yet back.
-    outstanding: AtomicUsize,
+    /// Due tasks handed to a pool executor and not yet started.
+    handoff: Handoff,
 }
 
 struct State {
@@ -353,7 +356,7 @@ impl HashedWheelTimerBuilder {
             cancels: SegQueue::new(),
             wake_at: Padded(AtomicU64::new(0)),
             submitting: Padded(AtomicUsize::new(0)),
-            outstanding: AtomicUsize::new(0),
+            handoff: Handoff::default(),
         });
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         shared.base.clock.attach(weak);
@@ -385,7 +388,6 @@ impl Shared {
     fn main_loop(self: Arc<Self>) {
         crate::clock::reduce_timer_slack();
         let mut expired: Vec<Expired<TaskRef>> = Vec::new();
-        let mut again: Vec<Pending> = Vec::new();
         let mut state = lock(&self.state);
         loop {
             let cancels_left = self.drain_cancels(&mut state);
@@ -398,11 +400,12 @@ impl Shared {
                 }
                 state.running = true;
                 drop(state);
-                self.dispatch(&mut expired, &mut again);
+                let due = expired.drain(..).map(|e| Due {
+                    cell: e.item,
+                    seq: e.seq,
+                });
+                self.executor.dispatch(&self, due);
                 state = lock(&self.state);
-                for p in again.drain(..) {
-                    self.place(&mut state, p);
-                }
                 state.running = false;
                 continue;
             }
@@ -420,7 +423,7 @@ impl Shared {
                 && state.wheel.is_empty()
                 && self.submitting.load(SeqCst) == 0
                 && self.submitted.is_empty()
-                && self.outstanding.load(SeqCst) == 0
+                && self.handoff.in_flight() == 0
                 // A reset whose push is still on its way keeps its task
                 // pending: wait for it.
                 && self.base.metrics().pending == 0
@@ -470,7 +473,7 @@ impl Shared {
         self.base.is_shutdown()
             && state.wheel.is_empty()
             && self.submitting.load(SeqCst) == 0
-            && self.outstanding.load(SeqCst) == 0
+            && self.handoff.in_flight() == 0
             && self.base.metrics().pending == 0
     }
 
@@ -552,53 +555,6 @@ impl Shared {
         p.cell.slot.store(u64::from(key) + 1, Relaxed);
     }
 
-    /// Runs (inline) or hands off (pool) the expired timers, in order.
-    fn dispatch(self: &Arc<Self>, expired: &mut Vec<Expired<TaskRef>>, again: &mut Vec<Pending>) {
-        for e in expired.drain(..) {
-            let cell = e.item;
-            if !cell.claim(e.seq) {
-                continue; // cancelled or moved since
-            }
-            self.base.fire();
-            // The run's own deadline, not its tick: fixed-rate runs stay on
-            // their exact grid.
-            let scheduled = cell.deadline();
-            if self.executor.is_inline() {
-                if let Ran::Again { deadline, seq } =
-                    cell.run_claimed(scheduled, || self.base.now(), || self.base.next_seq())
-                {
-                    self.base.repend();
-                    again.push(Pending {
-                        cell,
-                        deadline,
-                        seq,
-                    });
-                }
-            } else {
-                self.outstanding.fetch_add(1, SeqCst);
-                let shared = self.clone();
-                self.executor.execute(move || {
-                    let ran = cell.run_claimed(
-                        scheduled,
-                        || shared.base.now(),
-                        || shared.base.next_seq(),
-                    );
-                    if let Ran::Again { deadline, seq } = ran {
-                        shared.base.repend();
-                        shared.enqueue(Pending {
-                            cell,
-                            deadline,
-                            seq,
-                        });
-                    }
-                    if shared.outstanding.fetch_sub(1, SeqCst) == 1 && shared.base.is_shutdown() {
-                        shared.notify();
-                    }
-                });
-            }
-        }
-    }
-
     /// Pushes onto the submit queue and wakes the worker if it is parked
     /// past the timer's tick.
     fn enqueue(&self, p: Pending) {
@@ -644,6 +600,26 @@ impl Core for Shared {
     fn cancelled(&self, cell: &TaskRef, outcome: CancelOutcome) {
         if outcome == CancelOutcome::WasPending {
             self.cancels.push(cell.clone());
+        }
+    }
+}
+
+impl Dispatch for Shared {
+    fn handoff(&self) -> &Handoff {
+        &self.handoff
+    }
+
+    fn again(&self, cell: TaskRef, deadline: u64, seq: u64) {
+        self.enqueue(Pending {
+            cell,
+            deadline,
+            seq,
+        });
+    }
+
+    fn drained(&self) {
+        if self.base.is_shutdown() {
+            self.notify();
         }
     }
 }
@@ -734,6 +710,8 @@ impl Scheduler for HashedWheelTimer {
                 }
                 state.graveyard.push(cell);
             }
+            let waiting = shared.handoff.shutdown(&shared.base);
+            state.graveyard.extend(waiting);
         }
         let graveyard = std::mem::take(&mut state.graveyard);
         drop(state);
@@ -760,6 +738,9 @@ impl Scheduler for HashedWheelTimer {
                 graveyard.push(cell);
             }
         };
+        for due in shared.handoff.take_waiting() {
+            abandon(due.cell);
+        }
         for e in state.wheel.drain() {
             abandon(e.item);
         }

@@ -16,7 +16,11 @@
 //! advances the wheels, which re-insert the timers of each expired bucket
 //! into finer wheels, and hands the timers now due to the [`Executor`], a
 //! worker pool by default as in Kafka, so a slow task does not hold up the
-//! wheel. A periodic task re-enters the wheel from the worker when its run
+//! wheel. A due task waits in the timer's hand-off queue until a worker
+//! starts it, and only then is it claimed, so while it waits behind busy
+//! workers cancel, reset and `shutdown_now` still reach it (Kafka hands the
+//! task itself to its executor, after which a cancel no longer stops it).
+//! A periodic task re-enters the wheel from the worker when its run
 //! ends (fixed rate: previous scheduled start + period; fixed delay: end +
 //! delay); if that is already due it runs again at once, in order.
 //!
@@ -73,11 +77,10 @@ use crossbeam_queue::SegQueue;
 
 use crate::clock::{lock, nanos, wait_until, Clock, Wakeable};
 use crate::error::{Error, Kind};
-use crate::executor::Executor;
+use crate::executor::{Dispatch, Due, Executor, Handoff};
 use crate::handle::TaskHandle;
 use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Ran, Task, TaskRef};
-use bucket::Removed;
+use crate::task::{CancelOutcome, Task, TaskRef};
 use timing_wheel::TimingWheels;
 
 /// The default tick: 1 ms, as Kafka's `SystemTimer`.
@@ -152,8 +155,8 @@ struct Shared {
     wakeup: Condvar,
     /// `await_termination` waits here.
     terminated: Condvar,
-    /// Tasks handed to the executor and not finished (re-queue included).
-    in_flight: AtomicUsize,
+    /// Due tasks handed to a pool executor and not yet started.
+    handoff: Handoff,
     /// Times the driver returned from a wait.
     wakeups: AtomicU64,
     /// Cells cancelled while pending whose nodes are still linked.
@@ -269,10 +272,12 @@ impl HierarchicalWheelTimerBuilder {
         let size = self.wheel_size.clamp(2, MAX_WHEEL_SIZE);
         let base = Base::new(&self.common);
         let start = base.now() / tick;
+        let executor = self.executor.unwrap_or_else(|| Executor::pool(1));
+        executor.bind(&base.clock);
         let shared = Arc::new(Shared {
             base,
             tick,
-            executor: self.executor.unwrap_or_else(|| Executor::pool(1)),
+            executor,
             state: Mutex::new(State {
                 wheel: TimingWheels::new(size, start),
                 sleeping_until: None,
@@ -281,7 +286,7 @@ impl HierarchicalWheelTimerBuilder {
             }),
             wakeup: Condvar::new(),
             terminated: Condvar::new(),
-            in_flight: AtomicUsize::new(0),
+            handoff: Handoff::default(),
             wakeups: AtomicU64::new(0),
             cancels: SegQueue::new(),
             cancels_queued: AtomicUsize::new(0),
@@ -322,17 +327,16 @@ impl Shared {
             if !batch.is_empty() {
                 state.dispatching = true;
                 drop(state);
-                for r in batch.drain(..) {
-                    self.dispatch(r);
-                }
+                let due = batch.drain(..).map(|r| Due {
+                    cell: r.item,
+                    seq: r.seq,
+                });
+                self.executor.dispatch(&self, due);
                 state = lock(&self.state);
                 state.dispatching = false;
                 continue;
             }
-            if self.base.is_shutdown()
-                && state.wheel.is_empty()
-                && self.in_flight.load(Acquire) == 0
-            {
+            if self.base.is_shutdown() && state.wheel.is_empty() && self.handoff.in_flight() == 0 {
                 break;
             }
             let next = state.wheel.next_expiration();
@@ -366,47 +370,6 @@ impl Shared {
                     .0
             }
             None => self.wakeup.wait(state).unwrap_or_else(|e| e.into_inner()),
-        }
-    }
-
-    /// Claims an expired entry and hands it to the executor.
-    fn dispatch(self: &Arc<Self>, r: Removed<TaskRef>) {
-        let Removed {
-            seq, item: cell, ..
-        } = r;
-        if !cell.claim(seq) {
-            return; // moved by a reset that raced the flush
-        }
-        self.base.fire();
-        self.in_flight.fetch_add(1, AcqRel);
-        let shared = self.clone();
-        self.executor.execute(move || shared.run(cell));
-    }
-
-    /// Runs a claimed task on the executor and re-queues a periodic one.
-    fn run(&self, cell: TaskRef) {
-        let scheduled = cell.deadline();
-        let ran = cell.run_claimed(scheduled, || self.base.now(), || self.base.next_seq());
-        if let Ran::Again { deadline, seq } = ran {
-            self.base.repend();
-            if self.base.is_shutdown() && self.base.drops_at_shutdown(&cell) {
-                let outcome = cell.cancel();
-                self.base.count_cancel(outcome);
-            } else {
-                let mut state = lock(&self.state);
-                // A cancel that came between the run's end and this lock
-                // already counted itself; do not queue a dead entry.
-                if cell.is_live(seq) {
-                    self.enqueue(&mut state, deadline, seq, &cell);
-                }
-            }
-        }
-        if self.in_flight.fetch_sub(1, AcqRel) == 1 {
-            if self.base.is_shutdown() {
-                let _state = lock(&self.state);
-                self.wakeup.notify_all();
-            }
-            self.base.clock.on_idle();
         }
     }
 
@@ -515,6 +478,36 @@ impl Core for Shared {
     }
 }
 
+impl Dispatch for Shared {
+    fn handoff(&self) -> &Handoff {
+        &self.handoff
+    }
+
+    fn again(&self, cell: TaskRef, deadline: u64, seq: u64) {
+        if self.base.is_shutdown() && self.base.drops_at_shutdown(&cell) {
+            let outcome = cell.cancel();
+            if outcome.stopped() {
+                self.base.count_cancel(outcome);
+            }
+            return;
+        }
+        let mut state = lock(&self.state);
+        // A cancel that came between the run's end and this lock already
+        // counted itself; do not queue a dead entry.
+        if cell.is_live(seq) {
+            self.enqueue(&mut state, deadline, seq, &cell);
+        }
+        drop(state);
+    }
+
+    fn drained(&self) {
+        if self.base.is_shutdown() {
+            let _state = lock(&self.state);
+            self.wakeup.notify_all();
+        }
+    }
+}
+
 impl Wakeable for Shared {
     fn wake(&self) {
         let _state = lock(&self.state);
@@ -526,7 +519,7 @@ impl Wakeable for Shared {
         let state = lock(&self.state);
         state.terminated
             || (!state.dispatching
-                && self.in_flight.load(Acquire) == 0
+                && self.executor.is_idle()
                 && state.wheel.next_expiration().is_none_or(|t| t > now))
     }
 
@@ -587,6 +580,7 @@ impl Scheduler for HierarchicalWheelTimer {
                 }
                 graveyard.push(cell);
             }
+            graveyard.extend(shared.handoff.shutdown(&shared.base));
         }
         drop(state);
         shared.wakeup.notify_all();
@@ -598,12 +592,17 @@ impl Scheduler for HierarchicalWheelTimer {
         let mut state = lock(&shared.state);
         shared.base.start_shutdown_now();
         let mut never_ran = Vec::new();
-        for r in state.wheel.drain() {
-            if r.item.is_live(r.seq) && r.item.abandon() {
+        let waiting = shared.handoff.take_waiting().into_iter();
+        let queued = state.wheel.drain().into_iter().map(|r| Due {
+            cell: r.item,
+            seq: r.seq,
+        });
+        for due in waiting.chain(queued) {
+            if due.cell.is_live(due.seq) && due.cell.abandon() {
                 shared.base.unpend();
-                never_ran.push(TaskHandle::new(r.item, shared.clone()));
+                never_ran.push(TaskHandle::new(due.cell, shared.clone()));
             } else {
-                dead.push(r.item);
+                dead.push(due.cell);
             }
         }
         drop(state);

@@ -794,3 +794,187 @@ pub fn virtual_time_is_deterministic(h: &Harness) {
     assert_eq!(first.len(), 50 + 22);
     assert_eq!(first, run(h));
 }
+
+/// `virtual_time_is_deterministic` for several workers: the same scenario
+/// twice gives the same runs at the same virtual times, in whatever order
+/// the workers logged them (compared as sorted lists).
+pub fn history_is_deterministic_as_a_set(h: &Harness) {
+    fn run(h: &Harness) -> Vec<(usize, Duration)> {
+        let h = h.fresh();
+        let s = h.scheduler();
+        let log = Log::new();
+        for i in 0..50usize {
+            let (l, c) = (log.clone(), h.clock.clone());
+            // Pairs of tasks share a deadline, so workers really race.
+            let d = Duration::from_micros(((i / 2 * 7919) % 997) as u64 * 1000 + 17);
+            s.schedule(d, move || l.record(&c, i)).unwrap();
+        }
+        let (l, c) = (log.clone(), h.clock.clone());
+        let p = s
+            .schedule_at_fixed_rate(ms(3), ms(50), move || l.record(&c, 1000))
+            .unwrap();
+        for _ in 0..120 {
+            h.advance_ms(9);
+        }
+        assert!(p.cancel());
+        let mut entries = log.entries();
+        entries.sort();
+        entries
+    }
+    let first = run(h);
+    assert_eq!(first.len(), 50 + 22);
+    for _ in 0..3 {
+        assert_eq!(first, run(h));
+    }
+}
+
+// ---- a busy worker ------------------------------------------------------
+//
+// A task that came due while the thread that would run it is busy (the only
+// worker of a pool, or the timer thread itself) waits; until it starts it is
+// still pending, so cancel, reset and `shutdown_now` reach it as they reach
+// any pending task. Each case runs a long task `busy` (due at 0) that moves
+// virtual time from inside, as a slow task would, and acts on the others
+// mid-run: `advance` called from a task returns once every scheduler has
+// handed what is due to its executor, so a pool has the waiting task queued.
+
+/// Schedules `busy` due now and runs it to the end: `advance` returns once
+/// it and everything it let come due have run.
+fn run_busy<T: Send + 'static>(
+    h: &Harness,
+    s: &dyn Scheduler,
+    busy: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let busy = s.schedule(Duration::ZERO, busy).unwrap();
+    h.advance(Duration::ZERO);
+    busy.get_timeout(secs(30)).unwrap()
+}
+
+/// The repro: the worker is busy for 600 ms; a one-shot and a
+/// periodic task come due at 50 ms; at 250 ms both are cancelled, the
+/// cancels return true, and neither ever runs.
+pub fn cancel_reaches_a_task_waiting_behind_a_busy_worker(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let r = runs.clone();
+    let one_shot = s.schedule(ms(50), move || r.bump()).unwrap().into_handle();
+    let r = runs.clone();
+    let periodic = s
+        .schedule_at_fixed_rate(ms(50), ms(10), move || r.bump())
+        .unwrap();
+    let (clock, o, p) = (h.clock.clone(), one_shot.clone(), periodic.clone());
+    let cancelled = run_busy(h, s.as_ref(), move || {
+        clock.advance(ms(250));
+        let cancelled = (o.cancel(), p.cancel());
+        clock.advance(ms(350));
+        cancelled
+    });
+    assert_eq!(
+        cancelled,
+        (true, true),
+        "a task waiting for the busy worker is still pending: cancel stops it"
+    );
+    h.advance(secs(1));
+    assert_eq!(runs.get(), 0, "a task whose cancel returned true never ran");
+    assert!(one_shot.is_cancelled() && one_shot.is_done());
+    assert!(periodic.is_cancelled() && periodic.is_done());
+    assert_eq!(s.metrics().pending, 0);
+    assert_eq!(s.metrics().cancelled, 2);
+}
+
+/// A task waiting behind the busy worker can be moved: it runs once, at
+/// its new deadline or when the worker frees up, never at the old one.
+pub fn reset_reaches_a_task_waiting_behind_a_busy_worker(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let moved = s
+        .schedule(ms(50), move || l.record(&clock, ()))
+        .unwrap()
+        .into_handle();
+    let (clock, m) = (h.clock.clone(), moved.clone());
+    let reset = run_busy(h, s.as_ref(), move || {
+        clock.advance(ms(250));
+        let reset = m.reset(secs(1)).unwrap();
+        clock.advance(ms(350));
+        reset
+    });
+    assert!(
+        reset,
+        "a task waiting for the busy worker is still pending: reset moves it"
+    );
+    assert_eq!(log.len(), 0, "the old deadline does not fire");
+    h.advance_past(ms(1250));
+    assert_eq!(log.len(), 1, "moved, not copied");
+    h.assert_on_time(log.times()[0], ms(1250));
+    h.advance(secs(5));
+    assert_eq!(log.len(), 1);
+}
+
+/// `shutdown_now` returns a task that came due but is waiting for the busy
+/// worker: it never ran, and it never will.
+pub fn shutdown_now_returns_a_task_waiting_behind_a_busy_worker(h: &Harness) {
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let runs = Counter::default();
+    let r = runs.clone();
+    let waiting = s.schedule(ms(50), move || r.bump()).unwrap();
+    let (clock, me) = (h.clock.clone(), s.clone());
+    let returned = run_busy(h, s.as_ref(), move || {
+        clock.advance(ms(250));
+        let returned = me.shutdown_now();
+        clock.advance(ms(350));
+        returned
+    });
+    assert_eq!(returned.len(), 1, "the waiting task is returned");
+    assert!(returned[0].wait().unwrap_err().is_abandoned());
+    h.advance(secs(1));
+    assert_eq!(runs.get(), 0, "a task returned by shutdown_now never runs");
+    assert!(waiting.wait().unwrap_err().is_abandoned());
+    assert!(s.await_termination(secs(30)));
+    assert_eq!(s.metrics().pending, 0);
+}
+
+/// `shutdown` keeps a due one-shot waiting for the busy worker (it runs)
+/// and stops a periodic task waiting there (it never runs again).
+pub fn shutdown_applies_its_policy_to_tasks_waiting_behind_a_busy_worker(h: &Harness) {
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let (one_shot_runs, periodic_runs) = (Counter::default(), Counter::default());
+    let r = one_shot_runs.clone();
+    let one_shot = s.schedule(ms(50), move || r.bump()).unwrap();
+    let r = periodic_runs.clone();
+    let periodic = s
+        .schedule_at_fixed_rate(ms(50), ms(10), move || r.bump())
+        .unwrap();
+    let (clock, me, p) = (h.clock.clone(), s.clone(), periodic.clone());
+    let stopped = run_busy(h, s.as_ref(), move || {
+        clock.advance(ms(250));
+        me.shutdown();
+        let stopped = p.is_cancelled();
+        clock.advance(ms(350));
+        stopped
+    });
+    assert!(
+        stopped,
+        "shutdown stops a periodic task waiting for the worker"
+    );
+    h.advance(secs(1));
+    assert_eq!(periodic_runs.get(), 0, "the periodic task never ran");
+    assert_eq!(one_shot_runs.get(), 1, "the due one-shot still ran");
+    assert!(one_shot.is_done());
+    assert!(s.await_termination(secs(30)));
+}
+
+/// Tasks that came due behind the busy worker start in deadline order, ties
+/// in submission order, once it is free.
+pub fn tasks_waiting_behind_a_busy_worker_start_in_order(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    for (label, due) in [(1, 50), (2, 50), (0, 40), (3, 50), (4, 200)] {
+        let (l, clock) = (log.clone(), h.clock.clone());
+        s.schedule(ms(due), move || l.record(&clock, label))
+            .unwrap();
+    }
+    let clock = h.clock.clone();
+    run_busy(h, s.as_ref(), move || clock.advance(ms(600)));
+    assert_eq!(log.labels(), [0, 1, 2, 3, 4]);
+}

@@ -7,9 +7,9 @@
 //!
 //! A scheduler may fire up to its `granularity` late (one tick on a wheel,
 //! zero on a heap) and never early; every timing assertion allows exactly
-//! that window. Factories for pool-backed schedulers should use a single
-//! worker, so that the start order the FIFO case observes is the dispatch
-//! order.
+//! that window. [`conformance!`] runs every case, for a scheduler that
+//! starts one task at a time (inline, or one worker);
+//! [`conformance_multi_worker!`] those that hold on several workers.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -186,6 +186,11 @@ fn _uses(s: &dyn Scheduler) {
 
 /// Instantiates the whole suite for one scheduler:
 /// `conformance!(name, granularity, |opts| -> Box<dyn Scheduler> { .. });`
+///
+/// A pool-backed scheduler should use a single worker here: some cases
+/// observe the order in which tasks start, and the busy-worker cases need
+/// the only worker to be the busy one. [`conformance_multi_worker!`] runs
+/// the rest on several workers.
 #[macro_export]
 macro_rules! conformance {
     ($name:ident, $granularity:expr, $make:expr) => {
@@ -199,46 +204,85 @@ macro_rules! conformance {
                 Harness::new(make, $granularity)
             }
 
+            $crate::conformance_shared_cases!();
             $crate::conformance_cases!(
-                cases::never_early,
-                cases::fires_within_granularity_across_delays,
-                cases::one_shot_runs_exactly_once,
-                cases::one_shot_returns_its_value,
-                cases::zero_delay_runs_at_once,
-                cases::cancel_before_fire_prevents_the_run,
-                cases::cancel_after_fire_returns_false,
-                cases::cancel_one_shot_from_inside_returns_false,
-                cases::cancel_periodic_from_inside_stops_it,
-                cases::reset_moves_the_deadline_later,
-                cases::reset_moves_the_deadline_earlier,
-                cases::reset_of_finished_or_cancelled_task_changes_nothing,
-                cases::reset_periodic_continues_on_the_new_grid,
-                cases::remaining_counts_down,
-                cases::fixed_rate_runs_on_its_grid,
-                cases::fixed_rate_catches_up_after_a_slow_run,
-                cases::fixed_rate_runs_never_overlap,
-                cases::fixed_delay_counts_from_completion,
-                cases::periodic_with_overflowing_period_runs_once,
-                cases::panic_in_one_shot_is_reported_and_survived,
-                cases::panic_in_periodic_stops_it_and_is_reported,
                 cases::ties_run_in_submission_order,
-                cases::shutdown_rejects_new_work,
-                cases::shutdown_runs_pending_one_shots_and_stops_periodic,
-                cases::shutdown_now_returns_what_never_ran,
-                cases::shutdown_now_stops_a_running_periodic_task,
-                cases::a_task_may_hold_the_last_reference_to_its_scheduler,
-                cases::drop_is_a_graceful_shutdown,
-                cases::zero_period_is_an_error,
-                cases::delay_overflow_is_an_error,
-                cases::pending_limit_rejects_and_frees_capacity,
-                cases::metrics_count_pending_fired_cancelled,
-                cases::works_as_a_trait_object,
                 cases::virtual_time_is_deterministic,
-                stress::concurrent_schedule_cancel_and_fire_match_the_model,
-                stress::shutdown_racing_schedule_loses_nothing,
-                stress::reset_racing_fire_runs_once,
+                cases::cancel_reaches_a_task_waiting_behind_a_busy_worker,
+                cases::reset_reaches_a_task_waiting_behind_a_busy_worker,
+                cases::shutdown_now_returns_a_task_waiting_behind_a_busy_worker,
+                cases::shutdown_applies_its_policy_to_tasks_waiting_behind_a_busy_worker,
+                cases::tasks_waiting_behind_a_busy_worker_start_in_order,
             );
         }
+    };
+}
+
+/// The suite for a scheduler whose tasks run on several workers at once:
+/// every case but those that observe the start order of tasks due together
+/// (`ties_run_in_submission_order`, `virtual_time_is_deterministic`, here
+/// replaced by `history_is_deterministic_as_a_set`) or need the only worker
+/// to be busy.
+#[macro_export]
+macro_rules! conformance_multi_worker {
+    ($name:ident, $granularity:expr, $make:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            use $crate::conformance::{cases, stress, Harness, Opts};
+
+            fn harness() -> Harness {
+                let make: fn(Opts) -> Box<dyn schedulers::Scheduler> = $make;
+                Harness::new(make, $granularity)
+            }
+
+            $crate::conformance_shared_cases!();
+            $crate::conformance_cases!(cases::history_is_deterministic_as_a_set);
+        }
+    };
+}
+
+/// The cases every configuration runs, whatever its number of workers.
+#[macro_export]
+macro_rules! conformance_shared_cases {
+    () => {
+        $crate::conformance_cases!(
+            cases::never_early,
+            cases::fires_within_granularity_across_delays,
+            cases::one_shot_runs_exactly_once,
+            cases::one_shot_returns_its_value,
+            cases::zero_delay_runs_at_once,
+            cases::cancel_before_fire_prevents_the_run,
+            cases::cancel_after_fire_returns_false,
+            cases::cancel_one_shot_from_inside_returns_false,
+            cases::cancel_periodic_from_inside_stops_it,
+            cases::reset_moves_the_deadline_later,
+            cases::reset_moves_the_deadline_earlier,
+            cases::reset_of_finished_or_cancelled_task_changes_nothing,
+            cases::reset_periodic_continues_on_the_new_grid,
+            cases::remaining_counts_down,
+            cases::fixed_rate_runs_on_its_grid,
+            cases::fixed_rate_catches_up_after_a_slow_run,
+            cases::fixed_rate_runs_never_overlap,
+            cases::fixed_delay_counts_from_completion,
+            cases::periodic_with_overflowing_period_runs_once,
+            cases::panic_in_one_shot_is_reported_and_survived,
+            cases::panic_in_periodic_stops_it_and_is_reported,
+            cases::shutdown_rejects_new_work,
+            cases::shutdown_runs_pending_one_shots_and_stops_periodic,
+            cases::shutdown_now_returns_what_never_ran,
+            cases::shutdown_now_stops_a_running_periodic_task,
+            cases::a_task_may_hold_the_last_reference_to_its_scheduler,
+            cases::drop_is_a_graceful_shutdown,
+            cases::zero_period_is_an_error,
+            cases::delay_overflow_is_an_error,
+            cases::pending_limit_rejects_and_frees_capacity,
+            cases::metrics_count_pending_fired_cancelled,
+            cases::works_as_a_trait_object,
+            stress::concurrent_schedule_cancel_and_fire_match_the_model,
+            stress::shutdown_racing_schedule_loses_nothing,
+            stress::reset_racing_fire_runs_once,
+        );
     };
 }
 
