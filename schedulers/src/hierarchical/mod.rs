@@ -161,8 +161,9 @@ struct Shared {
     wakeups: AtomicU64,
     /// Cells cancelled while pending whose nodes are still linked.
     cancels: SegQueue<TaskRef>,
-    /// Length of `cancels`. It may briefly disagree with the queue (even wrap
-    /// below zero while a drain overtakes a push); that only moves a drain.
+    /// Length of `cancels`. A cancel counts itself before it pushes, so a
+    /// drain never pops more than was counted: the count may run ahead of
+    /// the queue for a moment, never behind it (it never wraps).
     cancels_queued: AtomicUsize,
 }
 
@@ -461,8 +462,9 @@ impl Core for Shared {
         // next advances, by `next_expiration`, or here once the batch is
         // full. Until then the dead node is harmless: a flush drops it, since
         // its claim fails.
+        let queued = self.cancels_queued.fetch_add(1, AcqRel) + 1;
         self.cancels.push(cell.clone());
-        if self.cancels_queued.fetch_add(1, AcqRel) + 1 >= CANCEL_BATCH {
+        if queued >= CANCEL_BATCH {
             let state = match self.state.try_lock() {
                 Ok(state) => Some(state),
                 Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),

@@ -280,6 +280,7 @@ macro_rules! conformance_shared_cases {
             cases::metrics_count_pending_fired_cancelled,
             cases::works_as_a_trait_object,
             stress::concurrent_schedule_cancel_and_fire_match_the_model,
+            stress::a_storm_of_cancels_matches_the_model,
             stress::shutdown_racing_schedule_loses_nothing,
             stress::reset_racing_fire_runs_once,
         );
