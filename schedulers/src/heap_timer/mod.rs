@@ -222,6 +222,14 @@ impl Shared {
             if self.purge_requested.swap(false, AcqRel) {
                 graveyard.extend(self.purge(&mut state).into_iter().map(|e| e.item));
             }
+            // Shut down with nothing pending, whatever is left is dead: a
+            // cancelled task must not keep the thread until its deadline. (A
+            // task being moved by a reset stays pending until it is back.)
+            let finished = self.base.is_shutdown() && self.base.metrics().pending == 0;
+            if finished && state.heap.len() > 0 {
+                graveyard.extend(state.heap.drain_sorted().into_iter().map(|e| e.item));
+                self.queued.store(0, Relaxed);
+            }
             let now = self.base.now();
             let head = state.heap.peek().map(|e| e.deadline);
             match head {
@@ -230,7 +238,7 @@ impl Shared {
                     graveyard.clear();
                     state = lock(&self.state);
                 }
-                None if self.base.is_shutdown() => break,
+                None if finished => break,
                 Some(deadline) if deadline <= now => {
                     state = self.fire_head(state, now, &mut graveyard)
                 }
@@ -382,6 +390,9 @@ impl Core for Shared {
     fn cancelled(&self, _cell: &TaskRef, outcome: CancelOutcome) {
         if outcome == CancelOutcome::WasPending {
             self.add_dead();
+            if self.base.is_shutdown() {
+                self.wake(); // it may have been the last pending task
+            }
         }
     }
 }
@@ -409,6 +420,7 @@ impl Scheduler for HeapTimer {
         let (deadline, seq) = self.shared.base.admit(&cell, delay)?;
         if let Err(e) = self.shared.push(deadline, seq, cell.clone()) {
             self.shared.base.unpend();
+            self.shared.wake(); // shut down meanwhile: this was counted pending
             return Err(e);
         }
         Ok(TaskHandle::new(cell, self.shared.clone()))

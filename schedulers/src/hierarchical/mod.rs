@@ -337,7 +337,13 @@ impl Shared {
                 state.dispatching = false;
                 continue;
             }
-            if self.base.is_shutdown() && state.wheel.is_empty() && self.handoff.in_flight() == 0 {
+            // A reset whose requeue is still on its way keeps its task
+            // pending: wait for it too.
+            if self.base.is_shutdown()
+                && state.wheel.is_empty()
+                && self.handoff.in_flight() == 0
+                && self.base.metrics().pending == 0
+            {
                 break;
             }
             let next = state.wheel.next_expiration();
@@ -458,6 +464,16 @@ impl Core for Shared {
         if outcome != CancelOutcome::WasPending {
             return;
         }
+        if self.base.is_shutdown() {
+            // Only pending one-shots keep a shut-down timer alive: the
+            // driver unlinks this one now, and exits if it was the last,
+            // instead of sleeping until its old deadline.
+            self.cancels_queued.fetch_add(1, AcqRel);
+            self.cancels.push(cell.clone());
+            let _state = lock(&self.state);
+            self.wakeup.notify_all();
+            return;
+        }
         // The node is unlinked later, in a batch: by the driver before it
         // next advances, by `next_expiration`, or here once the batch is
         // full. Until then the dead node is harmless: a flush drops it, since
@@ -545,8 +561,10 @@ impl Scheduler for HierarchicalWheelTimer {
         // Checked again under the lock, so a task accepted here is always
         // seen by a concurrent `shutdown`.
         if shared.base.is_shutdown() {
-            drop(state);
+            // Counted pending a moment ago: wake what waits for none.
             shared.base.unpend();
+            shared.wakeup.notify_all();
+            drop(state);
             return Err(Error::new(Kind::Shutdown));
         }
         shared.enqueue(&mut state, deadline, seq, &cell);

@@ -424,7 +424,8 @@ impl Shared {
                 continue;
             }
             let Some(head) = state.queue.peek().map(|e| e.deadline) else {
-                if self.base.is_shutdown() {
+                // A task being moved by a reset is pending until it is back.
+                if self.base.is_shutdown() && self.base.metrics().pending == 0 {
                     break None;
                 }
                 state = self.wait(state, None);
@@ -668,8 +669,10 @@ impl Scheduler for ScheduledThreadPool {
         // Checked again under the lock, so a task accepted here is always
         // seen by a concurrent `shutdown`.
         if shared.base.is_shutdown() {
-            drop(state);
+            // Counted pending a moment ago: wake what waits for none.
             shared.base.unpend();
+            shared.available.notify_all();
+            drop(state);
             return Err(Error::new(Kind::Shutdown));
         }
         shared.enqueue(&mut state, deadline, seq, cell.clone());

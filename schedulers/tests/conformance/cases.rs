@@ -978,3 +978,42 @@ pub fn tasks_waiting_behind_a_busy_worker_start_in_order(h: &Harness) {
     run_busy(h, s.as_ref(), move || clock.advance(ms(600)));
     assert_eq!(log.labels(), [0, 1, 2, 3, 4]);
 }
+
+// ---- termination, the end of time, destructors ---------------------------
+
+/// After `shutdown`, the only thing keeping a scheduler alive is its pending
+/// one-shots: cancelling the last one lets it terminate at once, not at the
+/// cancelled task's old deadline (on virtual time and on the system clock,
+/// where a driver may be parked on a timed wait until that deadline).
+pub fn cancel_after_shutdown_lets_it_terminate_at_once(h: &Harness) {
+    for s in [h.scheduler(), h.scheduler_on_system_clock()] {
+        let far = s.schedule(secs(3600), || ()).unwrap();
+        s.shutdown();
+        assert!(!s.is_terminated(), "a pending one-shot keeps it alive");
+        assert!(far.cancel());
+        assert!(
+            s.await_termination(secs(10)),
+            "a cancelled task must not keep the scheduler alive until its deadline"
+        );
+        assert_eq!(s.metrics().pending, 0);
+    }
+}
+
+/// A pending one-shot kept by `shutdown` can still be moved: it runs at its
+/// new deadline, and the scheduler terminates after it (a reset racing the
+/// end must not let the driver exit with the task in flight).
+pub fn reset_after_shutdown_still_runs_the_task(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let r = runs.clone();
+    let task = s.schedule(secs(3600), move || r.bump()).unwrap();
+    s.shutdown();
+    for _ in 0..100 {
+        assert!(task.reset(secs(3600)).unwrap());
+    }
+    assert!(task.reset(ms(5)).unwrap());
+    h.advance_past(h.now() + ms(5));
+    assert_eq!(runs.get(), 1);
+    assert!(s.await_termination(secs(30)));
+    assert_eq!(s.metrics().pending, 0);
+}

@@ -15,15 +15,18 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use schedulers::{ManualClock, Scheduler, SchedulerExt, TaskHandle};
+use schedulers::{Clock, ManualClock, Scheduler, SchedulerExt, SystemClock, TaskHandle};
 
 pub mod cases;
 pub mod stress;
 
 /// What a factory may be asked to set on the scheduler it builds.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Opts {
-    pub clock: ManualClock,
+    /// The harness's [`ManualClock`], or the [`SystemClock`] for the few
+    /// cases that check what only real time shows (a driver parked on a
+    /// timed wait).
+    pub clock: Arc<dyn Clock>,
     pub pending_limit: Option<usize>,
 }
 
@@ -56,8 +59,17 @@ impl Harness {
 
     pub fn scheduler_with(&self, pending_limit: Option<usize>) -> Box<dyn Scheduler> {
         (self.make)(Opts {
-            clock: self.clock.clone(),
+            clock: Arc::new(self.clock.clone()),
             pending_limit,
+        })
+    }
+
+    /// The same scheduler on the system clock, for cases whose outcome does
+    /// not depend on how fast real time passes.
+    pub fn scheduler_on_system_clock(&self) -> Box<dyn Scheduler> {
+        (self.make)(Opts {
+            clock: Arc::new(SystemClock),
+            pending_limit: None,
         })
     }
 
@@ -272,6 +284,8 @@ macro_rules! conformance_shared_cases {
             cases::shutdown_runs_pending_one_shots_and_stops_periodic,
             cases::shutdown_now_returns_what_never_ran,
             cases::shutdown_now_stops_a_running_periodic_task,
+            cases::cancel_after_shutdown_lets_it_terminate_at_once,
+            cases::reset_after_shutdown_still_runs_the_task,
             cases::a_task_may_hold_the_last_reference_to_its_scheduler,
             cases::drop_is_a_graceful_shutdown,
             cases::zero_period_is_an_error,
