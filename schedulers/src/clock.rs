@@ -151,7 +151,9 @@ impl ManualClock {
     /// time has run (or, on a pool, finished) before this returns.
     ///
     /// `advance(Duration::ZERO)` only waits; use it after scheduling a task
-    /// that is already due.
+    /// that is already due. Time saturates at the latest instant the
+    /// platform can represent (hundreds of billions of years away on Linux):
+    /// advancing past it leaves the clock there, and never panics.
     ///
     /// Called from inside a running task (to model a task that takes time),
     /// it moves time, wakes the schedulers and waits only until each has
@@ -166,7 +168,7 @@ impl ManualClock {
     pub fn advance(&self, d: Duration) {
         {
             let mut elapsed = lock(&self.inner.elapsed);
-            *elapsed = elapsed.saturating_add(d);
+            *elapsed = latest(self.inner.origin, *elapsed, elapsed.saturating_add(d));
         }
         for driver in self.drivers() {
             driver.wake();
@@ -221,6 +223,29 @@ impl ManualClock {
         drivers.retain(|d| d.strong_count() > 0);
         drivers.iter().filter_map(Weak::upgrade).collect()
     }
+}
+
+/// The latest of `want` and the durations down to `known` (which fits) that
+/// still make an `Instant` after `origin`: virtual time saturates there.
+fn latest(origin: Instant, known: Duration, want: Duration) -> Duration {
+    if origin.checked_add(want).is_some() {
+        return want;
+    }
+    // Bisect on nanoseconds: `lo` always fits, `hi` never does.
+    let (mut lo, mut hi) = (known.as_nanos(), want.as_nanos());
+    let at = |n: u128| {
+        let secs = u64::try_from(n / 1_000_000_000).unwrap_or(u64::MAX);
+        Duration::new(secs, (n % 1_000_000_000) as u32)
+    };
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if origin.checked_add(at(mid)).is_some() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    at(lo)
 }
 
 impl Default for ManualClock {
@@ -315,9 +340,11 @@ impl Timebase {
         Timebase { epoch }
     }
 
-    /// Nanoseconds since the epoch (0 for earlier instants).
+    /// Nanoseconds since the epoch: 0 for earlier instants, and at most one
+    /// short of [`NEVER`], which time therefore never reaches.
     pub(crate) fn ticks(&self, t: Instant) -> u64 {
-        u64::try_from(t.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+        let ns = t.saturating_duration_since(self.epoch).as_nanos();
+        u64::try_from(ns).unwrap_or(u64::MAX).min(NEVER - 1)
     }
 
     /// The instant `ticks` nanoseconds after the epoch, or `None` if it is
@@ -352,5 +379,28 @@ pub(crate) fn reduce_timer_slack() {
     #[cfg(target_os = "linux")]
     {
         let _ = nix::sys::prctl::set_timerslack(1);
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// Virtual time saturates at the latest instant the platform can hold:
+    /// no panic, no wrap, and "never" stays unreached.
+    #[test]
+    fn advance_saturates_at_the_end_of_time() {
+        let clock = ManualClock::new();
+        let start = clock.now();
+        clock.advance(Duration::MAX);
+        let end = clock.now();
+        assert!(end > start);
+        clock.advance(Duration::MAX);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(clock.now(), end, "time stays at its end");
+        assert!(clock.elapsed() > Duration::from_secs(600 * 365 * 24 * 3600));
+        let timebase = Timebase::new(start);
+        assert!(timebase.ticks(end) < NEVER, "the end of time is not never");
+        assert!(Timebase::deadline(timebase.ticks(end), Duration::ZERO).is_ok());
     }
 }

@@ -24,45 +24,18 @@ use crate::error::{Error, Kind};
 pub(crate) use state::CancelOutcome;
 use state::{End, Phase, Rearm, State};
 
-/// How a task repeats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Repeat {
-    Once,
-    /// Next start = previous scheduled start + period (catch-up).
-    FixedRate(u64),
-    /// Next start = previous end + delay.
-    FixedDelay(u64),
-}
-
-/// Periods are kept in 62 bits (146 years); a longer one is treated as 146
-/// years, which is as good as never.
-const PERIOD_MASK: u64 = (1 << 62) - 1;
-const RATE_BIT: u64 = 1 << 62;
-const DELAY_BIT: u64 = 1 << 63;
-
-/// Packs a `Repeat` into one word: 0 is `Once`, else a kind bit and a period.
-fn pack(repeat: Repeat) -> u64 {
-    match repeat {
-        Repeat::Once => 0,
-        Repeat::FixedRate(p) => RATE_BIT | p.clamp(1, PERIOD_MASK),
-        Repeat::FixedDelay(p) => DELAY_BIT | p.clamp(1, PERIOD_MASK),
-    }
-}
-
-fn unpack(word: u64) -> Repeat {
-    match word & (RATE_BIT | DELAY_BIT) {
-        0 => Repeat::Once,
-        RATE_BIT => Repeat::FixedRate(word & PERIOD_MASK),
-        _ => Repeat::FixedDelay(word & PERIOD_MASK),
-    }
-}
-
 /// The user's closure, type-erased.
 pub(crate) trait Job: Send {
     /// Runs the closure once. A one-shot job keeps its output for `take_output`.
     fn run(&mut self);
     /// The value a one-shot job produced, boxed (free for `()`).
     fn take_output(&mut self) -> Option<Box<dyn Any + Send>>;
+    /// For a periodic job: true if its next run counts from the end of the
+    /// last (fixed delay), false if from the last scheduled start (fixed
+    /// rate). Kept in the type, so the cell stores a whole 64-bit period.
+    fn counts_from_end(&self) -> bool {
+        false
+    }
 }
 
 struct OnceJob<F, T> {
@@ -83,14 +56,18 @@ impl<F: FnOnce() -> T + Send, T: Send + 'static> Job for OnceJob<F, T> {
     }
 }
 
-struct PeriodicJob<F>(F);
+/// A periodic closure; `FROM_END` is fixed delay (see `Job::counts_from_end`).
+struct PeriodicJob<F, const FROM_END: bool>(F);
 
-impl<F: FnMut() + Send> Job for PeriodicJob<F> {
+impl<F: FnMut() + Send, const FROM_END: bool> Job for PeriodicJob<F, FROM_END> {
     fn run(&mut self) {
         (self.0)()
     }
     fn take_output(&mut self) -> Option<Box<dyn Any + Send>> {
         None
+    }
+    fn counts_from_end(&self) -> bool {
+        FROM_END
     }
 }
 
@@ -105,8 +82,9 @@ pub(crate) struct TaskCell<J: ?Sized = dyn Job> {
     state: State,
     /// Deadline of the pending run, in the scheduler's ticks.
     deadline: AtomicU64,
-    /// `Repeat`, packed into one word: see `pack`.
-    repeat: u64,
+    /// Nanoseconds between runs (or from the end of one to the next start);
+    /// 0 for a one-shot task. A whole `u64`, so a period is never clamped.
+    period: u64,
     /// Free for the scheduler: where the live entry sits (heap index, slab key).
     pub(crate) slot: AtomicU64,
     job: Mutex<Slot<J>>,
@@ -125,22 +103,18 @@ pub(crate) enum Ran {
 }
 
 impl TaskCell {
-    fn with_job<J: Job + 'static>(repeat: Repeat, job: J) -> TaskRef {
+    fn with_job<J: Job + 'static>(period: u64, job: J) -> TaskRef {
         Arc::new(TaskCell {
             state: State::new(),
             deadline: AtomicU64::new(0),
-            repeat: pack(repeat),
+            period,
             slot: AtomicU64::new(0),
             job: Mutex::new(Slot { failure: None, job }),
         })
     }
 
-    pub(crate) fn repeat(&self) -> Repeat {
-        unpack(self.repeat)
-    }
-
     pub(crate) fn is_periodic(&self) -> bool {
-        self.repeat != 0
+        self.period != 0
     }
 
     /// Deadline of the pending run, in ticks.
@@ -176,29 +150,29 @@ impl TaskCell {
         now: impl FnOnce() -> u64,
         next_seq: impl FnOnce() -> u64,
     ) -> Ran {
-        let failed = {
+        let (failed, from_end) = {
             let mut slot = lock(&self.job);
             let _guard = InsideTask::enter();
-            match catch_unwind(AssertUnwindSafe(|| slot.job.run())) {
+            let failed = match catch_unwind(AssertUnwindSafe(|| slot.job.run())) {
                 Ok(()) => false,
                 Err(payload) => {
                     slot.failure = Some(Box::new(Error::from_panic(payload.as_ref())));
                     true
                 }
-            }
+            };
+            (failed, slot.job.counts_from_end())
         };
         if failed {
             self.ended(self.state.finish(End::Panicked));
             return Ran::Finished;
         }
-        let next = match self.repeat() {
-            Repeat::Once => {
-                self.ended(self.state.finish(End::Done));
-                return Ran::Finished;
-            }
-            Repeat::FixedRate(period) => scheduled.checked_add(period).unwrap_or(NEVER),
-            Repeat::FixedDelay(delay) => now().checked_add(delay).unwrap_or(NEVER),
-        };
+        if !self.is_periodic() {
+            self.ended(self.state.finish(End::Done));
+            return Ran::Finished;
+        }
+        // Past the time range the next run is "never", where it stays.
+        let from = if from_end { now() } else { scheduled };
+        let next = from.checked_add(self.period).unwrap_or(NEVER);
         let seq = next_seq();
         self.deadline.store(next, Relaxed);
         match self.state.rearm(seq) {
@@ -322,7 +296,7 @@ impl fmt::Debug for TaskCell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
             .field("state", &self.state.phase())
-            .field("repeat", &self.repeat())
+            .field("period", &Duration::from_nanos(self.period))
             .field("deadline", &self.deadline())
             .finish()
     }
@@ -400,7 +374,7 @@ impl Task {
     {
         Task {
             cell: TaskCell::with_job(
-                Repeat::Once,
+                0,
                 OnceJob {
                     f: Some(f),
                     output: None,
@@ -421,7 +395,7 @@ impl Task {
     {
         let period = positive(period)?;
         Ok(Task {
-            cell: TaskCell::with_job(Repeat::FixedRate(period), PeriodicJob(f)),
+            cell: TaskCell::with_job(period, PeriodicJob::<F, false>(f)),
         })
     }
 
@@ -436,11 +410,13 @@ impl Task {
     {
         let delay = positive(delay)?;
         Ok(Task {
-            cell: TaskCell::with_job(Repeat::FixedDelay(delay), PeriodicJob(f)),
+            cell: TaskCell::with_job(delay, PeriodicJob::<F, true>(f)),
         })
     }
 }
 
+/// A period in nanoseconds. One too long for a `u64` saturates, which is
+/// exact: no deadline fits beyond it anyway, so its next run is "never".
 fn positive(d: Duration) -> Result<u64, Error> {
     match nanos(d) {
         0 => Err(Error::new(Kind::ZeroPeriod)),

@@ -1017,3 +1017,44 @@ pub fn reset_after_shutdown_still_runs_the_task(h: &Harness) {
     assert!(s.await_termination(secs(30)));
     assert_eq!(s.metrics().pending, 0);
 }
+
+/// Virtual time saturates at the end of what the clock can represent: it
+/// never panics or wraps, and a periodic task whose next run is beyond the
+/// time range stays parked there ("never") however far time moves.
+pub fn the_end_of_time_is_never_reached(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let (r1, r2) = (runs.clone(), runs.clone());
+    let rate = s
+        .schedule_at_fixed_rate(Duration::ZERO, Duration::MAX, move || r1.bump())
+        .unwrap();
+    let delay = s
+        .schedule_with_fixed_delay(Duration::ZERO, Duration::MAX, move || r2.bump())
+        .unwrap();
+    // A long period is kept whole, not clamped: runs at 0, 200 and 400 years.
+    let year = secs(365 * 24 * 3600);
+    let long = Counter::default();
+    let l = long.clone();
+    let centuries = s
+        .schedule_at_fixed_rate(Duration::ZERO, year * 200, move || l.bump())
+        .unwrap();
+    h.advance_past(Duration::ZERO);
+    assert_eq!(runs.get(), 2);
+    h.advance(year * 600); // beyond the 584 years of u64 nanoseconds
+    assert_eq!(runs.get(), 2, "a task parked at \"never\" never runs again");
+    assert_eq!(
+        long.get(),
+        3,
+        "a 200-year period runs at 0, 200 and 400 years"
+    );
+    assert!(centuries.cancel());
+    h.advance(Duration::MAX);
+    h.advance(Duration::MAX);
+    assert_eq!(runs.get(), 2);
+    assert!(rate.cancel() && delay.cancel(), "still pending");
+    let e = s.schedule(ms(1), || ()).unwrap_err();
+    assert!(
+        e.is_delay_overflow(),
+        "no deadline fits after the end of time: {e}"
+    );
+}

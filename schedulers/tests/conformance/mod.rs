@@ -278,6 +278,7 @@ macro_rules! conformance_shared_cases {
             cases::fixed_rate_runs_never_overlap,
             cases::fixed_delay_counts_from_completion,
             cases::periodic_with_overflowing_period_runs_once,
+            cases::the_end_of_time_is_never_reached,
             cases::panic_in_one_shot_is_reported_and_survived,
             cases::panic_in_periodic_stops_it_and_is_reported,
             cases::shutdown_rejects_new_work,
