@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::clock::Timebase;
 use crate::error::Error;
 use crate::scheduler::Core;
-use crate::task::TaskRef;
+use crate::task::{CancelOutcome, TaskRef};
 
 /// A handle to one scheduled task: cancel it, move it, ask about it, wait
 /// for it. Cloning gives another handle to the same task; dropping every
@@ -51,13 +51,26 @@ impl TaskHandle {
     /// stopped a run that would otherwise have started: the task was pending,
     /// or it is periodic and running now (its next run will not happen).
     /// A one-shot task that already started cannot be cancelled.
+    ///
+    /// A successful cancel lets go of the task's closure (and whatever it
+    /// captured) at once, or when the run under way ends, even while
+    /// handles to the task live on.
     pub fn cancel(&self) -> bool {
         let outcome = self.cell.cancel();
         if outcome.stopped() {
             self.core.base().count_cancel(outcome);
             self.core.cancelled(&self.cell, outcome);
+            if outcome == CancelOutcome::WasPending {
+                self.cell.release();
+            }
         }
         outcome.stopped()
+    }
+
+    /// Lets go of the closure of a task that will never run (one returned by
+    /// `shutdown_now`); outside the scheduler's locks.
+    pub(crate) fn bury(&self) {
+        self.cell.bury();
     }
 
     /// True if a cancel stopped the task.

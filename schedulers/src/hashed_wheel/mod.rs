@@ -123,7 +123,7 @@ use crate::error::Error;
 use crate::executor::{Dispatch, Due, Executor, Handoff};
 use crate::handle::TaskHandle;
 use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Task, TaskRef};
+use crate::task::{CancelOutcome, Task, TaskCell, TaskRef};
 use wheel::{Expired, Wheel};
 
 /// The most submitted (or reset) timers the worker moves into the wheel
@@ -415,7 +415,7 @@ impl Shared {
             if !state.graveyard.is_empty() {
                 let graveyard = std::mem::take(&mut state.graveyard);
                 drop(state);
-                drop(graveyard);
+                TaskCell::bury_all(graveyard);
                 state = lock(&self.state);
                 continue;
             }
@@ -715,7 +715,7 @@ impl Scheduler for HashedWheelTimer {
         }
         let graveyard = std::mem::take(&mut state.graveyard);
         drop(state);
-        drop(graveyard);
+        TaskCell::bury_all(graveyard);
         shared.notify();
     }
 
@@ -751,6 +751,7 @@ impl Scheduler for HashedWheelTimer {
             abandon(cell);
         }
         drop(state);
+        never_ran.iter().for_each(TaskHandle::bury);
         shared.notify();
         never_ran
     }

@@ -52,7 +52,7 @@ use crate::clock::{lock, wait_until, Clock, Wakeable};
 use crate::error::{Error, Kind};
 use crate::handle::TaskHandle;
 use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Ran, Task, TaskRef};
+use crate::task::{CancelOutcome, Ran, Task, TaskCell, TaskRef};
 use heap::TimerHeap;
 
 /// Dead entries are purged automatically once there are at least this many
@@ -235,7 +235,7 @@ impl Shared {
             match head {
                 _ if !graveyard.is_empty() => {
                     drop(state);
-                    graveyard.clear();
+                    TaskCell::bury_all(graveyard.drain(..));
                     state = lock(&self.state);
                 }
                 None if finished => break,
@@ -450,6 +450,7 @@ impl Scheduler for HeapTimer {
             shared.queued.store(state.heap.len(), Relaxed);
         }
         drop(state);
+        TaskCell::bury_all(graveyard);
         shared.head_changes.fetch_add(1, Release);
         shared.wakeup.notify_all();
     }
@@ -471,6 +472,7 @@ impl Scheduler for HeapTimer {
         shared.dead.store(0, Relaxed);
         shared.queued.store(0, Relaxed);
         drop(state);
+        never_ran.iter().for_each(TaskHandle::bury);
         shared.head_changes.fetch_add(1, Release);
         shared.wakeup.notify_all();
         never_ran

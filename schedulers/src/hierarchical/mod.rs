@@ -80,7 +80,7 @@ use crate::error::{Error, Kind};
 use crate::executor::{Dispatch, Due, Executor, Handoff};
 use crate::handle::TaskHandle;
 use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Task, TaskRef};
+use crate::task::{CancelOutcome, Task, TaskCell, TaskRef};
 use timing_wheel::TimingWheels;
 
 /// The default tick: 1 ms, as Kafka's `SystemTimer`.
@@ -507,6 +507,7 @@ impl Dispatch for Shared {
             if outcome.stopped() {
                 self.base.count_cancel(outcome);
             }
+            cell.bury();
             return;
         }
         let mut state = lock(&self.state);
@@ -603,6 +604,7 @@ impl Scheduler for HierarchicalWheelTimer {
             graveyard.extend(shared.handoff.shutdown(&shared.base));
         }
         drop(state);
+        TaskCell::bury_all(graveyard);
         shared.wakeup.notify_all();
     }
 
@@ -626,6 +628,7 @@ impl Scheduler for HierarchicalWheelTimer {
             }
         }
         drop(state);
+        never_ran.iter().for_each(TaskHandle::bury);
         shared.wakeup.notify_all();
         never_ran
     }

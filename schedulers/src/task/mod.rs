@@ -16,7 +16,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, TryLockError};
 use std::time::Duration;
 
 use crate::clock::{lock, nanos, Clock as _, SystemClock, NEVER};
@@ -36,6 +36,10 @@ pub(crate) trait Job: Send {
     fn counts_from_end(&self) -> bool {
         false
     }
+    /// Drops the closure: the task will never run again.
+    fn release(&mut self);
+    /// Drops the closure and any value left uncollected.
+    fn clear(&mut self);
 }
 
 struct OnceJob<F, T> {
@@ -54,20 +58,36 @@ impl<F: FnOnce() -> T + Send, T: Send + 'static> Job for OnceJob<F, T> {
             .take()
             .map(|v| Box::new(v) as Box<dyn Any + Send>)
     }
+    fn release(&mut self) {
+        self.f = None;
+    }
+    fn clear(&mut self) {
+        self.f = None;
+        self.output = None;
+    }
 }
 
-/// A periodic closure; `FROM_END` is fixed delay (see `Job::counts_from_end`).
-struct PeriodicJob<F, const FROM_END: bool>(F);
+/// A periodic closure (`None` once released); `FROM_END` is fixed delay
+/// (see `Job::counts_from_end`).
+struct PeriodicJob<F, const FROM_END: bool>(Option<F>);
 
 impl<F: FnMut() + Send, const FROM_END: bool> Job for PeriodicJob<F, FROM_END> {
     fn run(&mut self) {
-        (self.0)()
+        if let Some(f) = &mut self.0 {
+            f();
+        }
     }
     fn take_output(&mut self) -> Option<Box<dyn Any + Send>> {
         None
     }
     fn counts_from_end(&self) -> bool {
         FROM_END
+    }
+    fn release(&mut self) {
+        self.0 = None;
+    }
+    fn clear(&mut self) {
+        self.0 = None;
     }
 }
 
@@ -78,7 +98,7 @@ struct Slot<J: ?Sized> {
 }
 
 /// One scheduled task. See the module docs for the state machine.
-pub(crate) struct TaskCell<J: ?Sized = dyn Job> {
+pub(crate) struct TaskCell<J: ?Sized + Job = dyn Job> {
     state: State,
     /// Deadline of the pending run, in the scheduler's ticks.
     deadline: AtomicU64,
@@ -157,6 +177,7 @@ impl TaskCell {
                 Ok(()) => false,
                 Err(payload) => {
                     slot.failure = Some(Box::new(Error::from_panic(payload.as_ref())));
+                    contain(move || drop(payload));
                     true
                 }
             };
@@ -164,6 +185,7 @@ impl TaskCell {
         };
         if failed {
             self.ended(self.state.finish(End::Panicked));
+            self.release();
             return Ran::Finished;
         }
         if !self.is_periodic() {
@@ -182,6 +204,7 @@ impl TaskCell {
             },
             (Rearm::Cancelled, ended) => {
                 self.ended(ended);
+                self.release();
                 Ran::Finished
             }
         }
@@ -193,6 +216,43 @@ impl TaskCell {
         let (outcome, ended) = self.state.cancel(self.is_periodic());
         self.ended(ended);
         outcome
+    }
+
+    /// Drops the closure of a task that will never run again, so that a
+    /// handle kept alive does not keep what the closure captured (as the
+    /// JDK's `FutureTask` drops its callable). Call it outside any lock: the
+    /// closure's destructors are user code. A panicking one is contained.
+    ///
+    /// If the job is locked, whoever holds it lets go instead: a run ending
+    /// (which releases a task it finds over), another release, or this very
+    /// release re-entered by the closure's own destructors (which may drop
+    /// the last reference to the scheduler, whose shutdown buries the cell).
+    pub(crate) fn release(&self) {
+        let mut slot = match self.job.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        contain(|| slot.job.release());
+    }
+
+    /// Lets go of a cell a scheduler took out of its queues: if the task is
+    /// over without a value to keep (cancelled, abandoned, panicked), its
+    /// closure goes now. Call it outside any lock, as [`TaskCell::release`].
+    pub(crate) fn bury(&self) {
+        if matches!(
+            self.state.phase(),
+            Phase::Cancelled | Phase::Abandoned | Phase::Panicked
+        ) {
+            self.release();
+        }
+    }
+
+    /// [`TaskCell::bury`] for each cell, then lets go of it.
+    pub(crate) fn bury_all(cells: impl IntoIterator<Item = TaskRef>) {
+        for cell in cells {
+            cell.bury();
+        }
     }
 
     /// Moves a pending task to a new entry `seq` at `deadline`. False if the
@@ -289,6 +349,28 @@ impl TaskCell {
     /// The value of a finished one-shot task (taken once).
     pub(crate) fn take_output(&self) -> Option<Box<dyn Any + Send>> {
         lock(&self.job).job.take_output()
+    }
+}
+
+impl<J: ?Sized + Job> Drop for TaskCell<J> {
+    /// The closure or an uncollected value may panic as it drops, on
+    /// whichever thread lets go of the cell last (often a scheduler's):
+    /// contained like a task's panic.
+    fn drop(&mut self) {
+        let slot = self.job.get_mut().unwrap_or_else(PoisonError::into_inner);
+        contain(|| slot.job.clear());
+    }
+}
+
+/// Runs `f`, which drops user values, containing a panic the way a task's
+/// panic is contained: the panic hook has reported it, and the thread (a
+/// scheduler's, or the caller of `cancel`) carries on. A panic payload whose
+/// own destructor panics is leaked rather than dropped.
+fn contain(f: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        if let Err(nested) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(nested);
+        }
     }
 }
 
@@ -395,7 +477,7 @@ impl Task {
     {
         let period = positive(period)?;
         Ok(Task {
-            cell: TaskCell::with_job(period, PeriodicJob::<F, false>(f)),
+            cell: TaskCell::with_job(period, PeriodicJob::<F, false>(Some(f))),
         })
     }
 
@@ -410,7 +492,7 @@ impl Task {
     {
         let delay = positive(delay)?;
         Ok(Task {
-            cell: TaskCell::with_job(delay, PeriodicJob::<F, true>(f)),
+            cell: TaskCell::with_job(delay, PeriodicJob::<F, true>(Some(f))),
         })
     }
 }

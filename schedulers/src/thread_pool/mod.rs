@@ -114,7 +114,7 @@ use crate::clock::{lock, wait_until, Clock, Wakeable};
 use crate::error::{Error, Kind};
 use crate::handle::TaskHandle;
 use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Ran, Task, TaskRef};
+use crate::task::{CancelOutcome, Ran, Task, TaskCell, TaskRef};
 use queue::{DelayedWorkQueue, Entry, Indexed, NOT_QUEUED};
 
 /// Without `remove_on_cancel`, cancelled entries are purged automatically
@@ -522,7 +522,7 @@ impl Shared {
         }
         state.running -= 1;
         drop(state);
-        drop(cell);
+        cell.bury();
     }
 
     /// Queues `cell` at entry `seq`, replacing its old entry, if `seq` is
@@ -724,7 +724,8 @@ impl Scheduler for ScheduledThreadPool {
         }
         drop(state);
         shared.available.notify_all();
-        drop(garbage); // outside the lock: destructors may use the pool
+        // Outside the lock: destructors may use the pool.
+        TaskCell::bury_all(garbage.into_iter().map(|e| e.item));
     }
 
     fn shutdown_now(&self) -> Vec<TaskHandle> {
@@ -752,6 +753,7 @@ impl Scheduler for ScheduledThreadPool {
         drop(state);
         shared.available.notify_all();
         drop(garbage);
+        never_ran.iter().for_each(TaskHandle::bury);
         never_ran
     }
 

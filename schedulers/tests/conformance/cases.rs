@@ -1058,3 +1058,101 @@ pub fn the_end_of_time_is_never_reached(h: &Harness) {
         "no deadline fits after the end of time: {e}"
     );
 }
+
+/// A value that panics when dropped.
+struct PanicOnDrop(&'static str);
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("{}", self.0);
+        }
+    }
+}
+
+/// A destructor that panics — of a one-shot's value nobody collects, of a
+/// cancelled task's closure — is contained as a panicking task is: the
+/// scheduler keeps running later tasks, and the cancel still succeeds.
+pub fn a_panicking_destructor_never_kills_the_scheduler(h: &Harness) {
+    let s = h.scheduler();
+    // A value nobody collects: the scheduler drops it.
+    drop(
+        s.schedule(ms(1), || PanicOnDrop("value dropped by the scheduler"))
+            .unwrap(),
+    );
+    h.advance_past(ms(1));
+    // A cancelled task's closure.
+    let owner = PanicOnDrop("closure of a cancelled task");
+    let cancelled = s.schedule(secs(1), move || drop(owner)).unwrap();
+    assert!(cancelled.cancel());
+    drop(cancelled);
+    let owner = PanicOnDrop("closure of a cancelled periodic task");
+    let periodic = s
+        .schedule_at_fixed_rate(ms(1), ms(1), move || {
+            let _ = &owner;
+        })
+        .unwrap();
+    h.advance_past(h.now() + ms(1));
+    assert!(periodic.cancel());
+    drop(periodic);
+    h.advance(secs(2));
+    // Not advanced: a live scheduler runs a task due now without help.
+    let later = s.schedule(Duration::ZERO, || "still alive").unwrap();
+    assert_eq!(
+        later.get_timeout(secs(10)).map_err(|e| e.to_string()),
+        Ok("still alive"),
+        "the scheduler survived the panicking destructors"
+    );
+    assert_eq!(s.metrics().pending, 0);
+}
+
+/// A successful cancel lets go of the task's closure at once, as the JDK's
+/// `FutureTask` drops its callable: a cancelled ack timer must not pin the
+/// buffer it captured while its handle lives on. A periodic task cancelled
+/// while it runs lets go when that run ends.
+pub fn cancel_lets_go_of_the_closure(h: &Harness) {
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let buffer = Arc::new([0u8; 64]);
+    let mut handles = Vec::new();
+    for i in 0..500u64 {
+        let b = buffer.clone();
+        handles.push(
+            s.schedule(secs(10 + i), move || b.len())
+                .unwrap()
+                .into_handle(),
+        );
+        let b = buffer.clone();
+        handles.push(
+            s.schedule_with_fixed_delay(secs(10 + i), secs(1), move || {
+                let _ = b.len();
+            })
+            .unwrap(),
+        );
+    }
+    h.advance(secs(1));
+    assert!(handles.iter().all(|h| h.cancel()));
+    assert_eq!(
+        Arc::strong_count(&buffer),
+        1,
+        "the closures of cancelled tasks are dropped while their handles live"
+    );
+    // Cancelled from inside its own run: let go when the run ends.
+    let me: SelfHandle = Arc::new(OnceLock::new());
+    let (m, b) = (me.clone(), buffer.clone());
+    let periodic = s
+        .schedule_at_fixed_rate(ms(1), ms(1), move || {
+            let _ = b.len();
+            assert!(m.get().is_some_and(|h| h.cancel()));
+        })
+        .unwrap();
+    me.set(periodic.clone()).unwrap();
+    h.advance_past(h.now() + ms(1));
+    assert!(periodic.is_cancelled());
+    assert_eq!(
+        Arc::strong_count(&buffer),
+        1,
+        "dropped when its last run ended"
+    );
+    drop(me);
+    assert!(!handles.is_empty() && !periodic.cancel());
+}

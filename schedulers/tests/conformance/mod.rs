@@ -281,6 +281,8 @@ macro_rules! conformance_shared_cases {
             cases::the_end_of_time_is_never_reached,
             cases::panic_in_one_shot_is_reported_and_survived,
             cases::panic_in_periodic_stops_it_and_is_reported,
+            cases::a_panicking_destructor_never_kills_the_scheduler,
+            cases::cancel_lets_go_of_the_closure,
             cases::shutdown_rejects_new_work,
             cases::shutdown_runs_pending_one_shots_and_stops_periodic,
             cases::shutdown_now_returns_what_never_ran,
