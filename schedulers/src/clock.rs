@@ -99,7 +99,7 @@ impl Clock for SystemClock {
 /// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
 ///
 /// let clock = ManualClock::new();
-/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 /// let runs = Arc::new(AtomicUsize::new(0));
 /// let r = runs.clone();
 /// timer.schedule(Duration::from_secs(60), move || { r.fetch_add(1, Ordering::SeqCst); }).unwrap();
@@ -108,6 +108,7 @@ impl Clock for SystemClock {
 /// assert_eq!(runs.load(Ordering::SeqCst), 0); // never early
 /// clock.advance(Duration::from_secs(1));
 /// assert_eq!(runs.load(Ordering::SeqCst), 1); // ran before advance returned
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct ManualClock {

@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
 use crate::clock::{lock, Clock};
-use crate::scheduler::{Base, Core};
+use crate::error::{Error, Setting};
+use crate::scheduler::{spawn, Base, Core};
 use crate::task::{Ran, TaskRef};
 
 type Work = Box<dyn FnOnce() + Send>;
@@ -34,9 +35,11 @@ type Work = Box<dyn FnOnce() + Send>;
 /// ```
 /// use schedulers::Executor;
 ///
-/// let pool = Executor::pool(4);
+/// let pool = Executor::pool(4)?;
 /// assert!(!pool.is_inline());
 /// assert!(Executor::inline().is_inline());
+/// assert!(Executor::pool(0).unwrap_err().is_invalid_pool_size());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct Executor {
@@ -68,15 +71,20 @@ impl Executor {
         Executor { kind: Kind::Inline }
     }
 
-    /// Runs tasks on `threads` worker threads (at least one), named
-    /// `schedulers-worker-N`.
+    /// Runs tasks on `threads` worker threads, named `schedulers-worker-N`.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create a thread, as
-    /// `std::thread::spawn` does.
-    pub fn pool(threads: usize) -> Executor {
-        let threads = threads.max(1);
+    /// [`Error::is_invalid_pool_size`] for zero threads;
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// one (those already started then exit).
+    pub fn pool(threads: usize) -> Result<Executor, Error> {
+        if threads == 0 {
+            return Err(Error::invalid(
+                Setting::PoolSize,
+                "0 threads would never run a task",
+            ));
+        }
         let (sender, receiver) = unbounded::<Work>();
         let shared = Arc::new(PoolShared {
             active: AtomicUsize::new(0),
@@ -85,23 +93,21 @@ impl Executor {
         for i in 0..threads {
             let receiver: Receiver<Work> = receiver.clone();
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name(format!("schedulers-worker-{i}"))
-                .spawn(move || {
-                    for work in receiver.iter() {
-                        work();
-                        shared.done();
-                    }
-                })
-                .expect("failed to spawn an executor worker thread");
+            // On failure `sender` drops, so the workers started exit.
+            spawn(format!("schedulers-worker-{i}"), move || {
+                for work in receiver.iter() {
+                    work();
+                    shared.done();
+                }
+            })?;
         }
-        Executor {
+        Ok(Executor {
             kind: Kind::Pool(Arc::new(Pool {
                 sender,
                 shared,
                 threads,
             })),
-        }
+        })
     }
 
     /// True for [`Executor::inline`].

@@ -23,7 +23,7 @@ use crate::task::{CancelOutcome, TaskRef};
 /// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
 ///
 /// let clock = ManualClock::new();
-/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 /// let handle = timer.schedule(Duration::from_secs(30), || {}).unwrap();
 /// assert_eq!(handle.remaining(), Duration::from_secs(30));
 ///
@@ -35,6 +35,7 @@ use crate::task::{CancelOutcome, TaskRef};
 /// assert!(handle.cancel());
 /// assert!(handle.is_cancelled() && handle.is_done());
 /// assert!(!handle.cancel()); // only the first cancel stops anything
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct TaskHandle {
@@ -154,7 +155,7 @@ impl fmt::Debug for TaskHandle {
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, SchedulerExt};
 ///
-/// let timer = HeapTimer::new();
+/// let timer = HeapTimer::new()?;
 /// let sum = timer.schedule(Duration::from_millis(1), || 2 + 2).unwrap();
 /// assert_eq!(sum.get().unwrap(), 4);
 ///
@@ -162,6 +163,7 @@ impl fmt::Debug for TaskHandle {
 /// let err = boom.get().unwrap_err();
 /// assert!(err.is_panic());
 /// assert_eq!(err.panic_message(), Some("no luck"));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct ScheduledFuture<T> {
     handle: TaskHandle,

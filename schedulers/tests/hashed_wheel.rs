@@ -18,7 +18,7 @@ crate::conformance!(conformance, TICK, |o| {
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 });
 
 crate::conformance!(conformance_busy_single_worker, TICK, |o| {
@@ -26,11 +26,11 @@ crate::conformance!(conformance_busy_single_worker, TICK, |o| {
         .clock(o.clock)
         .tick(TICK)
         .wheel_size(64)
-        .executor(Executor::pool(1));
+        .executor(Executor::pool(1).unwrap());
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 });
 
 crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
@@ -38,9 +38,9 @@ crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
         .clock(o.clock)
         .tick(TICK)
         .wheel_size(64)
-        .executor(Executor::pool(4));
+        .executor(Executor::pool(4).unwrap());
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 });

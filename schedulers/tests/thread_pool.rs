@@ -12,7 +12,7 @@ crate::conformance!(conformance, Duration::ZERO, |o| {
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 });
 
 /// One worker with `remove_on_cancel`: cancels take the eager path.
@@ -27,7 +27,7 @@ mod remove_on_cancel {
         if let Some(limit) = o.pending_limit {
             b = b.pending_limit(limit);
         }
-        Box::new(b.build())
+        Box::new(b.build().unwrap())
     });
 }
 
@@ -41,7 +41,7 @@ mod multi_worker {
         if let Some(limit) = o.pending_limit {
             b = b.pending_limit(limit);
         }
-        Box::new(b.build())
+        Box::new(b.build().unwrap())
     });
 }
 
@@ -124,7 +124,8 @@ mod stress {
                 .pool_size(6)
                 .remove_on_cancel(remove_on_cancel)
                 .clock(clock.clone())
-                .build(),
+                .build()
+                .unwrap(),
         );
         let done = Arc::new(AtomicUsize::new(0));
         let explored = Arc::new([(); 4].map(|()| AtomicUsize::new(0))); // cancels won, resets won, cancels lost, resets lost
@@ -314,7 +315,8 @@ mod stress {
             ScheduledThreadPool::builder()
                 .pool_size(workers)
                 .clock(clock.clone())
-                .build(),
+                .build()
+                .unwrap(),
         );
         // (latest possible deadline, record), pushed once `schedule` returned.
         type Submitted = Mutex<Vec<(u64, Arc<Record>)>>;
@@ -397,7 +399,8 @@ mod stress {
             ScheduledThreadPool::builder()
                 .pool_size(4)
                 .clock(clock.clone())
-                .build(),
+                .build()
+                .unwrap(),
         );
         let done = Arc::new(AtomicUsize::new(0));
         let all = Arc::new(Mutex::new(Vec::new()));
@@ -479,7 +482,8 @@ mod stress {
         let pool = ScheduledThreadPool::builder()
             .pool_size(5)
             .clock(clock.clone())
-            .build();
+            .build()
+            .unwrap();
         let mut rng = Rng::new(99);
         let mut expected = Vec::new();
         let mut tasks = Vec::new();
@@ -548,7 +552,8 @@ mod stress {
             ScheduledThreadPool::builder()
                 .pool_size(8)
                 .remove_on_cancel(remove_on_cancel)
-                .build(),
+                .build()
+                .unwrap(),
         );
         let stop = Arc::new(AtomicBool::new(false));
         let submitted = Arc::new(AtomicUsize::new(0));
@@ -694,7 +699,8 @@ mod stress {
         let pool = ScheduledThreadPool::builder()
             .pool_size(3)
             .clock(clock.clone())
-            .build();
+            .build()
+            .unwrap();
         assert_eq!(pool.pool_size(), 0, "no thread before the first task");
         let hs: Vec<_> = (0..2)
             .map(|_| pool.schedule(Duration::from_secs(1), || ()).unwrap())
@@ -714,7 +720,8 @@ mod stress {
         let idle = ScheduledThreadPool::builder()
             .pool_size(4)
             .clock(clock.clone())
-            .build();
+            .build()
+            .unwrap();
         idle.shutdown();
         assert!(
             idle.is_terminated(),
@@ -739,7 +746,8 @@ fn last_reference_to_the_pool_dropped_by_its_own_task() {
         let pool = Arc::new(
             ScheduledThreadPool::builder()
                 .remove_on_cancel(remove_on_cancel)
-                .build(),
+                .build()
+                .unwrap(),
         );
         let p = pool.clone();
         // The task's value is the pool; nobody waits for it.

@@ -96,8 +96,10 @@
 //! - Periodic tasks (fixed rate, fixed delay), reset, typed results and
 //!   shutdown policies come from the crate's contract; Netty has one-shot
 //!   timeouts only.
-//! - The tick is clamped to at least 1 µs (Netty raises anything under
-//!   1 ms to 1 ms) and the wheel to at most 2^24 slots (Netty: 2^30).
+//! - A tick under 1 µs, or a wheel of 0 or more than 2^24 slots, is refused
+//!   with a typed error (Netty raises a tick under 1 ms to 1 ms, and allows
+//!   2^30 slots). As in Netty, a revolution must fit the time range and the
+//!   size is rounded up to a power of two.
 //! - A deadline is rounded *up* to a tick, so a timer is never early, and
 //!   timers of one tick run in submission order even after a reset.
 //! - A panicking task is caught and reported on its handle (Netty logs it).
@@ -118,11 +120,13 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::SegQueue;
 
-use crate::clock::{lock, nanos, wait_until, Clock, Wakeable};
-use crate::error::Error;
+use crate::clock::{lock, wait_until, Clock, Wakeable};
+use crate::error::{Error, Setting};
 use crate::executor::{Dispatch, Due, Executor, Handoff};
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
+use crate::scheduler::{
+    common_builder_methods, spawn, wheel_tick, Base, Common, Core, Metrics, Scheduler,
+};
 use crate::task::{CancelOutcome, Task, TaskCell, TaskRef};
 use wheel::{Expired, Wheel};
 
@@ -142,8 +146,11 @@ pub const DEFAULT_WHEEL_SIZE: usize = 16_384;
 /// that the submit and cancel queues are drained at least that often.
 pub const MAX_IDLE_TICKS: u64 = 64;
 
-/// The shortest tick accepted; shorter ones are raised to it.
+/// The shortest tick accepted; `build` refuses a shorter one.
 pub const MIN_TICK: Duration = Duration::from_micros(1);
+
+/// The most slots accepted (2^24: a 128 MB slot table; Netty allows 2^30).
+pub const MAX_WHEEL_SIZE: usize = wheel::MAX_SLOTS;
 
 /// A Netty-style hashed wheel timer: one worker thread ticking a ring of
 /// slots, lock-free submission, O(1) schedule, cancel and reset.
@@ -161,13 +168,14 @@ pub const MIN_TICK: Duration = Duration::from_micros(1);
 /// use std::time::Duration;
 /// use schedulers::{HashedWheelTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HashedWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(512).build();
+/// let timer = HashedWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(512).build()?;
 /// let ack_timeout = timer.schedule(Duration::from_secs(30), || "resend").unwrap();
 /// assert!(ack_timeout.cancel()); // the ack arrived
 /// let ping = timer.schedule(Duration::from_millis(5), || "ping").unwrap();
 /// assert_eq!(ping.get().unwrap(), "ping");
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct HashedWheelTimer {
     shared: Arc<Shared>,
@@ -186,10 +194,11 @@ pub struct HashedWheelTimer {
 ///     .tick(Duration::from_millis(10))
 ///     .wheel_size(300) // rounded up to 512
 ///     .pending_limit(100_000)
-///     .executor(Executor::pool(2))
-///     .build();
+///     .executor(Executor::pool(2)?)
+///     .build()?;
 /// assert_eq!(timer.wheel_size(), 512);
 /// assert_eq!(timer.tick(), Duration::from_millis(10));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct HashedWheelTimerBuilder {
@@ -265,10 +274,11 @@ impl HashedWheelTimer {
     /// A timer on the system clock with the default 1 ms tick and 16 384
     /// slots, running tasks on its worker thread.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the worker thread.
-    pub fn new() -> HashedWheelTimer {
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// the worker thread.
+    pub fn new() -> Result<HashedWheelTimer, Error> {
         HashedWheelTimer::builder().build()
     }
 
@@ -294,26 +304,21 @@ impl HashedWheelTimer {
     }
 }
 
-impl Default for HashedWheelTimer {
-    fn default() -> Self {
-        HashedWheelTimer::new()
-    }
-}
-
 impl HashedWheelTimerBuilder {
     common_builder_methods!();
 
     /// The tick length (default 1 ms): the resolution of the wheel and the
-    /// most a timer fires late, plus wake-up latency. Raised to
-    /// [`MIN_TICK`] if shorter.
+    /// most a timer fires late, plus wake-up latency. `build` refuses one
+    /// shorter than [`MIN_TICK`], or so long that a revolution
+    /// (`tick * slots`) does not fit the time range of 584 years.
     pub fn tick(mut self, tick: Duration) -> Self {
-        self.tick = tick.max(MIN_TICK);
+        self.tick = tick;
         self
     }
 
-    /// The number of slots (default 16 384), rounded up to a power of two
-    /// and clamped to 1 ..= 2^24. One revolution lasts `tick * slots`; a
-    /// pending timer is read once per revolution.
+    /// The number of slots (default 16 384), rounded up to a power of two;
+    /// `build` refuses 0 and more than [`MAX_WHEEL_SIZE`]. One revolution
+    /// lasts `tick * slots`; a pending timer is read once per revolution.
     pub fn wheel_size(mut self, slots: usize) -> Self {
         self.wheel_size = slots;
         self
@@ -329,16 +334,31 @@ impl HashedWheelTimerBuilder {
 
     /// Starts the worker thread and returns the timer.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the worker thread.
-    pub fn build(self) -> HashedWheelTimer {
+    /// [`Error::is_invalid_tick`], [`Error::is_invalid_wheel_size`],
+    /// [`Error::is_invalid_pending_limit`] or
+    /// [`Error::is_invalid_thread_name`] for a setting it cannot honour
+    /// (nothing is adjusted silently); [`Error::is_thread_spawn`] if the
+    /// operating system refuses to start the worker thread.
+    pub fn build(self) -> Result<HashedWheelTimer, Error> {
+        self.common.validate()?;
+        if !(1..=MAX_WHEEL_SIZE).contains(&self.wheel_size) {
+            return Err(Error::invalid(
+                Setting::WheelSize,
+                format!(
+                    "{} slots; 1 to {MAX_WHEEL_SIZE} are supported",
+                    self.wheel_size
+                ),
+            ));
+        }
+        let slots = self.wheel_size.next_power_of_two();
+        let tick_ns = wheel_tick(self.tick, MIN_TICK, slots)?;
         let base = Base::new(&self.common);
-        let tick_ns = nanos(self.tick).max(1);
         self.executor.bind(&base.clock);
         let shared = Arc::new(Shared {
             state: Padded(Mutex::new(State {
-                wheel: Wheel::new(self.wheel_size, base.now() / tick_ns),
+                wheel: Wheel::new(slots, base.now() / tick_ns),
                 graveyard: Vec::new(),
                 running: false,
                 terminated: false,
@@ -361,11 +381,8 @@ impl HashedWheelTimerBuilder {
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         shared.base.clock.attach(weak);
         let worker = shared.clone();
-        std::thread::Builder::new()
-            .name(self.common.thread_name.clone())
-            .spawn(move || worker.main_loop())
-            .expect("failed to spawn the wheel's worker thread");
-        HashedWheelTimer { shared }
+        spawn(self.common.thread_name, move || worker.main_loop())?;
+        Ok(HashedWheelTimer { shared })
     }
 }
 

@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 use crate::clock::{lock, wait_until, Clock, Wakeable};
 use crate::error::{Error, Kind};
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
+use crate::scheduler::{common_builder_methods, spawn, Base, Common, Core, Metrics, Scheduler};
 use crate::task::{CancelOutcome, Ran, Task, TaskCell, TaskRef};
 use heap::TimerHeap;
 
@@ -74,11 +74,12 @@ pub const AUTO_PURGE_MIN: usize = 1024;
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HeapTimer::builder().thread_name("reminders").build();
+/// let timer = HeapTimer::builder().thread_name("reminders").build()?;
 /// let greeting = timer.schedule(Duration::from_millis(10), || "hello").unwrap();
 /// assert_eq!(greeting.get().unwrap(), "hello");
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct HeapTimer {
     shared: Arc<Shared>,
@@ -95,8 +96,9 @@ pub struct HeapTimer {
 ///     .clock(ManualClock::new())
 ///     .pending_limit(10_000)
 ///     .thread_name("my-timer")
-///     .build();
+///     .build()?;
 /// # drop(timer);
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct HeapTimerBuilder {
@@ -133,10 +135,11 @@ struct State {
 impl HeapTimer {
     /// A timer on the system clock, with default settings.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the timer thread.
-    pub fn new() -> HeapTimer {
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// the timer thread.
+    pub fn new() -> Result<HeapTimer, Error> {
         HeapTimer::builder().build()
     }
 
@@ -158,12 +161,6 @@ impl HeapTimer {
     }
 }
 
-impl Default for HeapTimer {
-    fn default() -> Self {
-        HeapTimer::new()
-    }
-}
-
 impl HeapTimerBuilder {
     common_builder_methods!();
 
@@ -179,10 +176,14 @@ impl HeapTimerBuilder {
 
     /// Starts the timer thread and returns the timer.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the timer thread.
-    pub fn build(self) -> HeapTimer {
+    /// [`Error::is_invalid_pending_limit`] or
+    /// [`Error::is_invalid_thread_name`] for a setting it cannot honour;
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// the timer thread.
+    pub fn build(self) -> Result<HeapTimer, Error> {
+        self.common.validate()?;
         let shared = Arc::new(Shared {
             base: Base::new(&self.common),
             state: Mutex::new(State {
@@ -201,11 +202,8 @@ impl HeapTimerBuilder {
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         shared.base.clock.attach(weak);
         let thread_shared = shared.clone();
-        std::thread::Builder::new()
-            .name(self.common.thread_name.clone())
-            .spawn(move || thread_shared.main_loop())
-            .expect("failed to spawn the timer thread");
-        HeapTimer { shared }
+        spawn(self.common.thread_name, move || thread_shared.main_loop())?;
+        Ok(HeapTimer { shared })
     }
 }
 

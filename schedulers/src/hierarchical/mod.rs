@@ -48,9 +48,9 @@
 //! - **The contract's extras**: periodic tasks, `reset`, typed errors, ties
 //!   in submission order within a tick, panics reported on the handle (Kafka
 //!   swallows them into a `Future` nobody reads), shutdown policies.
-//! - **Bad settings are clamped, not refused**: a zero tick becomes 1 ns,
-//!   a wheel size outside `2..=`[`MAX_WHEEL_SIZE`] the nearest bound, so
-//!   building never fails.
+//! - **Bad settings are refused with a typed error**: a zero tick, a wheel
+//!   size outside `2..=`[`MAX_WHEEL_SIZE`], a first wheel whose turn does
+//!   not fit the time range (Kafka checks none of these).
 //!
 //! # Costs
 //!
@@ -75,11 +75,13 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::SegQueue;
 
-use crate::clock::{lock, nanos, wait_until, Clock, Wakeable};
-use crate::error::{Error, Kind};
+use crate::clock::{lock, wait_until, Clock, Wakeable};
+use crate::error::{Error, Kind, Setting};
 use crate::executor::{Dispatch, Due, Executor, Handoff};
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
+use crate::scheduler::{
+    common_builder_methods, spawn, wheel_tick, Base, Common, Core, Metrics, Scheduler,
+};
 use crate::task::{CancelOutcome, Task, TaskCell, TaskRef};
 use timing_wheel::TimingWheels;
 
@@ -87,7 +89,7 @@ use timing_wheel::TimingWheels;
 pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// The default number of buckets per wheel: 20, as Kafka's `SystemTimer`.
 pub const DEFAULT_WHEEL_SIZE: usize = 20;
-/// The largest wheel size the builder accepts; larger values are lowered to it.
+/// The largest wheel size the builder accepts.
 pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 /// Cancelled timers whose nodes may wait to be unlinked; the cancel that
 /// fills the batch unlinks it.
@@ -110,11 +112,12 @@ pub(crate) const CANCEL_BATCH: usize = 256;
 /// use std::time::Duration;
 /// use schedulers::{HierarchicalWheelTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HierarchicalWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(20).build();
+/// let timer = HierarchicalWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(20).build()?;
 /// let answer = timer.schedule(Duration::from_millis(5), || 6 * 7).unwrap();
 /// assert_eq!(answer.get().unwrap(), 42);
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct HierarchicalWheelTimer {
     shared: Arc<Shared>,
@@ -132,10 +135,11 @@ pub struct HierarchicalWheelTimer {
 ///     .clock(ManualClock::new())
 ///     .tick(Duration::from_millis(10))
 ///     .wheel_size(64)
-///     .executor(Executor::pool(4))
+///     .executor(Executor::pool(4)?)
 ///     .thread_name("timeouts")
-///     .build();
+///     .build()?;
 /// # drop(timer);
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct HierarchicalWheelTimerBuilder {
@@ -181,10 +185,11 @@ impl HierarchicalWheelTimer {
     /// A timer on the system clock with Kafka's defaults: 1 ms tick, 20
     /// buckets per wheel, one worker thread.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create a thread.
-    pub fn new() -> HierarchicalWheelTimer {
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// a thread.
+    pub fn new() -> Result<HierarchicalWheelTimer, Error> {
         HierarchicalWheelTimer::builder().build()
     }
 
@@ -233,23 +238,20 @@ impl HierarchicalWheelTimer {
     }
 }
 
-impl Default for HierarchicalWheelTimer {
-    fn default() -> Self {
-        HierarchicalWheelTimer::new()
-    }
-}
-
 impl HierarchicalWheelTimerBuilder {
     common_builder_methods!();
 
     /// The wheel's resolution (default 1 ms): tasks start up to one tick
-    /// after their deadline. A zero tick is raised to 1 ns.
+    /// after their deadline. `build` refuses a zero tick, and one so long
+    /// that a turn of the first wheel (`tick * wheel_size`) does not fit the
+    /// time range of 584 years.
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
     }
 
-    /// Buckets per wheel (default 20). Clamped to `2..=`[`MAX_WHEEL_SIZE`].
+    /// Buckets per wheel (default 20); `build` refuses sizes outside
+    /// `2..=`[`MAX_WHEEL_SIZE`].
     pub fn wheel_size(mut self, size: usize) -> Self {
         self.wheel_size = size;
         self
@@ -263,17 +265,32 @@ impl HierarchicalWheelTimerBuilder {
         self
     }
 
-    /// Starts the driver thread and returns the timer.
+    /// Starts the driver thread (and the default executor's worker) and
+    /// returns the timer.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create a thread.
-    pub fn build(self) -> HierarchicalWheelTimer {
-        let tick = nanos(self.tick).max(1);
-        let size = self.wheel_size.clamp(2, MAX_WHEEL_SIZE);
+    /// [`Error::is_invalid_tick`], [`Error::is_invalid_wheel_size`],
+    /// [`Error::is_invalid_pending_limit`] or
+    /// [`Error::is_invalid_thread_name`] for a setting it cannot honour
+    /// (nothing is adjusted silently); [`Error::is_thread_spawn`] if the
+    /// operating system refuses to start a thread.
+    pub fn build(self) -> Result<HierarchicalWheelTimer, Error> {
+        self.common.validate()?;
+        let size = self.wheel_size;
+        if !(2..=MAX_WHEEL_SIZE).contains(&size) {
+            return Err(Error::invalid(
+                Setting::WheelSize,
+                format!("{size} buckets per wheel; 2 to {MAX_WHEEL_SIZE} are supported"),
+            ));
+        }
+        let tick = wheel_tick(self.tick, Duration::from_nanos(1), size)?;
+        let executor = match self.executor {
+            Some(executor) => executor,
+            None => Executor::pool(1)?,
+        };
         let base = Base::new(&self.common);
         let start = base.now() / tick;
-        let executor = self.executor.unwrap_or_else(|| Executor::pool(1));
         executor.bind(&base.clock);
         let shared = Arc::new(Shared {
             base,
@@ -295,11 +312,8 @@ impl HierarchicalWheelTimerBuilder {
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         shared.base.clock.attach(weak);
         let thread_shared = shared.clone();
-        std::thread::Builder::new()
-            .name(self.common.thread_name.clone())
-            .spawn(move || thread_shared.main_loop())
-            .expect("failed to spawn the timer thread");
-        HierarchicalWheelTimer { shared }
+        spawn(self.common.thread_name, move || thread_shared.main_loop())?;
+        Ok(HierarchicalWheelTimer { shared })
     }
 }
 

@@ -437,10 +437,11 @@ pub(crate) fn inside_task() -> bool {
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, Task};
 ///
-/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new());
+/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new()?);
 /// let task = Task::fixed_rate(Duration::from_millis(10), || {}).unwrap();
 /// let handle = timer.submit(Duration::from_millis(5), task).unwrap();
 /// assert!(handle.cancel());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct Task {
     pub(crate) cell: TaskRef,
