@@ -70,6 +70,12 @@
 //! assert_eq!(*log.lock().unwrap(), ["a", "b"]);
 //! # Ok::<(), schedulers::Error>(())
 //! ```
+// Without the feature there is no module to link to: the link leads to the
+// table that says how to get it.
+#![cfg_attr(
+    not(feature = "redis"),
+    doc = "\n[`distributed`]: #crate-features \"needs the redis feature\""
+)]
 
 mod clock;
 #[cfg(feature = "redis")]
