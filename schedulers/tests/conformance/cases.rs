@@ -390,25 +390,6 @@ pub fn fixed_delay_counts_from_completion(h: &Harness) {
     assert!(handle.cancel());
 }
 
-/// Adapted from the JDK's `DelayOverflow`: a period too large for the time
-/// range runs once, then waits "forever", and can still be cancelled.
-pub fn periodic_with_overflowing_period_runs_once(h: &Harness) {
-    let s = h.scheduler();
-    let runs = Counter::default();
-    let (r1, r2) = (runs.clone(), runs.clone());
-    let rate = s
-        .schedule_at_fixed_rate(Duration::ZERO, Duration::MAX, move || r1.bump())
-        .unwrap();
-    let delay = s
-        .schedule_with_fixed_delay(Duration::ZERO, Duration::MAX, move || r2.bump())
-        .unwrap();
-    h.advance_past(Duration::ZERO);
-    h.advance(secs(3600 * 24 * 365));
-    assert_eq!(runs.get(), 2, "each ran exactly once");
-    assert!(rate.cancel(), "still pending, so cancel stops it");
-    assert!(delay.cancel());
-}
-
 // ---- panics -------------------------------------------------------------
 
 pub fn panic_in_one_shot_is_reported_and_survived(h: &Harness) {
@@ -1018,9 +999,11 @@ pub fn reset_after_shutdown_still_runs_the_task(h: &Harness) {
     assert_eq!(s.metrics().pending, 0);
 }
 
-/// Virtual time saturates at the end of what the clock can represent: it
-/// never panics or wraps, and a periodic task whose next run is beyond the
-/// time range stays parked there ("never") however far time moves.
+/// Adapted from the JDK's `DelayOverflow`, carried to the end of time: a
+/// period too large for the time range runs once, then waits "forever" and
+/// can still be cancelled. Virtual time saturates at the end of what the
+/// clock can represent: it never panics or wraps, and the task parked at
+/// "never" stays there however far time moves.
 pub fn the_end_of_time_is_never_reached(h: &Harness) {
     let s = h.scheduler();
     let runs = Counter::default();
