@@ -25,8 +25,14 @@ use crate::task::{CancelOutcome, Task, TaskRef};
 ///   is dropped silently;
 /// - runs of one periodic task never overlap; fixed-rate catches up on
 ///   missed runs back to back; fixed-delay counts from the end of a run;
+/// - a task waiting for a busy worker is still pending: cancel, reset and
+///   `shutdown_now` reach it until a thread starts it;
 /// - a panicking task never kills the scheduler: a periodic task that
-///   panics stops repeating and its handle reports the panic;
+///   panics stops repeating and its handle reports the panic; a panicking
+///   destructor (of a closure, or of a value nobody collects) is contained
+///   the same way;
+/// - a successful cancel lets go of the task's closure, though handles
+///   live on;
 /// - tasks due at the same deadline (or, on a wheel, in the same tick) start
 ///   in submission order;
 /// - bad input is a typed [`Error`], never a panic.
