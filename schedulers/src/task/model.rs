@@ -110,6 +110,16 @@ impl Ghost {
     }
 }
 
+/// Runs `body` on a new model thread with its own references to the task.
+fn on_thread<T: 'static>(
+    state: &Arc<State>,
+    ghost: &Arc<Ghost>,
+    body: impl FnOnce(&State, &Ghost) -> T + 'static,
+) -> thread::JoinHandle<T> {
+    let (state, ghost) = (state.clone(), ghost.clone());
+    thread::spawn(move || body(&state, &ghost))
+}
+
 fn armed() -> (Arc<State>, Arc<Ghost>) {
     let state = State::new();
     state.arm(1);
@@ -122,19 +132,13 @@ fn armed() -> (Arc<State>, Arc<Ghost>) {
 fn one_shot_claim_cancel_and_reset() {
     loom::model(|| {
         let (state, ghost) = armed();
-        let worker = {
-            let (state, ghost) = (state.clone(), ghost.clone());
-            thread::spawn(move || ghost.run_once(&state, 1))
-        };
-        let resetter = {
-            let (state, ghost) = (state.clone(), ghost.clone());
-            thread::spawn(move || {
-                if state.reseq(2) {
-                    ghost.moved.store(true, SeqCst);
-                    ghost.run_once(&state, 2);
-                }
-            })
-        };
+        let worker = on_thread(&state, &ghost, move |state, ghost| ghost.run_once(state, 1));
+        let resetter = on_thread(&state, &ghost, move |state, ghost| {
+            if state.reseq(2) {
+                ghost.moved.store(true, SeqCst);
+                ghost.run_once(state, 2);
+            }
+        });
         let cancel = ghost.cancel(&state, false);
         assert_ne!(
             cancel,
@@ -167,14 +171,10 @@ fn one_shot_claim_cancel_and_reset() {
 fn one_shot_abandon_claim_and_cancel() {
     loom::model(|| {
         let (state, ghost) = armed();
-        let worker = {
-            let (state, ghost) = (state.clone(), ghost.clone());
-            thread::spawn(move || ghost.run_once(&state, 1))
-        };
-        let canceller = {
-            let (state, ghost) = (state.clone(), ghost.clone());
-            thread::spawn(move || ghost.cancel(&state, false).stopped())
-        };
+        let worker = on_thread(&state, &ghost, move |state, ghost| ghost.run_once(state, 1));
+        let canceller = on_thread(&state, &ghost, move |state, ghost| {
+            ghost.cancel(state, false).stopped()
+        });
         let abandoned = match state.abandon() {
             Some(ended) => {
                 ghost.abandoned.store(true, SeqCst);
@@ -199,19 +199,15 @@ fn one_shot_abandon_claim_and_cancel() {
 fn periodic_runs_rearm_cancel_and_reset() {
     loom::model(|| {
         let (state, ghost) = armed();
-        let worker = {
-            let (state, ghost) = (state.clone(), ghost.clone());
-            thread::spawn(move || ghost.run_periodic(&state, 1, 2))
-        };
-        let resetter = {
-            let (state, ghost) = (state.clone(), ghost.clone());
-            thread::spawn(move || {
-                if state.reseq(2) {
-                    ghost.moved.store(true, SeqCst);
-                    ghost.run_periodic(&state, 2, 1);
-                }
-            })
-        };
+        let worker = on_thread(&state, &ghost, move |state, ghost| {
+            ghost.run_periodic(state, 1, 2)
+        });
+        let resetter = on_thread(&state, &ghost, move |state, ghost| {
+            if state.reseq(2) {
+                ghost.moved.store(true, SeqCst);
+                ghost.run_periodic(state, 2, 1);
+            }
+        });
         let cancel = ghost.cancel(&state, true);
         worker.join().unwrap();
         resetter.join().unwrap();
@@ -226,22 +222,16 @@ fn periodic_runs_rearm_cancel_and_reset() {
 fn a_waiter_is_always_woken(periodic: bool) {
     loom::model(move || {
         let (state, ghost) = armed();
-        let worker = {
-            let (state, ghost) = (state.clone(), ghost.clone());
-            thread::spawn(move || {
-                if periodic {
-                    ghost.run_periodic(&state, 1, 1);
-                } else {
-                    ghost.run_once(&state, 1);
-                }
-            })
-        };
-        let canceller = {
-            let (state, ghost) = (state.clone(), ghost.clone());
-            thread::spawn(move || {
-                ghost.cancel(&state, periodic);
-            })
-        };
+        let worker = on_thread(&state, &ghost, move |state, ghost| {
+            if periodic {
+                ghost.run_periodic(state, 1, 1);
+            } else {
+                ghost.run_once(state, 1);
+            }
+        });
+        let canceller = on_thread(&state, &ghost, move |state, ghost| {
+            ghost.cancel(state, periodic);
+        });
         let seen = state.add_waiter();
         worker.join().unwrap();
         canceller.join().unwrap();
