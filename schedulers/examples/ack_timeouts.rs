@@ -13,7 +13,7 @@ use std::time::Duration;
 use schedulers::{HeapTimer, Scheduler, SchedulerExt};
 
 fn main() -> Result<(), schedulers::Error> {
-    let timer = HeapTimer::builder().thread_name("ack-timeouts").build();
+    let timer = HeapTimer::builder().thread_name("ack-timeouts").build()?;
     let resends = Arc::new(AtomicU64::new(0));
 
     // Send 10 000 messages; each gets a 200 ms ack timeout.

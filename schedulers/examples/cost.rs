@@ -21,15 +21,16 @@ use schedulers::{
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
-        "heap" => Box::new(HeapTimer::new()),
-        "stpe" => Box::new(ScheduledThreadPool::new(1)),
+        "heap" => Box::new(HeapTimer::new().expect("start the scheduler")),
+        "stpe" => Box::new(ScheduledThreadPool::new(1).expect("start the scheduler")),
         "stpe-roc" => Box::new(
             ScheduledThreadPool::builder()
                 .remove_on_cancel(true)
-                .build(),
+                .build()
+                .expect("start the scheduler"),
         ),
-        "hier" => Box::new(HierarchicalWheelTimer::new()),
-        "wheel" => Box::new(HashedWheelTimer::new()),
+        "hier" => Box::new(HierarchicalWheelTimer::new().expect("start the scheduler")),
+        "wheel" => Box::new(HashedWheelTimer::new().expect("start the scheduler")),
         _ => return None,
     })
 }

@@ -22,10 +22,10 @@ use schedulers::{
 /// Every scheduler the probe knows, by short name.
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
-        "heap" => Box::new(HeapTimer::new()),
-        "stpe" => Box::new(ScheduledThreadPool::new(2)),
-        "wheel" => Box::new(HashedWheelTimer::new()),
-        "hier" => Box::new(HierarchicalWheelTimer::new()),
+        "heap" => Box::new(HeapTimer::new().expect("start the scheduler")),
+        "stpe" => Box::new(ScheduledThreadPool::new(2).expect("start the scheduler")),
+        "wheel" => Box::new(HashedWheelTimer::new().expect("start the scheduler")),
+        "hier" => Box::new(HierarchicalWheelTimer::new().expect("start the scheduler")),
         _ => return None,
     })
 }

@@ -19,16 +19,22 @@ use schedulers::{
 
 fn make(name: &str) -> Option<Box<dyn Scheduler>> {
     Some(match name {
-        "heap" => Box::new(HeapTimer::new()),
-        "heap-spin" => Box::new(HeapTimer::builder().spin(Duration::from_micros(60)).build()),
-        "stpe" => Box::new(ScheduledThreadPool::new(2)),
-        "wheel" => Box::new(HashedWheelTimer::new()),
-        "hier" => Box::new(HierarchicalWheelTimer::new()),
+        "heap" => Box::new(HeapTimer::new().expect("start the scheduler")),
+        "heap-spin" => Box::new(
+            HeapTimer::builder()
+                .spin(Duration::from_micros(60))
+                .build()
+                .expect("start the scheduler"),
+        ),
+        "stpe" => Box::new(ScheduledThreadPool::new(2).expect("start the scheduler")),
+        "wheel" => Box::new(HashedWheelTimer::new().expect("start the scheduler")),
+        "hier" => Box::new(HierarchicalWheelTimer::new().expect("start the scheduler")),
         // Tasks on the driver thread: no hand-off to a worker.
         "hier-inline" => Box::new(
             HierarchicalWheelTimer::builder()
                 .executor(Executor::inline())
-                .build(),
+                .build()
+                .expect("start the scheduler"),
         ),
         _ => return None,
     })

@@ -33,13 +33,14 @@ fn main() {
     let far: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let slots: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(16_384);
     let timer: Box<dyn Scheduler> = if heap {
-        Box::new(HeapTimer::new())
+        Box::new(HeapTimer::new().expect("start the scheduler"))
     } else {
         Box::new(
             HashedWheelTimer::builder()
                 .tick(tick)
                 .wheel_size(slots)
-                .build(),
+                .build()
+                .expect("start the scheduler"),
         )
     };
     let late: Arc<Vec<AtomicU64>> =
@@ -88,7 +89,8 @@ fn main() {
     let idle = HashedWheelTimer::builder()
         .tick(tick)
         .wheel_size(slots)
-        .build();
+        .build()
+        .expect("start the scheduler");
     let cpu = cpu_over(Duration::from_secs(5));
     println!("idle cost, nothing pending: {:.2} % of a core", cpu * 100.0);
     idle.schedule(Duration::from_secs(3600), || ())

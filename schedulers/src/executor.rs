@@ -1,5 +1,12 @@
 //! Where expired tasks run: inline on the timer thread, or on a worker pool.
+//!
+//! A scheduler hands its due tasks over with [`Executor::dispatch`]. On a
+//! pool they wait in the scheduler's own [`Handoff`] queue, in order, and
+//! the worker that starts one claims it then: until that moment the task is
+//! pending, so a cancel, a reset or `shutdown_now` still reaches it even
+//! when every worker is busy.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire};
 use std::sync::{Arc, Mutex};
@@ -7,6 +14,9 @@ use std::sync::{Arc, Mutex};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
 use crate::clock::{lock, Clock};
+use crate::error::{Error, Setting};
+use crate::scheduler::{spawn, Base, Core};
+use crate::task::{Ran, TaskRef};
 
 type Work = Box<dyn FnOnce() + Send>;
 
@@ -25,9 +35,11 @@ type Work = Box<dyn FnOnce() + Send>;
 /// ```
 /// use schedulers::Executor;
 ///
-/// let pool = Executor::pool(4);
+/// let pool = Executor::pool(4)?;
 /// assert!(!pool.is_inline());
 /// assert!(Executor::inline().is_inline());
+/// assert!(Executor::pool(0).unwrap_err().is_invalid_pool_size());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct Executor {
@@ -59,15 +71,20 @@ impl Executor {
         Executor { kind: Kind::Inline }
     }
 
-    /// Runs tasks on `threads` worker threads (at least one), named
-    /// `schedulers-worker-N`.
+    /// Runs tasks on `threads` worker threads, named `schedulers-worker-N`.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create a thread, as
-    /// `std::thread::spawn` does.
-    pub fn pool(threads: usize) -> Executor {
-        let threads = threads.max(1);
+    /// [`Error::is_invalid_pool_size`] for zero threads;
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// one (those already started then exit).
+    pub fn pool(threads: usize) -> Result<Executor, Error> {
+        if threads == 0 {
+            return Err(Error::invalid(
+                Setting::PoolSize,
+                "0 threads would never run a task",
+            ));
+        }
         let (sender, receiver) = unbounded::<Work>();
         let shared = Arc::new(PoolShared {
             active: AtomicUsize::new(0),
@@ -76,23 +93,21 @@ impl Executor {
         for i in 0..threads {
             let receiver: Receiver<Work> = receiver.clone();
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name(format!("schedulers-worker-{i}"))
-                .spawn(move || {
-                    for work in receiver.iter() {
-                        work();
-                        shared.done();
-                    }
-                })
-                .expect("failed to spawn an executor worker thread");
+            // On failure `sender` drops, so the workers started exit.
+            spawn(format!("schedulers-worker-{i}"), move || {
+                for work in receiver.iter() {
+                    work();
+                    shared.done();
+                }
+            })?;
         }
-        Executor {
+        Ok(Executor {
             kind: Kind::Pool(Arc::new(Pool {
                 sender,
                 shared,
                 threads,
             })),
-        }
+        })
     }
 
     /// True for [`Executor::inline`].
@@ -107,8 +122,39 @@ impl Executor {
         }
     }
 
+    /// Starts `due` tasks in order: one after the other on this thread
+    /// (inline), or through the scheduler's [`Handoff`] queue on the pool,
+    /// where each is claimed by the worker that starts it.
+    pub(crate) fn dispatch<S: Dispatch>(&self, scheduler: &Arc<S>, due: impl Iterator<Item = Due>) {
+        let Kind::Pool(_) = &self.kind else {
+            due.for_each(|d| start(scheduler.as_ref(), d));
+            return;
+        };
+        let handoff = scheduler.handoff();
+        let handed = {
+            let mut waiting = lock(&handoff.waiting);
+            let before = waiting.len();
+            waiting.extend(due);
+            waiting.len() - before
+        };
+        handoff.in_flight.fetch_add(handed, AcqRel);
+        for _ in 0..handed {
+            let scheduler = scheduler.clone();
+            self.execute(move || {
+                let handoff = scheduler.handoff();
+                let next = lock(&handoff.waiting).pop_front();
+                if let Some(due) = next {
+                    start(scheduler.as_ref(), due);
+                }
+                if handoff.in_flight.fetch_sub(1, AcqRel) == 1 {
+                    scheduler.drained();
+                }
+            });
+        }
+    }
+
     /// Runs `work` here or hands it to the pool.
-    pub(crate) fn execute(&self, work: impl FnOnce() + Send + 'static) {
+    fn execute(&self, work: impl FnOnce() + Send + 'static) {
         match &self.kind {
             Kind::Inline => work(),
             Kind::Pool(pool) => {
@@ -129,6 +175,87 @@ impl Executor {
             Kind::Inline => true,
             Kind::Pool(pool) => pool.shared.active.load(Acquire) == 0,
         }
+    }
+}
+
+/// A due task on its way to a thread: the queue entry a worker will claim.
+#[derive(Debug)]
+pub(crate) struct Due {
+    pub(crate) cell: TaskRef,
+    pub(crate) seq: u64,
+}
+
+/// What [`Executor::dispatch`] needs from a scheduler.
+pub(crate) trait Dispatch: Core {
+    /// The scheduler's queue of tasks handed to a pool.
+    fn handoff(&self) -> &Handoff;
+
+    /// Takes back a periodic task whose run just ended, to run next at
+    /// `deadline` under entry `seq` (or to stop, by the shutdown policy).
+    /// Already counted as pending again.
+    fn again(&self, cell: TaskRef, deadline: u64, seq: u64);
+
+    /// Told when the last task handed to the pool is finished with.
+    fn drained(&self);
+}
+
+/// Claims and runs one due task, then gives a periodic one back to its
+/// scheduler. A task cancelled, moved or abandoned while it waited fails the
+/// claim and is skipped.
+fn start<S: Dispatch + ?Sized>(scheduler: &S, due: Due) {
+    let Due { cell, seq } = due;
+    if !cell.claim(seq) {
+        return;
+    }
+    let base = scheduler.base();
+    base.fire();
+    // The run's own deadline, not its tick: fixed-rate runs stay on their
+    // exact grid.
+    let scheduled = cell.deadline();
+    if let Ran::Again { deadline, seq } =
+        cell.run_claimed(scheduled, || base.now(), || base.next_seq())
+    {
+        base.repend();
+        scheduler.again(cell, deadline, seq);
+    }
+}
+
+/// A scheduler's due tasks handed to a pool and not yet started, in order,
+/// plus a count of hand-offs not yet finished with.
+#[derive(Debug, Default)]
+pub(crate) struct Handoff {
+    waiting: Mutex<VecDeque<Due>>,
+    in_flight: AtomicUsize,
+}
+
+impl Handoff {
+    /// Hand-offs whose worker has not finished with them yet.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Acquire)
+    }
+
+    /// Applies `shutdown`'s policy to the tasks still waiting: drops (and
+    /// cancels) those the policy drops, returning them to be freed outside
+    /// any lock; a due one-shot stays and runs.
+    pub(crate) fn shutdown(&self, base: &Base) -> Vec<TaskRef> {
+        let mut dropped = Vec::new();
+        lock(&self.waiting).retain(|d| {
+            if !d.cell.is_live(d.seq) || !base.drops_at_shutdown(&d.cell) {
+                return true;
+            }
+            let outcome = d.cell.cancel();
+            if outcome.stopped() {
+                base.count_cancel(outcome);
+            }
+            dropped.push(d.cell.clone());
+            false
+        });
+        dropped
+    }
+
+    /// Takes every task still waiting (`shutdown_now`), in order.
+    pub(crate) fn take_waiting(&self) -> Vec<Due> {
+        lock(&self.waiting).drain(..).collect()
     }
 }
 

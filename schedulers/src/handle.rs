@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::clock::Timebase;
 use crate::error::Error;
 use crate::scheduler::Core;
-use crate::task::TaskRef;
+use crate::task::{CancelOutcome, TaskRef};
 
 /// A handle to one scheduled task: cancel it, move it, ask about it, wait
 /// for it. Cloning gives another handle to the same task; dropping every
@@ -23,7 +23,7 @@ use crate::task::TaskRef;
 /// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
 ///
 /// let clock = ManualClock::new();
-/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 /// let handle = timer.schedule(Duration::from_secs(30), || {}).unwrap();
 /// assert_eq!(handle.remaining(), Duration::from_secs(30));
 ///
@@ -35,6 +35,7 @@ use crate::task::TaskRef;
 /// assert!(handle.cancel());
 /// assert!(handle.is_cancelled() && handle.is_done());
 /// assert!(!handle.cancel()); // only the first cancel stops anything
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct TaskHandle {
@@ -51,13 +52,26 @@ impl TaskHandle {
     /// stopped a run that would otherwise have started: the task was pending,
     /// or it is periodic and running now (its next run will not happen).
     /// A one-shot task that already started cannot be cancelled.
+    ///
+    /// A successful cancel lets go of the task's closure (and whatever it
+    /// captured) at once, or when the run under way ends, even while
+    /// handles to the task live on.
     pub fn cancel(&self) -> bool {
         let outcome = self.cell.cancel();
         if outcome.stopped() {
             self.core.base().count_cancel(outcome);
             self.core.cancelled(&self.cell, outcome);
+            if outcome == CancelOutcome::WasPending {
+                self.cell.release();
+            }
         }
         outcome.stopped()
+    }
+
+    /// Lets go of the closure of a task that will never run (one returned by
+    /// `shutdown_now`); outside the scheduler's locks.
+    pub(crate) fn bury(&self) {
+        self.cell.bury();
     }
 
     /// True if a cancel stopped the task.
@@ -141,7 +155,7 @@ impl fmt::Debug for TaskHandle {
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, SchedulerExt};
 ///
-/// let timer = HeapTimer::new();
+/// let timer = HeapTimer::new()?;
 /// let sum = timer.schedule(Duration::from_millis(1), || 2 + 2).unwrap();
 /// assert_eq!(sum.get().unwrap(), 4);
 ///
@@ -149,6 +163,7 @@ impl fmt::Debug for TaskHandle {
 /// let err = boom.get().unwrap_err();
 /// assert!(err.is_panic());
 /// assert_eq!(err.panic_message(), Some("no luck"));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct ScheduledFuture<T> {
     handle: TaskHandle,

@@ -29,7 +29,7 @@
 //! use std::time::Duration;
 //! use schedulers::{HeapTimer, Scheduler, SchedulerExt};
 //!
-//! let timer = HeapTimer::new();
+//! let timer = HeapTimer::new()?;
 //!
 //! // A one-shot task with a value.
 //! let answer = timer.schedule(Duration::from_millis(5), || 6 * 7)?;
@@ -60,7 +60,7 @@
 //! use schedulers::{HeapTimer, ManualClock, SchedulerExt};
 //!
 //! let clock = ManualClock::new();
-//! let timer = HeapTimer::builder().clock(clock.clone()).build();
+//! let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 //! let log = Arc::new(Mutex::new(Vec::new()));
 //! for (name, secs) in [("b", 2), ("a", 1), ("c", 3)] {
 //!     let log = log.clone();
@@ -70,6 +70,12 @@
 //! assert_eq!(*log.lock().unwrap(), ["a", "b"]);
 //! # Ok::<(), schedulers::Error>(())
 //! ```
+// Without the feature there is no module to link to: the link leads to the
+// table that says how to get it.
+#![cfg_attr(
+    not(feature = "redis"),
+    doc = "\n[`distributed`]: #crate-features \"needs the redis feature\""
+)]
 
 mod clock;
 #[cfg(feature = "redis")]
@@ -81,6 +87,7 @@ pub mod hashed_wheel;
 pub mod heap_timer;
 pub mod hierarchical;
 mod scheduler;
+mod sync;
 mod task;
 pub mod thread_pool;
 

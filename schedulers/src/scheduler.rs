@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{Clock, Timebase};
-use crate::error::{Error, Kind};
+use crate::error::{Error, Kind, Setting};
 use crate::handle::{ScheduledFuture, TaskHandle};
 use crate::task::{CancelOutcome, Task, TaskRef};
 
@@ -25,8 +25,14 @@ use crate::task::{CancelOutcome, Task, TaskRef};
 ///   is dropped silently;
 /// - runs of one periodic task never overlap; fixed-rate catches up on
 ///   missed runs back to back; fixed-delay counts from the end of a run;
+/// - a task waiting for a busy worker is still pending: cancel, reset and
+///   `shutdown_now` reach it until a thread starts it;
 /// - a panicking task never kills the scheduler: a periodic task that
-///   panics stops repeating and its handle reports the panic;
+///   panics stops repeating and its handle reports the panic; a panicking
+///   destructor (of a closure, or of a value nobody collects) is contained
+///   the same way;
+/// - a successful cancel lets go of the task's closure, though handles
+///   live on;
 /// - tasks due at the same deadline (or, on a wheel, in the same tick) start
 ///   in submission order;
 /// - bad input is a typed [`Error`], never a panic.
@@ -37,11 +43,12 @@ use crate::task::{CancelOutcome, Task, TaskRef};
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, SchedulerExt};
 ///
-/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new());
+/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new()?);
 /// let answer = timer.schedule(Duration::from_millis(1), || 6 * 7).unwrap();
 /// assert_eq!(answer.get().unwrap(), 42);
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub trait Scheduler: Send + Sync + fmt::Debug {
     /// Schedules `task` to first run after `delay`.
@@ -89,7 +96,7 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
 /// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
 ///
 /// let clock = ManualClock::new();
-/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 /// let ticks = Arc::new(AtomicUsize::new(0));
 /// let t = ticks.clone();
 /// let handle = timer
@@ -100,6 +107,7 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
 /// clock.advance(Duration::from_millis(2500)); // runs at 0 s, 1 s, 2 s
 /// assert_eq!(ticks.load(Ordering::SeqCst), 3);
 /// assert!(handle.cancel());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub trait SchedulerExt: Scheduler {
     /// Runs `f` once after `delay`; the returned future yields its value.
@@ -335,6 +343,55 @@ impl Common {
     }
 }
 
+impl Common {
+    /// Checks the settings every builder shares.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.pending_limit == Some(0) {
+            return Err(Error::invalid(
+                Setting::PendingLimit,
+                "0 would refuse every task; leave it unset for no limit",
+            ));
+        }
+        if self.thread_name.contains('\0') {
+            return Err(Error::invalid(
+                Setting::ThreadName,
+                format!("{:?} contains a NUL byte", self.thread_name),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Starts a named thread, or says why the operating system would not.
+pub(crate) fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<(), Error> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(body)
+        .map(drop)
+        .map_err(|e| Error::spawn(&format!("thread {name:?}"), &e))
+}
+
+/// A wheel's tick in nanoseconds, if it is at least `min` and one turn of
+/// `slots` ticks fits the time range (`u64` nanoseconds, 584 years): the
+/// rule Netty applies (`tickDuration * ticksPerWheel` must fit a `long`).
+pub(crate) fn wheel_tick(tick: Duration, min: Duration, slots: usize) -> Result<u64, Error> {
+    if tick < min {
+        return Err(Error::invalid(
+            Setting::Tick,
+            format!("{tick:?} is shorter than the shortest tick, {min:?}"),
+        ));
+    }
+    u64::try_from(tick.as_nanos())
+        .ok()
+        .filter(|&ns| ns.checked_mul(slots as u64).is_some())
+        .ok_or_else(|| {
+            Error::invalid(
+                Setting::Tick,
+                format!("{tick:?} times {slots} slots does not fit the time range of 584 years"),
+            )
+        })
+}
+
 /// The builder methods every scheduler shares; expects a `common: Common` field.
 macro_rules! common_builder_methods {
     () => {
@@ -348,13 +405,16 @@ macro_rules! common_builder_methods {
 
         /// The most tasks that may wait at once; beyond it `submit` fails
         /// with [`Error::is_pending_limit`](crate::Error::is_pending_limit).
-        /// Unlimited by default.
+        /// Unlimited by default; zero is refused by `build`
+        /// ([`Error::is_invalid_pending_limit`](crate::Error::is_invalid_pending_limit)).
         pub fn pending_limit(mut self, limit: usize) -> Self {
             self.common.pending_limit = Some(limit);
             self
         }
 
         /// The name of the scheduler's thread (a prefix where it has several).
+        /// A name with a NUL byte is refused by `build`
+        /// ([`Error::is_invalid_thread_name`](crate::Error::is_invalid_thread_name)).
         pub fn thread_name(mut self, name: impl Into<String>) -> Self {
             self.common.thread_name = name.into();
             self

@@ -1,6 +1,7 @@
 //! HashedWheelTimer against the conformance suite, with a granularity of
-//! one tick: once with tasks run inline on the worker (Netty's way), once on
-//! a single-worker pool (so start order is dispatch order).
+//! one tick: with tasks run inline on the worker (Netty's way), on a pool of
+//! one worker (the busy-worker cases keep it busy while tasks come due
+//! behind it), and on a pool of four.
 
 use std::time::Duration;
 
@@ -17,17 +18,29 @@ crate::conformance!(conformance, TICK, |o| {
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 });
 
-crate::conformance!(conformance_pool, TICK, |o| {
+crate::conformance!(conformance_busy_single_worker, TICK, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
         .tick(TICK)
         .wheel_size(64)
-        .executor(Executor::pool(1));
+        .executor(Executor::pool(1).unwrap());
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
+});
+
+crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
+    let mut b = HashedWheelTimer::builder()
+        .clock(o.clock)
+        .tick(TICK)
+        .wheel_size(64)
+        .executor(Executor::pool(4).unwrap());
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build().unwrap())
 });

@@ -3,6 +3,7 @@
 // Test helpers are `pub` so the suite macro can reach them from any module.
 #![allow(unreachable_pub)]
 
+mod builders;
 mod conformance;
 #[cfg(feature = "redis")]
 mod distributed;

@@ -17,7 +17,10 @@
 //! 3. processes every tick up to now (all of them when a virtual clock
 //!    jumped, or the thread was late) and runs the timers that came due, in
 //!    deadline-tick order and submission order within a tick, inline on the
-//!    worker (Netty's default) or on an [`Executor::pool`].
+//!    worker (Netty's default) or on an [`Executor::pool`]. On a pool a due
+//!    timer waits in the timer's hand-off queue until a worker starts it,
+//!    and only then is it claimed: while it waits behind busy workers,
+//!    cancel, reset and `shutdown_now` still reach it.
 //!
 //! **Submitting never takes the wheel's lock**: `submit`, `reset` and
 //! `cancel` only push onto a queue. The one exception is waking a parked
@@ -93,8 +96,10 @@
 //! - Periodic tasks (fixed rate, fixed delay), reset, typed results and
 //!   shutdown policies come from the crate's contract; Netty has one-shot
 //!   timeouts only.
-//! - The tick is clamped to at least 1 µs (Netty raises anything under
-//!   1 ms to 1 ms) and the wheel to at most 2^24 slots (Netty: 2^30).
+//! - A tick under 1 µs, or a wheel of 0 or more than 2^24 slots, is refused
+//!   with a typed error (Netty raises a tick under 1 ms to 1 ms, and allows
+//!   2^30 slots). As in Netty, a revolution must fit the time range and the
+//!   size is rounded up to a power of two.
 //! - A deadline is rounded *up* to a tick, so a timer is never early, and
 //!   timers of one tick run in submission order even after a reset.
 //! - A panicking task is caught and reported on its handle (Netty logs it).
@@ -115,12 +120,14 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::SegQueue;
 
-use crate::clock::{lock, nanos, wait_until, Clock, Wakeable};
-use crate::error::Error;
-use crate::executor::Executor;
+use crate::clock::{lock, wait_until, Clock, Wakeable};
+use crate::error::{Error, Setting};
+use crate::executor::{Dispatch, Due, Executor, Handoff};
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Ran, Task, TaskRef};
+use crate::scheduler::{
+    common_builder_methods, spawn, wheel_tick, Base, Common, Core, Metrics, Scheduler,
+};
+use crate::task::{CancelOutcome, Task, TaskCell, TaskRef};
 use wheel::{Expired, Wheel};
 
 /// The most submitted (or reset) timers the worker moves into the wheel
@@ -139,8 +146,11 @@ pub const DEFAULT_WHEEL_SIZE: usize = 16_384;
 /// that the submit and cancel queues are drained at least that often.
 pub const MAX_IDLE_TICKS: u64 = 64;
 
-/// The shortest tick accepted; shorter ones are raised to it.
+/// The shortest tick accepted; `build` refuses a shorter one.
 pub const MIN_TICK: Duration = Duration::from_micros(1);
+
+/// The most slots accepted (2^24: a 128 MB slot table; Netty allows 2^30).
+pub const MAX_WHEEL_SIZE: usize = wheel::MAX_SLOTS;
 
 /// A Netty-style hashed wheel timer: one worker thread ticking a ring of
 /// slots, lock-free submission, O(1) schedule, cancel and reset.
@@ -158,13 +168,14 @@ pub const MIN_TICK: Duration = Duration::from_micros(1);
 /// use std::time::Duration;
 /// use schedulers::{HashedWheelTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HashedWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(512).build();
+/// let timer = HashedWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(512).build()?;
 /// let ack_timeout = timer.schedule(Duration::from_secs(30), || "resend").unwrap();
 /// assert!(ack_timeout.cancel()); // the ack arrived
 /// let ping = timer.schedule(Duration::from_millis(5), || "ping").unwrap();
 /// assert_eq!(ping.get().unwrap(), "ping");
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct HashedWheelTimer {
     shared: Arc<Shared>,
@@ -183,10 +194,11 @@ pub struct HashedWheelTimer {
 ///     .tick(Duration::from_millis(10))
 ///     .wheel_size(300) // rounded up to 512
 ///     .pending_limit(100_000)
-///     .executor(Executor::pool(2))
-///     .build();
+///     .executor(Executor::pool(2)?)
+///     .build()?;
 /// assert_eq!(timer.wheel_size(), 512);
 /// assert_eq!(timer.tick(), Duration::from_millis(10));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct HashedWheelTimerBuilder {
@@ -243,8 +255,8 @@ struct Shared {
     wake_at: Padded<AtomicU64>,
     /// Submissions between their shutdown check and their queue push.
     submitting: Padded<AtomicUsize>,
-    /// Tasks handed to a pool executor and not yet back.
-    outstanding: AtomicUsize,
+    /// Due tasks handed to a pool executor and not yet started.
+    handoff: Handoff,
 }
 
 struct State {
@@ -262,10 +274,11 @@ impl HashedWheelTimer {
     /// A timer on the system clock with the default 1 ms tick and 16 384
     /// slots, running tasks on its worker thread.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the worker thread.
-    pub fn new() -> HashedWheelTimer {
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// the worker thread.
+    pub fn new() -> Result<HashedWheelTimer, Error> {
         HashedWheelTimer::builder().build()
     }
 
@@ -291,26 +304,21 @@ impl HashedWheelTimer {
     }
 }
 
-impl Default for HashedWheelTimer {
-    fn default() -> Self {
-        HashedWheelTimer::new()
-    }
-}
-
 impl HashedWheelTimerBuilder {
     common_builder_methods!();
 
     /// The tick length (default 1 ms): the resolution of the wheel and the
-    /// most a timer fires late, plus wake-up latency. Raised to
-    /// [`MIN_TICK`] if shorter.
+    /// most a timer fires late, plus wake-up latency. `build` refuses one
+    /// shorter than [`MIN_TICK`], or so long that a revolution
+    /// (`tick * slots`) does not fit the time range of 584 years.
     pub fn tick(mut self, tick: Duration) -> Self {
-        self.tick = tick.max(MIN_TICK);
+        self.tick = tick;
         self
     }
 
-    /// The number of slots (default 16 384), rounded up to a power of two
-    /// and clamped to 1 ..= 2^24. One revolution lasts `tick * slots`; a
-    /// pending timer is read once per revolution.
+    /// The number of slots (default 16 384), rounded up to a power of two;
+    /// `build` refuses 0 and more than [`MAX_WHEEL_SIZE`]. One revolution
+    /// lasts `tick * slots`; a pending timer is read once per revolution.
     pub fn wheel_size(mut self, slots: usize) -> Self {
         self.wheel_size = slots;
         self
@@ -326,16 +334,31 @@ impl HashedWheelTimerBuilder {
 
     /// Starts the worker thread and returns the timer.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the worker thread.
-    pub fn build(self) -> HashedWheelTimer {
+    /// [`Error::is_invalid_tick`], [`Error::is_invalid_wheel_size`],
+    /// [`Error::is_invalid_pending_limit`] or
+    /// [`Error::is_invalid_thread_name`] for a setting it cannot honour
+    /// (nothing is adjusted silently); [`Error::is_thread_spawn`] if the
+    /// operating system refuses to start the worker thread.
+    pub fn build(self) -> Result<HashedWheelTimer, Error> {
+        self.common.validate()?;
+        if !(1..=MAX_WHEEL_SIZE).contains(&self.wheel_size) {
+            return Err(Error::invalid(
+                Setting::WheelSize,
+                format!(
+                    "{} slots; 1 to {MAX_WHEEL_SIZE} are supported",
+                    self.wheel_size
+                ),
+            ));
+        }
+        let slots = self.wheel_size.next_power_of_two();
+        let tick_ns = wheel_tick(self.tick, MIN_TICK, slots)?;
         let base = Base::new(&self.common);
-        let tick_ns = nanos(self.tick).max(1);
         self.executor.bind(&base.clock);
         let shared = Arc::new(Shared {
             state: Padded(Mutex::new(State {
-                wheel: Wheel::new(self.wheel_size, base.now() / tick_ns),
+                wheel: Wheel::new(slots, base.now() / tick_ns),
                 graveyard: Vec::new(),
                 running: false,
                 terminated: false,
@@ -353,16 +376,13 @@ impl HashedWheelTimerBuilder {
             cancels: SegQueue::new(),
             wake_at: Padded(AtomicU64::new(0)),
             submitting: Padded(AtomicUsize::new(0)),
-            outstanding: AtomicUsize::new(0),
+            handoff: Handoff::default(),
         });
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         shared.base.clock.attach(weak);
         let worker = shared.clone();
-        std::thread::Builder::new()
-            .name(self.common.thread_name.clone())
-            .spawn(move || worker.main_loop())
-            .expect("failed to spawn the wheel's worker thread");
-        HashedWheelTimer { shared }
+        spawn(self.common.thread_name, move || worker.main_loop())?;
+        Ok(HashedWheelTimer { shared })
     }
 }
 
@@ -385,7 +405,6 @@ impl Shared {
     fn main_loop(self: Arc<Self>) {
         crate::clock::reduce_timer_slack();
         let mut expired: Vec<Expired<TaskRef>> = Vec::new();
-        let mut again: Vec<Pending> = Vec::new();
         let mut state = lock(&self.state);
         loop {
             let cancels_left = self.drain_cancels(&mut state);
@@ -398,11 +417,12 @@ impl Shared {
                 }
                 state.running = true;
                 drop(state);
-                self.dispatch(&mut expired, &mut again);
+                let due = expired.drain(..).map(|e| Due {
+                    cell: e.item,
+                    seq: e.seq,
+                });
+                self.executor.dispatch(&self, due);
                 state = lock(&self.state);
-                for p in again.drain(..) {
-                    self.place(&mut state, p);
-                }
                 state.running = false;
                 continue;
             }
@@ -412,7 +432,7 @@ impl Shared {
             if !state.graveyard.is_empty() {
                 let graveyard = std::mem::take(&mut state.graveyard);
                 drop(state);
-                drop(graveyard);
+                TaskCell::bury_all(graveyard);
                 state = lock(&self.state);
                 continue;
             }
@@ -420,7 +440,7 @@ impl Shared {
                 && state.wheel.is_empty()
                 && self.submitting.load(SeqCst) == 0
                 && self.submitted.is_empty()
-                && self.outstanding.load(SeqCst) == 0
+                && self.handoff.in_flight() == 0
                 // A reset whose push is still on its way keeps its task
                 // pending: wait for it.
                 && self.base.metrics().pending == 0
@@ -470,7 +490,7 @@ impl Shared {
         self.base.is_shutdown()
             && state.wheel.is_empty()
             && self.submitting.load(SeqCst) == 0
-            && self.outstanding.load(SeqCst) == 0
+            && self.handoff.in_flight() == 0
             && self.base.metrics().pending == 0
     }
 
@@ -552,53 +572,6 @@ impl Shared {
         p.cell.slot.store(u64::from(key) + 1, Relaxed);
     }
 
-    /// Runs (inline) or hands off (pool) the expired timers, in order.
-    fn dispatch(self: &Arc<Self>, expired: &mut Vec<Expired<TaskRef>>, again: &mut Vec<Pending>) {
-        for e in expired.drain(..) {
-            let cell = e.item;
-            if !cell.claim(e.seq) {
-                continue; // cancelled or moved since
-            }
-            self.base.fire();
-            // The run's own deadline, not its tick: fixed-rate runs stay on
-            // their exact grid.
-            let scheduled = cell.deadline();
-            if self.executor.is_inline() {
-                if let Ran::Again { deadline, seq } =
-                    cell.run_claimed(scheduled, || self.base.now(), || self.base.next_seq())
-                {
-                    self.base.repend();
-                    again.push(Pending {
-                        cell,
-                        deadline,
-                        seq,
-                    });
-                }
-            } else {
-                self.outstanding.fetch_add(1, SeqCst);
-                let shared = self.clone();
-                self.executor.execute(move || {
-                    let ran = cell.run_claimed(
-                        scheduled,
-                        || shared.base.now(),
-                        || shared.base.next_seq(),
-                    );
-                    if let Ran::Again { deadline, seq } = ran {
-                        shared.base.repend();
-                        shared.enqueue(Pending {
-                            cell,
-                            deadline,
-                            seq,
-                        });
-                    }
-                    if shared.outstanding.fetch_sub(1, SeqCst) == 1 && shared.base.is_shutdown() {
-                        shared.notify();
-                    }
-                });
-            }
-        }
-    }
-
     /// Pushes onto the submit queue and wakes the worker if it is parked
     /// past the timer's tick.
     fn enqueue(&self, p: Pending) {
@@ -648,6 +621,26 @@ impl Core for Shared {
     }
 }
 
+impl Dispatch for Shared {
+    fn handoff(&self) -> &Handoff {
+        &self.handoff
+    }
+
+    fn again(&self, cell: TaskRef, deadline: u64, seq: u64) {
+        self.enqueue(Pending {
+            cell,
+            deadline,
+            seq,
+        });
+    }
+
+    fn drained(&self) {
+        if self.base.is_shutdown() {
+            self.notify();
+        }
+    }
+}
+
 impl Wakeable for Shared {
     fn wake(&self) {
         self.notify();
@@ -661,6 +654,16 @@ impl Wakeable for Shared {
                 && self.submitted.is_empty()
                 && self.executor.is_idle()
                 && !state.wheel.may_have_due(now))
+    }
+
+    fn is_caught_up(&self, now: Instant) -> bool {
+        if self.executor.is_inline() {
+            return true; // the caller may be this worker: never wait for it
+        }
+        let now = self.worker.timebase.ticks(now) / self.worker.tick_ns;
+        let state = lock(&self.state);
+        state.terminated
+            || (!state.running && self.submitted.is_empty() && !state.wheel.may_have_due(now))
     }
 }
 
@@ -724,10 +727,12 @@ impl Scheduler for HashedWheelTimer {
                 }
                 state.graveyard.push(cell);
             }
+            let waiting = shared.handoff.shutdown(&shared.base);
+            state.graveyard.extend(waiting);
         }
         let graveyard = std::mem::take(&mut state.graveyard);
         drop(state);
-        drop(graveyard);
+        TaskCell::bury_all(graveyard);
         shared.notify();
     }
 
@@ -750,6 +755,9 @@ impl Scheduler for HashedWheelTimer {
                 graveyard.push(cell);
             }
         };
+        for due in shared.handoff.take_waiting() {
+            abandon(due.cell);
+        }
         for e in state.wheel.drain() {
             abandon(e.item);
         }
@@ -760,6 +768,7 @@ impl Scheduler for HashedWheelTimer {
             abandon(cell);
         }
         drop(state);
+        never_ran.iter().for_each(TaskHandle::bury);
         shared.notify();
         never_ran
     }

@@ -290,6 +290,7 @@ mod driver {
             .tick(Duration::from_millis(1))
             .wheel_size(64)
             .build()
+            .unwrap()
     }
 
     /// Cancelled timers leave the wheel (and free their slab entries) at
@@ -350,7 +351,8 @@ mod driver {
         let t = HashedWheelTimer::builder()
             .tick(Duration::from_millis(10))
             .wheel_size(1024)
-            .build();
+            .build()
+            .unwrap();
         t.schedule(Duration::from_secs(3600), || ()).unwrap();
         // Let the worker transfer it and go to sleep for 64 ticks.
         let settle = t.schedule(Duration::from_millis(1), || ()).unwrap();

@@ -51,8 +51,8 @@ use std::time::{Duration, Instant};
 use crate::clock::{lock, wait_until, Clock, Wakeable};
 use crate::error::{Error, Kind};
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Ran, Task, TaskRef};
+use crate::scheduler::{common_builder_methods, spawn, Base, Common, Core, Metrics, Scheduler};
+use crate::task::{CancelOutcome, Ran, Task, TaskCell, TaskRef};
 use heap::TimerHeap;
 
 /// Dead entries are purged automatically once there are at least this many
@@ -74,11 +74,12 @@ pub const AUTO_PURGE_MIN: usize = 1024;
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HeapTimer::builder().thread_name("reminders").build();
+/// let timer = HeapTimer::builder().thread_name("reminders").build()?;
 /// let greeting = timer.schedule(Duration::from_millis(10), || "hello").unwrap();
 /// assert_eq!(greeting.get().unwrap(), "hello");
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct HeapTimer {
     shared: Arc<Shared>,
@@ -95,8 +96,9 @@ pub struct HeapTimer {
 ///     .clock(ManualClock::new())
 ///     .pending_limit(10_000)
 ///     .thread_name("my-timer")
-///     .build();
+///     .build()?;
 /// # drop(timer);
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct HeapTimerBuilder {
@@ -133,10 +135,11 @@ struct State {
 impl HeapTimer {
     /// A timer on the system clock, with default settings.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the timer thread.
-    pub fn new() -> HeapTimer {
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// the timer thread.
+    pub fn new() -> Result<HeapTimer, Error> {
         HeapTimer::builder().build()
     }
 
@@ -158,12 +161,6 @@ impl HeapTimer {
     }
 }
 
-impl Default for HeapTimer {
-    fn default() -> Self {
-        HeapTimer::new()
-    }
-}
-
 impl HeapTimerBuilder {
     common_builder_methods!();
 
@@ -179,10 +176,14 @@ impl HeapTimerBuilder {
 
     /// Starts the timer thread and returns the timer.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the timer thread.
-    pub fn build(self) -> HeapTimer {
+    /// [`Error::is_invalid_pending_limit`] or
+    /// [`Error::is_invalid_thread_name`] for a setting it cannot honour;
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// the timer thread.
+    pub fn build(self) -> Result<HeapTimer, Error> {
+        self.common.validate()?;
         let shared = Arc::new(Shared {
             base: Base::new(&self.common),
             state: Mutex::new(State {
@@ -201,11 +202,8 @@ impl HeapTimerBuilder {
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         shared.base.clock.attach(weak);
         let thread_shared = shared.clone();
-        std::thread::Builder::new()
-            .name(self.common.thread_name.clone())
-            .spawn(move || thread_shared.main_loop())
-            .expect("failed to spawn the timer thread");
-        HeapTimer { shared }
+        spawn(self.common.thread_name, move || thread_shared.main_loop())?;
+        Ok(HeapTimer { shared })
     }
 }
 
@@ -222,15 +220,23 @@ impl Shared {
             if self.purge_requested.swap(false, AcqRel) {
                 graveyard.extend(self.purge(&mut state).into_iter().map(|e| e.item));
             }
+            // Shut down with nothing pending, whatever is left is dead: a
+            // cancelled task must not keep the thread until its deadline. (A
+            // task being moved by a reset stays pending until it is back.)
+            let finished = self.base.is_shutdown() && self.base.metrics().pending == 0;
+            if finished && state.heap.len() > 0 {
+                graveyard.extend(state.heap.drain_sorted().into_iter().map(|e| e.item));
+                self.queued.store(0, Relaxed);
+            }
             let now = self.base.now();
             let head = state.heap.peek().map(|e| e.deadline);
             match head {
                 _ if !graveyard.is_empty() => {
                     drop(state);
-                    graveyard.clear();
+                    TaskCell::bury_all(graveyard.drain(..));
                     state = lock(&self.state);
                 }
-                None if self.base.is_shutdown() => break,
+                None if finished => break,
                 Some(deadline) if deadline <= now => {
                     state = self.fire_head(state, now, &mut graveyard)
                 }
@@ -382,6 +388,9 @@ impl Core for Shared {
     fn cancelled(&self, _cell: &TaskRef, outcome: CancelOutcome) {
         if outcome == CancelOutcome::WasPending {
             self.add_dead();
+            if self.base.is_shutdown() {
+                self.wake(); // it may have been the last pending task
+            }
         }
     }
 }
@@ -409,6 +418,7 @@ impl Scheduler for HeapTimer {
         let (deadline, seq) = self.shared.base.admit(&cell, delay)?;
         if let Err(e) = self.shared.push(deadline, seq, cell.clone()) {
             self.shared.base.unpend();
+            self.shared.wake(); // shut down meanwhile: this was counted pending
             return Err(e);
         }
         Ok(TaskHandle::new(cell, self.shared.clone()))
@@ -438,6 +448,7 @@ impl Scheduler for HeapTimer {
             shared.queued.store(state.heap.len(), Relaxed);
         }
         drop(state);
+        TaskCell::bury_all(graveyard);
         shared.head_changes.fetch_add(1, Release);
         shared.wakeup.notify_all();
     }
@@ -459,6 +470,7 @@ impl Scheduler for HeapTimer {
         shared.dead.store(0, Relaxed);
         shared.queued.store(0, Relaxed);
         drop(state);
+        never_ran.iter().for_each(TaskHandle::bury);
         shared.head_changes.fetch_add(1, Release);
         shared.wakeup.notify_all();
         never_ran

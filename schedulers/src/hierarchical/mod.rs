@@ -16,7 +16,11 @@
 //! advances the wheels, which re-insert the timers of each expired bucket
 //! into finer wheels, and hands the timers now due to the [`Executor`], a
 //! worker pool by default as in Kafka, so a slow task does not hold up the
-//! wheel. A periodic task re-enters the wheel from the worker when its run
+//! wheel. A due task waits in the timer's hand-off queue until a worker
+//! starts it, and only then is it claimed, so while it waits behind busy
+//! workers cancel, reset and `shutdown_now` still reach it (Kafka hands the
+//! task itself to its executor, after which a cancel no longer stops it).
+//! A periodic task re-enters the wheel from the worker when its run
 //! ends (fixed rate: previous scheduled start + period; fixed delay: end +
 //! delay); if that is already due it runs again at once, in order.
 //!
@@ -44,9 +48,9 @@
 //! - **The contract's extras**: periodic tasks, `reset`, typed errors, ties
 //!   in submission order within a tick, panics reported on the handle (Kafka
 //!   swallows them into a `Future` nobody reads), shutdown policies.
-//! - **Bad settings are clamped, not refused**: a zero tick becomes 1 ns,
-//!   a wheel size outside `2..=`[`MAX_WHEEL_SIZE`] the nearest bound, so
-//!   building never fails.
+//! - **Bad settings are refused with a typed error**: a zero tick, a wheel
+//!   size outside `2..=`[`MAX_WHEEL_SIZE`], a first wheel whose turn does
+//!   not fit the time range (Kafka checks none of these).
 //!
 //! # Costs
 //!
@@ -71,20 +75,21 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::SegQueue;
 
-use crate::clock::{lock, nanos, wait_until, Clock, Wakeable};
-use crate::error::{Error, Kind};
-use crate::executor::Executor;
+use crate::clock::{lock, wait_until, Clock, Wakeable};
+use crate::error::{Error, Kind, Setting};
+use crate::executor::{Dispatch, Due, Executor, Handoff};
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Ran, Task, TaskRef};
-use bucket::Removed;
+use crate::scheduler::{
+    common_builder_methods, spawn, wheel_tick, Base, Common, Core, Metrics, Scheduler,
+};
+use crate::task::{CancelOutcome, Task, TaskCell, TaskRef};
 use timing_wheel::TimingWheels;
 
 /// The default tick: 1 ms, as Kafka's `SystemTimer`.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// The default number of buckets per wheel: 20, as Kafka's `SystemTimer`.
 pub const DEFAULT_WHEEL_SIZE: usize = 20;
-/// The largest wheel size the builder accepts; larger values are lowered to it.
+/// The largest wheel size the builder accepts.
 pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 /// Cancelled timers whose nodes may wait to be unlinked; the cancel that
 /// fills the batch unlinks it.
@@ -107,11 +112,12 @@ pub(crate) const CANCEL_BATCH: usize = 256;
 /// use std::time::Duration;
 /// use schedulers::{HierarchicalWheelTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HierarchicalWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(20).build();
+/// let timer = HierarchicalWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(20).build()?;
 /// let answer = timer.schedule(Duration::from_millis(5), || 6 * 7).unwrap();
 /// assert_eq!(answer.get().unwrap(), 42);
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct HierarchicalWheelTimer {
     shared: Arc<Shared>,
@@ -129,10 +135,11 @@ pub struct HierarchicalWheelTimer {
 ///     .clock(ManualClock::new())
 ///     .tick(Duration::from_millis(10))
 ///     .wheel_size(64)
-///     .executor(Executor::pool(4))
+///     .executor(Executor::pool(4)?)
 ///     .thread_name("timeouts")
-///     .build();
+///     .build()?;
 /// # drop(timer);
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct HierarchicalWheelTimerBuilder {
@@ -152,14 +159,15 @@ struct Shared {
     wakeup: Condvar,
     /// `await_termination` waits here.
     terminated: Condvar,
-    /// Tasks handed to the executor and not finished (re-queue included).
-    in_flight: AtomicUsize,
+    /// Due tasks handed to a pool executor and not yet started.
+    handoff: Handoff,
     /// Times the driver returned from a wait.
     wakeups: AtomicU64,
     /// Cells cancelled while pending whose nodes are still linked.
     cancels: SegQueue<TaskRef>,
-    /// Length of `cancels`. It may briefly disagree with the queue (even wrap
-    /// below zero while a drain overtakes a push); that only moves a drain.
+    /// Length of `cancels`. A cancel counts itself before it pushes, so a
+    /// drain never pops more than was counted: the count may run ahead of
+    /// the queue for a moment, never behind it (it never wraps).
     cancels_queued: AtomicUsize,
 }
 
@@ -177,10 +185,11 @@ impl HierarchicalWheelTimer {
     /// A timer on the system clock with Kafka's defaults: 1 ms tick, 20
     /// buckets per wheel, one worker thread.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create a thread.
-    pub fn new() -> HierarchicalWheelTimer {
+    /// [`Error::is_thread_spawn`] if the operating system refuses to start
+    /// a thread.
+    pub fn new() -> Result<HierarchicalWheelTimer, Error> {
         HierarchicalWheelTimer::builder().build()
     }
 
@@ -229,23 +238,20 @@ impl HierarchicalWheelTimer {
     }
 }
 
-impl Default for HierarchicalWheelTimer {
-    fn default() -> Self {
-        HierarchicalWheelTimer::new()
-    }
-}
-
 impl HierarchicalWheelTimerBuilder {
     common_builder_methods!();
 
     /// The wheel's resolution (default 1 ms): tasks start up to one tick
-    /// after their deadline. A zero tick is raised to 1 ns.
+    /// after their deadline. `build` refuses a zero tick, and one so long
+    /// that a turn of the first wheel (`tick * wheel_size`) does not fit the
+    /// time range of 584 years.
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
     }
 
-    /// Buckets per wheel (default 20). Clamped to `2..=`[`MAX_WHEEL_SIZE`].
+    /// Buckets per wheel (default 20); `build` refuses sizes outside
+    /// `2..=`[`MAX_WHEEL_SIZE`].
     pub fn wheel_size(mut self, size: usize) -> Self {
         self.wheel_size = size;
         self
@@ -259,20 +265,37 @@ impl HierarchicalWheelTimerBuilder {
         self
     }
 
-    /// Starts the driver thread and returns the timer.
+    /// Starts the driver thread (and the default executor's worker) and
+    /// returns the timer.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create a thread.
-    pub fn build(self) -> HierarchicalWheelTimer {
-        let tick = nanos(self.tick).max(1);
-        let size = self.wheel_size.clamp(2, MAX_WHEEL_SIZE);
+    /// [`Error::is_invalid_tick`], [`Error::is_invalid_wheel_size`],
+    /// [`Error::is_invalid_pending_limit`] or
+    /// [`Error::is_invalid_thread_name`] for a setting it cannot honour
+    /// (nothing is adjusted silently); [`Error::is_thread_spawn`] if the
+    /// operating system refuses to start a thread.
+    pub fn build(self) -> Result<HierarchicalWheelTimer, Error> {
+        self.common.validate()?;
+        let size = self.wheel_size;
+        if !(2..=MAX_WHEEL_SIZE).contains(&size) {
+            return Err(Error::invalid(
+                Setting::WheelSize,
+                format!("{size} buckets per wheel; 2 to {MAX_WHEEL_SIZE} are supported"),
+            ));
+        }
+        let tick = wheel_tick(self.tick, Duration::from_nanos(1), size)?;
+        let executor = match self.executor {
+            Some(executor) => executor,
+            None => Executor::pool(1)?,
+        };
         let base = Base::new(&self.common);
         let start = base.now() / tick;
+        executor.bind(&base.clock);
         let shared = Arc::new(Shared {
             base,
             tick,
-            executor: self.executor.unwrap_or_else(|| Executor::pool(1)),
+            executor,
             state: Mutex::new(State {
                 wheel: TimingWheels::new(size, start),
                 sleeping_until: None,
@@ -281,7 +304,7 @@ impl HierarchicalWheelTimerBuilder {
             }),
             wakeup: Condvar::new(),
             terminated: Condvar::new(),
-            in_flight: AtomicUsize::new(0),
+            handoff: Handoff::default(),
             wakeups: AtomicU64::new(0),
             cancels: SegQueue::new(),
             cancels_queued: AtomicUsize::new(0),
@@ -289,11 +312,8 @@ impl HierarchicalWheelTimerBuilder {
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         shared.base.clock.attach(weak);
         let thread_shared = shared.clone();
-        std::thread::Builder::new()
-            .name(self.common.thread_name.clone())
-            .spawn(move || thread_shared.main_loop())
-            .expect("failed to spawn the timer thread");
-        HierarchicalWheelTimer { shared }
+        spawn(self.common.thread_name, move || thread_shared.main_loop())?;
+        Ok(HierarchicalWheelTimer { shared })
     }
 }
 
@@ -322,16 +342,21 @@ impl Shared {
             if !batch.is_empty() {
                 state.dispatching = true;
                 drop(state);
-                for r in batch.drain(..) {
-                    self.dispatch(r);
-                }
+                let due = batch.drain(..).map(|r| Due {
+                    cell: r.item,
+                    seq: r.seq,
+                });
+                self.executor.dispatch(&self, due);
                 state = lock(&self.state);
                 state.dispatching = false;
                 continue;
             }
+            // A reset whose requeue is still on its way keeps its task
+            // pending: wait for it too.
             if self.base.is_shutdown()
                 && state.wheel.is_empty()
-                && self.in_flight.load(Acquire) == 0
+                && self.handoff.in_flight() == 0
+                && self.base.metrics().pending == 0
             {
                 break;
             }
@@ -366,47 +391,6 @@ impl Shared {
                     .0
             }
             None => self.wakeup.wait(state).unwrap_or_else(|e| e.into_inner()),
-        }
-    }
-
-    /// Claims an expired entry and hands it to the executor.
-    fn dispatch(self: &Arc<Self>, r: Removed<TaskRef>) {
-        let Removed {
-            seq, item: cell, ..
-        } = r;
-        if !cell.claim(seq) {
-            return; // moved by a reset that raced the flush
-        }
-        self.base.fire();
-        self.in_flight.fetch_add(1, AcqRel);
-        let shared = self.clone();
-        self.executor.execute(move || shared.run(cell));
-    }
-
-    /// Runs a claimed task on the executor and re-queues a periodic one.
-    fn run(&self, cell: TaskRef) {
-        let scheduled = cell.deadline();
-        let ran = cell.run_claimed(scheduled, || self.base.now(), || self.base.next_seq());
-        if let Ran::Again { deadline, seq } = ran {
-            self.base.repend();
-            if self.base.is_shutdown() && self.base.drops_at_shutdown(&cell) {
-                let outcome = cell.cancel();
-                self.base.count_cancel(outcome);
-            } else {
-                let mut state = lock(&self.state);
-                // A cancel that came between the run's end and this lock
-                // already counted itself; do not queue a dead entry.
-                if cell.is_live(seq) {
-                    self.enqueue(&mut state, deadline, seq, &cell);
-                }
-            }
-        }
-        if self.in_flight.fetch_sub(1, AcqRel) == 1 {
-            if self.base.is_shutdown() {
-                let _state = lock(&self.state);
-                self.wakeup.notify_all();
-            }
-            self.base.clock.on_idle();
         }
     }
 
@@ -494,12 +478,23 @@ impl Core for Shared {
         if outcome != CancelOutcome::WasPending {
             return;
         }
+        if self.base.is_shutdown() {
+            // Only pending one-shots keep a shut-down timer alive: the
+            // driver unlinks this one now, and exits if it was the last,
+            // instead of sleeping until its old deadline.
+            self.cancels_queued.fetch_add(1, AcqRel);
+            self.cancels.push(cell.clone());
+            let _state = lock(&self.state);
+            self.wakeup.notify_all();
+            return;
+        }
         // The node is unlinked later, in a batch: by the driver before it
         // next advances, by `next_expiration`, or here once the batch is
         // full. Until then the dead node is harmless: a flush drops it, since
         // its claim fails.
+        let queued = self.cancels_queued.fetch_add(1, AcqRel) + 1;
         self.cancels.push(cell.clone());
-        if self.cancels_queued.fetch_add(1, AcqRel) + 1 >= CANCEL_BATCH {
+        if queued >= CANCEL_BATCH {
             let state = match self.state.try_lock() {
                 Ok(state) => Some(state),
                 Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
@@ -515,6 +510,37 @@ impl Core for Shared {
     }
 }
 
+impl Dispatch for Shared {
+    fn handoff(&self) -> &Handoff {
+        &self.handoff
+    }
+
+    fn again(&self, cell: TaskRef, deadline: u64, seq: u64) {
+        if self.base.is_shutdown() && self.base.drops_at_shutdown(&cell) {
+            let outcome = cell.cancel();
+            if outcome.stopped() {
+                self.base.count_cancel(outcome);
+            }
+            cell.bury();
+            return;
+        }
+        let mut state = lock(&self.state);
+        // A cancel that came between the run's end and this lock already
+        // counted itself; do not queue a dead entry.
+        if cell.is_live(seq) {
+            self.enqueue(&mut state, deadline, seq, &cell);
+        }
+        drop(state);
+    }
+
+    fn drained(&self) {
+        if self.base.is_shutdown() {
+            let _state = lock(&self.state);
+            self.wakeup.notify_all();
+        }
+    }
+}
+
 impl Wakeable for Shared {
     fn wake(&self) {
         let _state = lock(&self.state);
@@ -526,8 +552,18 @@ impl Wakeable for Shared {
         let state = lock(&self.state);
         state.terminated
             || (!state.dispatching
-                && self.in_flight.load(Acquire) == 0
+                && self.executor.is_idle()
                 && state.wheel.next_expiration().is_none_or(|t| t > now))
+    }
+
+    fn is_caught_up(&self, now: Instant) -> bool {
+        if self.executor.is_inline() {
+            return true; // the caller may be this driver: never wait for it
+        }
+        let now = self.base.timebase.ticks(now) / self.tick;
+        let state = lock(&self.state);
+        state.terminated
+            || (!state.dispatching && state.wheel.next_expiration().is_none_or(|t| t > now))
     }
 }
 
@@ -540,8 +576,10 @@ impl Scheduler for HierarchicalWheelTimer {
         // Checked again under the lock, so a task accepted here is always
         // seen by a concurrent `shutdown`.
         if shared.base.is_shutdown() {
-            drop(state);
+            // Counted pending a moment ago: wake what waits for none.
             shared.base.unpend();
+            shared.wakeup.notify_all();
+            drop(state);
             return Err(Error::new(Kind::Shutdown));
         }
         shared.enqueue(&mut state, deadline, seq, &cell);
@@ -577,8 +615,10 @@ impl Scheduler for HierarchicalWheelTimer {
                 }
                 graveyard.push(cell);
             }
+            graveyard.extend(shared.handoff.shutdown(&shared.base));
         }
         drop(state);
+        TaskCell::bury_all(graveyard);
         shared.wakeup.notify_all();
     }
 
@@ -588,15 +628,21 @@ impl Scheduler for HierarchicalWheelTimer {
         let mut state = lock(&shared.state);
         shared.base.start_shutdown_now();
         let mut never_ran = Vec::new();
-        for r in state.wheel.drain() {
-            if r.item.is_live(r.seq) && r.item.abandon() {
+        let waiting = shared.handoff.take_waiting().into_iter();
+        let queued = state.wheel.drain().into_iter().map(|r| Due {
+            cell: r.item,
+            seq: r.seq,
+        });
+        for due in waiting.chain(queued) {
+            if due.cell.is_live(due.seq) && due.cell.abandon() {
                 shared.base.unpend();
-                never_ran.push(TaskHandle::new(r.item, shared.clone()));
+                never_ran.push(TaskHandle::new(due.cell, shared.clone()));
             } else {
-                dead.push(r.item);
+                dead.push(due.cell);
             }
         }
         drop(state);
+        never_ran.iter().for_each(TaskHandle::bury);
         shared.wakeup.notify_all();
         never_ran
     }

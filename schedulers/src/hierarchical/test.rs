@@ -385,7 +385,8 @@ mod driver {
         let timer = HierarchicalWheelTimer::builder()
             .clock(clock.clone())
             .executor(Executor::inline())
-            .build();
+            .build()
+            .unwrap();
         let runs = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..1000)
             .map(|i| {
@@ -432,7 +433,8 @@ mod driver {
         let timer = HierarchicalWheelTimer::builder()
             .clock(clock.clone())
             .executor(Executor::inline())
-            .build();
+            .build()
+            .unwrap();
         let periodic = timer
             .schedule_at_fixed_rate(Duration::from_millis(1), Duration::from_millis(1), || ())
             .unwrap();

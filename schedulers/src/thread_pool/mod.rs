@@ -31,8 +31,10 @@
 //!   empty. `shutdown_now` drains the queue and stops the workers after
 //!   their current task.
 //! - **Workers start lazily**: each `submit` starts one more worker until
-//!   `pool_size` are running (the JDK's `ensurePrestart`); a pool size of
-//!   zero still gets one worker, as in the JDK.
+//!   `pool_size` are running (the JDK's `ensurePrestart`). A pool size of
+//!   zero is refused (the JDK quietly starts one thread); a submission that
+//!   cannot start the first worker fails rather than queue a task nobody
+//!   would run.
 //! - **Periodic tasks** are re-queued by the worker that ran them, after
 //!   the run has ended, so runs of one task never overlap on any number of
 //!   threads. A run that panics ends the task; its handle reports the panic
@@ -111,10 +113,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crate::clock::{lock, wait_until, Clock, Wakeable};
-use crate::error::{Error, Kind};
+use crate::error::{Error, Kind, Setting};
 use crate::handle::TaskHandle;
-use crate::scheduler::{common_builder_methods, Base, Common, Core, Metrics, Scheduler};
-use crate::task::{CancelOutcome, Ran, Task, TaskRef};
+use crate::scheduler::{common_builder_methods, spawn, Base, Common, Core, Metrics, Scheduler};
+use crate::task::{CancelOutcome, Ran, Task, TaskCell, TaskRef};
 use queue::{DelayedWorkQueue, Entry, Indexed, NOT_QUEUED};
 
 /// Without `remove_on_cancel`, cancelled entries are purged automatically
@@ -130,12 +132,13 @@ pub const AUTO_PURGE_MIN: usize = 1024;
 /// See the [module docs](self) for the algorithm and how it differs from
 /// the JDK.
 ///
-/// # Panics
+/// # Errors
 ///
-/// `submit` (and so every `schedule*` method) panics if the operating
-/// system refuses to create the pool's *first* worker thread, since the
-/// task would otherwise never run; a refused later worker is skipped (the
-/// running ones take its share).
+/// Workers start with the tasks, so `submit` (and every `schedule*`
+/// method) fails with [`Error::is_thread_spawn`](crate::Error::is_thread_spawn)
+/// if the operating system refuses to start a worker while none runs, since
+/// the task would otherwise never run; a refused later worker is skipped
+/// (the running ones take its share).
 ///
 /// # Examples
 ///
@@ -143,7 +146,7 @@ pub const AUTO_PURGE_MIN: usize = 1024;
 /// use std::time::Duration;
 /// use schedulers::{Scheduler, SchedulerExt, ScheduledThreadPool};
 ///
-/// let pool = ScheduledThreadPool::builder().pool_size(2).thread_name("jobs").build();
+/// let pool = ScheduledThreadPool::builder().pool_size(2).thread_name("jobs").build()?;
 /// let answer = pool.schedule(Duration::from_millis(5), || 6 * 7).unwrap();
 /// let tick = pool
 ///     .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(1), || {})
@@ -152,6 +155,7 @@ pub const AUTO_PURGE_MIN: usize = 1024;
 /// assert!(tick.cancel());
 /// pool.shutdown();
 /// assert!(pool.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct ScheduledThreadPool {
     shared: Arc<Shared>,
@@ -172,8 +176,9 @@ pub struct ScheduledThreadPool {
 ///     .thread_name("timeouts")
 ///     .continue_existing_periodic_tasks_after_shutdown(false)
 ///     .execute_existing_delayed_tasks_after_shutdown(true)
-///     .build();
+///     .build()?;
 /// # drop(pool);
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct ScheduledThreadPoolBuilder {
@@ -244,7 +249,11 @@ impl ScheduledThreadPool {
     /// A pool of `pool_size` workers on the system clock, with default
     /// settings (the JDK's `new ScheduledThreadPoolExecutor(corePoolSize)`).
     /// Workers start with the first tasks, not here.
-    pub fn new(pool_size: usize) -> ScheduledThreadPool {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_invalid_pool_size`] if `pool_size` is zero.
+    pub fn new(pool_size: usize) -> Result<ScheduledThreadPool, Error> {
         ScheduledThreadPool::builder().pool_size(pool_size).build()
     }
 
@@ -269,12 +278,13 @@ impl ScheduledThreadPool {
     /// use std::time::Duration;
     /// use schedulers::{SchedulerExt, ScheduledThreadPool};
     ///
-    /// let pool = ScheduledThreadPool::new(1);
+    /// let pool = ScheduledThreadPool::new(1)?;
     /// let handles: Vec<_> = (0..10).map(|_| pool.schedule(Duration::from_secs(60), || ()).unwrap()).collect();
     /// handles.iter().take(4).for_each(|h| assert!(h.cancel()));
     /// assert_eq!(pool.queue_len(), 10);
     /// assert_eq!(pool.purge(), 4);
     /// assert_eq!(pool.queue_len(), 6);
+    /// # Ok::<(), schedulers::Error>(())
     /// ```
     pub fn purge(&self) -> usize {
         let mut state = lock(&self.shared.state);
@@ -303,7 +313,7 @@ impl ScheduledThreadPool {
     /// use schedulers::{ManualClock, SchedulerExt, ScheduledThreadPool};
     ///
     /// let clock = ManualClock::new();
-    /// let pool = ScheduledThreadPool::builder().pool_size(4).clock(clock.clone()).build();
+    /// let pool = ScheduledThreadPool::builder().pool_size(4).clock(clock.clone()).build()?;
     /// assert_eq!(pool.pool_size(), 0); // workers start with the first tasks
     /// for _ in 0..2 {
     ///     pool.schedule(Duration::from_secs(1), || ()).unwrap();
@@ -312,6 +322,7 @@ impl ScheduledThreadPool {
     /// clock.advance(Duration::from_secs(1));
     /// assert_eq!(pool.completed_task_count(), 2);
     /// assert_eq!(pool.active_count(), 0);
+    /// # Ok::<(), schedulers::Error>(())
     /// ```
     pub fn pool_size(&self) -> usize {
         lock(&self.shared.state).alive
@@ -335,7 +346,7 @@ impl ScheduledThreadPoolBuilder {
 
     /// How many worker threads run tasks (the JDK's `corePoolSize`);
     /// default 1. Workers start one per submitted task until this many
-    /// run; zero is treated as one, as in the JDK.
+    /// run. `build` refuses zero (the JDK quietly starts one thread).
     pub fn pool_size(mut self, threads: usize) -> Self {
         self.pool_size = threads;
         self
@@ -350,7 +361,19 @@ impl ScheduledThreadPoolBuilder {
     }
 
     /// Returns the pool. No thread starts until the first task arrives.
-    pub fn build(self) -> ScheduledThreadPool {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_invalid_pool_size`], [`Error::is_invalid_pending_limit`]
+    /// or [`Error::is_invalid_thread_name`] for a setting it cannot honour.
+    pub fn build(self) -> Result<ScheduledThreadPool, Error> {
+        self.common.validate()?;
+        if self.pool_size == 0 {
+            return Err(Error::invalid(
+                Setting::PoolSize,
+                "0 workers would never run a task",
+            ));
+        }
         let shared = Arc::new(Shared {
             base: Base::new(&self.common),
             state: Mutex::new(State {
@@ -366,7 +389,7 @@ impl ScheduledThreadPoolBuilder {
             }),
             available: Condvar::new(),
             terminated: Condvar::new(),
-            pool_size: self.pool_size.max(1),
+            pool_size: self.pool_size,
             remove_on_cancel: self.remove_on_cancel,
             thread_name: self.common.thread_name.clone(),
             dead: AtomicIsize::new(0),
@@ -375,7 +398,7 @@ impl ScheduledThreadPoolBuilder {
         });
         let weak: Weak<Shared> = Arc::downgrade(&shared);
         shared.base.clock.attach(weak);
-        ScheduledThreadPool { shared }
+        Ok(ScheduledThreadPool { shared })
     }
 }
 
@@ -424,7 +447,8 @@ impl Shared {
                 continue;
             }
             let Some(head) = state.queue.peek().map(|e| e.deadline) else {
-                if self.base.is_shutdown() {
+                // A task being moved by a reset is pending until it is back.
+                if self.base.is_shutdown() && self.base.metrics().pending == 0 {
                     break None;
                 }
                 state = self.wait(state, None);
@@ -521,7 +545,7 @@ impl Shared {
         }
         state.running -= 1;
         drop(state);
-        drop(cell);
+        cell.bury();
     }
 
     /// Queues `cell` at entry `seq`, replacing its old entry, if `seq` is
@@ -594,21 +618,36 @@ impl Shared {
         Some(state.started - 1)
     }
 
-    fn spawn_worker(self: &Arc<Self>, id: usize) {
+    /// Starts worker `id` for the task just queued in `cell`. If the
+    /// operating system refuses and no other worker runs, the task would
+    /// never run: it is taken back out and the error returned. A refused
+    /// later worker is skipped (the running ones take its share, and the
+    /// next submission tries again).
+    fn spawn_worker(self: &Arc<Self>, id: usize, cell: &TaskRef) -> Result<(), Error> {
         let shared = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("{}-{id}", self.thread_name))
-            .spawn(move || shared.worker(id));
-        if spawned.is_err() {
-            let mut state = lock(&self.state);
-            state.alive -= 1;
-            // Workers already running take the task; with none, it would be
-            // silently lost, which the contract forbids.
-            assert!(
-                state.alive > 0,
-                "failed to spawn the first worker thread of a ScheduledThreadPool"
-            );
+        let Err(error) = spawn(format!("{}-{id}", self.thread_name), move || {
+            shared.worker(id)
+        }) else {
+            return Ok(());
+        };
+        let mut state = lock(&self.state);
+        state.started -= 1;
+        state.alive -= 1;
+        if state.alive > 0 {
+            return Ok(());
         }
+        let removed = state.queue.remove(cell, Arc::ptr_eq);
+        self.queued.store(state.queue.len(), Relaxed);
+        if cell.abandon() {
+            self.base.unpend();
+        }
+        if self.base.is_shutdown() && !state.terminated {
+            state.terminated = true;
+            self.terminated.notify_all();
+        }
+        drop(state);
+        drop(removed);
+        Err(error)
     }
 }
 
@@ -668,15 +707,17 @@ impl Scheduler for ScheduledThreadPool {
         // Checked again under the lock, so a task accepted here is always
         // seen by a concurrent `shutdown`.
         if shared.base.is_shutdown() {
-            drop(state);
+            // Counted pending a moment ago: wake what waits for none.
             shared.base.unpend();
+            shared.available.notify_all();
+            drop(state);
             return Err(Error::new(Kind::Shutdown));
         }
         shared.enqueue(&mut state, deadline, seq, cell.clone());
         let new_worker = shared.ensure_prestart(&mut state);
         drop(state);
         if let Some(id) = new_worker {
-            shared.spawn_worker(id);
+            shared.spawn_worker(id, &cell)?;
         }
         Ok(TaskHandle::new(cell, shared.clone()))
     }
@@ -721,7 +762,8 @@ impl Scheduler for ScheduledThreadPool {
         }
         drop(state);
         shared.available.notify_all();
-        drop(garbage); // outside the lock: destructors may use the pool
+        // Outside the lock: destructors may use the pool.
+        TaskCell::bury_all(garbage.into_iter().map(|e| e.item));
     }
 
     fn shutdown_now(&self) -> Vec<TaskHandle> {
@@ -749,6 +791,7 @@ impl Scheduler for ScheduledThreadPool {
         drop(state);
         shared.available.notify_all();
         drop(garbage);
+        never_ran.iter().for_each(TaskHandle::bury);
         never_ran
     }
 

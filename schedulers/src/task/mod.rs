@@ -1,92 +1,28 @@
 //! The task cell: one allocation per scheduled task, shared by the
 //! scheduler's queue and the user's handle.
 //!
-//! # Ground rules
-//!
-//! A cell's life is a small state machine kept in one atomic word, whose
-//! upper bits hold the *sequence number* of the queue entry that may run it:
-//!
-//! ```text
-//! SCHEDULED@s --claim(s)--> RUNNING@s --one-shot--> DONE | PANICKED
-//!      |                      |  \--periodic--> SCHEDULED@s' (re-queued)
-//!      |                      \--cancel (periodic)--> RUNNING_CANCELLED --> CANCELLED
-//!      +--cancel--> CANCELLED      +--reset--> SCHEDULED@s'      +--abandon--> ABANDONED
-//! ```
-//!
-//! A queue holds `(deadline, seq, cell)` entries. An entry is live only while
-//! the cell is `SCHEDULED` at the entry's `seq`, so cancel is one CAS (the
-//! stale entry is skipped or purged later) and reset is a CAS to a fresh
-//! `seq` plus a new entry. Because the claim is a CAS on the same word, a task
-//! runs at most once per entry, never after a cancel that returned true, and
-//! never at a deadline that a reset already moved.
+//! The cell holds the task's [`State`] word (the claim / cancel / reset /
+//! finish protocol, in `state.rs`, with its ground rules), the deadline of
+//! its pending run, how it repeats, a word free for the scheduler, and the
+//! user's closure.
+
+mod state;
+
+#[cfg(all(test, loom))]
+mod model;
 
 use std::any::Any;
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, TryLockError};
 use std::time::Duration;
 
 use crate::clock::{lock, nanos, Clock as _, SystemClock, NEVER};
 use crate::error::{Error, Kind};
-
-const SCHEDULED: u64 = 0;
-const RUNNING: u64 = 1;
-const RUNNING_CANCELLED: u64 = 2;
-const DONE: u64 = 3;
-const PANICKED: u64 = 4;
-const CANCELLED: u64 = 5;
-const ABANDONED: u64 = 6;
-const STATE_MASK: u64 = 0b0111;
-/// Set by a thread blocked in `wait`, so finishing knows to wake it.
-const WAITER: u64 = 0b1000;
-const SEQ_SHIFT: u32 = 4;
-
-fn state_of(word: u64) -> u64 {
-    word & STATE_MASK
-}
-
-fn seq_of(word: u64) -> u64 {
-    word >> SEQ_SHIFT
-}
-
-fn is_terminal(word: u64) -> bool {
-    state_of(word) >= DONE
-}
-
-/// How a task repeats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Repeat {
-    Once,
-    /// Next start = previous scheduled start + period (catch-up).
-    FixedRate(u64),
-    /// Next start = previous end + delay.
-    FixedDelay(u64),
-}
-
-/// Periods are kept in 62 bits (146 years); a longer one is treated as 146
-/// years, which is as good as never.
-const PERIOD_MASK: u64 = (1 << 62) - 1;
-const RATE_BIT: u64 = 1 << 62;
-const DELAY_BIT: u64 = 1 << 63;
-
-/// Packs a `Repeat` into one word: 0 is `Once`, else a kind bit and a period.
-fn pack(repeat: Repeat) -> u64 {
-    match repeat {
-        Repeat::Once => 0,
-        Repeat::FixedRate(p) => RATE_BIT | p.clamp(1, PERIOD_MASK),
-        Repeat::FixedDelay(p) => DELAY_BIT | p.clamp(1, PERIOD_MASK),
-    }
-}
-
-fn unpack(word: u64) -> Repeat {
-    match word & (RATE_BIT | DELAY_BIT) {
-        0 => Repeat::Once,
-        RATE_BIT => Repeat::FixedRate(word & PERIOD_MASK),
-        _ => Repeat::FixedDelay(word & PERIOD_MASK),
-    }
-}
+pub(crate) use state::CancelOutcome;
+use state::{End, Phase, Rearm, State};
 
 /// The user's closure, type-erased.
 pub(crate) trait Job: Send {
@@ -94,6 +30,16 @@ pub(crate) trait Job: Send {
     fn run(&mut self);
     /// The value a one-shot job produced, boxed (free for `()`).
     fn take_output(&mut self) -> Option<Box<dyn Any + Send>>;
+    /// For a periodic job: true if its next run counts from the end of the
+    /// last (fixed delay), false if from the last scheduled start (fixed
+    /// rate). Kept in the type, so the cell stores a whole 64-bit period.
+    fn counts_from_end(&self) -> bool {
+        false
+    }
+    /// Drops the closure: the task will never run again.
+    fn release(&mut self);
+    /// Drops the closure and any value left uncollected.
+    fn clear(&mut self);
 }
 
 struct OnceJob<F, T> {
@@ -112,16 +58,36 @@ impl<F: FnOnce() -> T + Send, T: Send + 'static> Job for OnceJob<F, T> {
             .take()
             .map(|v| Box::new(v) as Box<dyn Any + Send>)
     }
+    fn release(&mut self) {
+        self.f = None;
+    }
+    fn clear(&mut self) {
+        self.f = None;
+        self.output = None;
+    }
 }
 
-struct PeriodicJob<F>(F);
+/// A periodic closure (`None` once released); `FROM_END` is fixed delay
+/// (see `Job::counts_from_end`).
+struct PeriodicJob<F, const FROM_END: bool>(Option<F>);
 
-impl<F: FnMut() + Send> Job for PeriodicJob<F> {
+impl<F: FnMut() + Send, const FROM_END: bool> Job for PeriodicJob<F, FROM_END> {
     fn run(&mut self) {
-        (self.0)()
+        if let Some(f) = &mut self.0 {
+            f();
+        }
     }
     fn take_output(&mut self) -> Option<Box<dyn Any + Send>> {
         None
+    }
+    fn counts_from_end(&self) -> bool {
+        FROM_END
+    }
+    fn release(&mut self) {
+        self.0 = None;
+    }
+    fn clear(&mut self) {
+        self.0 = None;
     }
 }
 
@@ -132,12 +98,13 @@ struct Slot<J: ?Sized> {
 }
 
 /// One scheduled task. See the module docs for the state machine.
-pub(crate) struct TaskCell<J: ?Sized = dyn Job> {
-    word: AtomicU64,
+pub(crate) struct TaskCell<J: ?Sized + Job = dyn Job> {
+    state: State,
     /// Deadline of the pending run, in the scheduler's ticks.
     deadline: AtomicU64,
-    /// `Repeat`, packed into one word: see `pack`.
-    repeat: u64,
+    /// Nanoseconds between runs (or from the end of one to the next start);
+    /// 0 for a one-shot task. A whole `u64`, so a period is never clamped.
+    period: u64,
     /// Free for the scheduler: where the live entry sits (heap index, slab key).
     pub(crate) slot: AtomicU64,
     job: Mutex<Slot<J>>,
@@ -156,22 +123,18 @@ pub(crate) enum Ran {
 }
 
 impl TaskCell {
-    fn with_job<J: Job + 'static>(repeat: Repeat, job: J) -> TaskRef {
+    fn with_job<J: Job + 'static>(period: u64, job: J) -> TaskRef {
         Arc::new(TaskCell {
-            word: AtomicU64::new(SCHEDULED),
+            state: State::new(),
             deadline: AtomicU64::new(0),
-            repeat: pack(repeat),
+            period,
             slot: AtomicU64::new(0),
             job: Mutex::new(Slot { failure: None, job }),
         })
     }
 
-    pub(crate) fn repeat(&self) -> Repeat {
-        unpack(self.repeat)
-    }
-
     pub(crate) fn is_periodic(&self) -> bool {
-        self.repeat != 0
+        self.period != 0
     }
 
     /// Deadline of the pending run, in ticks.
@@ -181,32 +144,20 @@ impl TaskCell {
 
     /// True while the cell is waiting in a queue at entry `seq`.
     pub(crate) fn is_live(&self, seq: u64) -> bool {
-        let w = self.word.load(Acquire);
-        state_of(w) == SCHEDULED && seq_of(w) == seq
+        self.state.is_live(seq)
     }
 
     /// Makes a fresh cell pending at `deadline` under `seq`. Only for a cell
     /// no queue has seen yet.
     pub(crate) fn arm(&self, deadline: u64, seq: u64) {
         self.deadline.store(deadline, Relaxed);
-        self.word
-            .store(seq << SEQ_SHIFT, std::sync::atomic::Ordering::Release);
+        self.state.arm(seq);
     }
 
-    /// Takes the right to run entry `seq`. False if the entry is stale
-    /// (cancelled, reset, or already claimed).
+    /// Takes the right to run entry `seq`, as a thread starts it. False if
+    /// the entry is stale (cancelled, reset, abandoned, or already claimed).
     pub(crate) fn claim(&self, seq: u64) -> bool {
-        let mut w = self.word.load(Acquire);
-        loop {
-            if state_of(w) != SCHEDULED || seq_of(w) != seq {
-                return false;
-            }
-            let next = (w & !STATE_MASK) | RUNNING;
-            match self.word.compare_exchange_weak(w, next, AcqRel, Acquire) {
-                Ok(_) => return true,
-                Err(actual) => w = actual,
-            }
-        }
+        self.state.claim(seq)
     }
 
     /// Runs a task this thread claimed for the run scheduled at `scheduled`.
@@ -219,60 +170,42 @@ impl TaskCell {
         now: impl FnOnce() -> u64,
         next_seq: impl FnOnce() -> u64,
     ) -> Ran {
-        let failed = {
+        let (failed, from_end) = {
             let mut slot = lock(&self.job);
             let _guard = InsideTask::enter();
-            match catch_unwind(AssertUnwindSafe(|| slot.job.run())) {
+            let failed = match catch_unwind(AssertUnwindSafe(|| slot.job.run())) {
                 Ok(()) => false,
                 Err(payload) => {
                     slot.failure = Some(Box::new(Error::from_panic(payload.as_ref())));
+                    contain(move || drop(payload));
                     true
                 }
-            }
+            };
+            (failed, slot.job.counts_from_end())
         };
         if failed {
-            self.finish(PANICKED);
+            self.ended(self.state.finish(End::Panicked));
+            self.release();
             return Ran::Finished;
         }
-        let next = match self.repeat() {
-            Repeat::Once => {
-                self.finish(DONE);
-                return Ran::Finished;
-            }
-            Repeat::FixedRate(period) => scheduled.checked_add(period).unwrap_or(NEVER),
-            Repeat::FixedDelay(delay) => now().checked_add(delay).unwrap_or(NEVER),
-        };
+        if !self.is_periodic() {
+            self.ended(self.state.finish(End::Done));
+            return Ran::Finished;
+        }
+        // Past the time range the next run is "never", where it stays.
+        let from = if from_end { now() } else { scheduled };
+        let next = from.checked_add(self.period).unwrap_or(NEVER);
         let seq = next_seq();
         self.deadline.store(next, Relaxed);
-        let mut w = self.word.load(Acquire);
-        loop {
-            let (target, again) = match state_of(w) {
-                RUNNING => ((seq << SEQ_SHIFT) | (w & WAITER) | SCHEDULED, true),
-                _ => ((w & !STATE_MASK) | CANCELLED, false), // cancelled while running
-            };
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) if again => {
-                    return Ran::Again {
-                        deadline: next,
-                        seq,
-                    }
-                }
-                Ok(_) => {
-                    wake_waiters(self, w);
-                    return Ran::Finished;
-                }
-                Err(actual) => w = actual,
-            }
-        }
-    }
-
-    fn finish(&self, state: u64) {
-        let mut w = self.word.load(Acquire);
-        loop {
-            let target = (w & !STATE_MASK) | state;
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => return wake_waiters(self, w),
-                Err(actual) => w = actual,
+        match self.state.rearm(seq) {
+            (Rearm::Again, _) => Ran::Again {
+                deadline: next,
+                seq,
+            },
+            (Rearm::Cancelled, ended) => {
+                self.ended(ended);
+                self.release();
+                Ran::Finished
             }
         }
     }
@@ -280,79 +213,94 @@ impl TaskCell {
     /// Stops every future run. True iff this call did it: the task was
     /// pending, or periodic and running (its next run is stopped).
     pub(crate) fn cancel(&self) -> CancelOutcome {
-        let mut w = self.word.load(Acquire);
-        loop {
-            let (target, outcome) = match state_of(w) {
-                SCHEDULED => ((w & !STATE_MASK) | CANCELLED, CancelOutcome::WasPending),
-                RUNNING if self.is_periodic() => (
-                    (w & !STATE_MASK) | RUNNING_CANCELLED,
-                    CancelOutcome::WasRunning,
-                ),
-                _ => return CancelOutcome::TooLate,
-            };
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => {
-                    if outcome == CancelOutcome::WasPending {
-                        wake_waiters(self, w);
-                    }
-                    return outcome;
-                }
-                Err(actual) => w = actual,
-            }
+        let (outcome, ended) = self.state.cancel(self.is_periodic());
+        self.ended(ended);
+        outcome
+    }
+
+    /// Drops the closure of a task that will never run again, so that a
+    /// handle kept alive does not keep what the closure captured (as the
+    /// JDK's `FutureTask` drops its callable). Call it outside any lock: the
+    /// closure's destructors are user code. A panicking one is contained.
+    ///
+    /// If the job is locked, whoever holds it lets go instead: a run ending
+    /// (which releases a task it finds over), another release, or this very
+    /// release re-entered by the closure's own destructors (which may drop
+    /// the last reference to the scheduler, whose shutdown buries the cell).
+    pub(crate) fn release(&self) {
+        let mut slot = match self.job.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        contain(|| slot.job.release());
+    }
+
+    /// Lets go of a cell a scheduler took out of its queues: if the task is
+    /// over without a value to keep (cancelled, abandoned, panicked), its
+    /// closure goes now. Call it outside any lock, as [`TaskCell::release`].
+    pub(crate) fn bury(&self) {
+        if matches!(
+            self.state.phase(),
+            Phase::Cancelled | Phase::Abandoned | Phase::Panicked
+        ) {
+            self.release();
+        }
+    }
+
+    /// [`TaskCell::bury`] for each cell, then lets go of it.
+    pub(crate) fn bury_all(cells: impl IntoIterator<Item = TaskRef>) {
+        for cell in cells {
+            cell.bury();
         }
     }
 
     /// Moves a pending task to a new entry `seq` at `deadline`. False if the
     /// task is not pending (running, finished, cancelled).
     pub(crate) fn reseq(&self, seq: u64, deadline: u64) -> bool {
-        let mut w = self.word.load(Acquire);
-        loop {
-            if state_of(w) != SCHEDULED {
-                return false;
-            }
-            let target = (seq << SEQ_SHIFT) | (w & WAITER) | SCHEDULED;
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => {
-                    self.deadline.store(deadline, Relaxed);
-                    return true;
-                }
-                Err(actual) => w = actual,
-            }
+        if !self.state.reseq(seq) {
+            return false;
         }
+        self.deadline.store(deadline, Relaxed);
+        true
     }
 
     /// Marks a pending task as dropped by `shutdown_now`. True iff it was pending.
     pub(crate) fn abandon(&self) -> bool {
-        let mut w = self.word.load(Acquire);
-        loop {
-            if state_of(w) != SCHEDULED {
-                return false;
+        match self.state.abandon() {
+            Some(ended) => {
+                self.ended(ended);
+                true
             }
-            let target = (w & !STATE_MASK) | ABANDONED;
-            match self.word.compare_exchange_weak(w, target, AcqRel, Acquire) {
-                Ok(_) => {
-                    wake_waiters(self, w);
-                    return true;
-                }
-                Err(actual) => w = actual,
-            }
+            None => false,
+        }
+    }
+
+    /// Wakes the threads waiting for this task, if the transition says so.
+    fn ended(&self, ended: state::Ended) {
+        if ended.wake {
+            let bucket = bucket_of(self);
+            let _guard = lock(&bucket.mutex);
+            bucket.cond.notify_all();
         }
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
         matches!(
-            state_of(self.word.load(Acquire)),
-            CANCELLED | RUNNING_CANCELLED
+            self.state.phase(),
+            Phase::Cancelled | Phase::RunningCancelled
         )
     }
 
     pub(crate) fn is_done(&self) -> bool {
-        let w = self.word.load(Acquire);
-        matches!(state_of(w), DONE | PANICKED | CANCELLED)
+        matches!(
+            self.state.phase(),
+            Phase::Done | Phase::Panicked | Phase::Cancelled
+        )
     }
 
     pub(crate) fn is_pending(&self) -> bool {
-        state_of(self.word.load(Acquire)) == SCHEDULED
+        self.state.phase() == Phase::Scheduled
     }
 
     /// Blocks until the task has finished for good, or `timeout` (real
@@ -362,9 +310,9 @@ impl TaskCell {
         let give_up = timeout.and_then(|t| SystemClock.now().checked_add(t));
         let mut guard = lock(&bucket.mutex);
         loop {
-            let w = self.word.fetch_or(WAITER, AcqRel);
-            if is_terminal(w) {
-                return self.outcome(w);
+            let phase = self.state.add_waiter();
+            if phase.is_final() {
+                return self.outcome(phase);
             }
             guard = match (timeout, give_up) {
                 (None, _) => bucket.cond.wait(guard).unwrap_or_else(|e| e.into_inner()),
@@ -385,11 +333,11 @@ impl TaskCell {
         }
     }
 
-    fn outcome(&self, word: u64) -> Result<(), Error> {
-        match state_of(word) {
-            DONE => Ok(()),
-            CANCELLED => Err(Error::new(Kind::Cancelled)),
-            ABANDONED => Err(Error::new(Kind::Abandoned)),
+    fn outcome(&self, phase: Phase) -> Result<(), Error> {
+        match phase {
+            Phase::Done => Ok(()),
+            Phase::Cancelled => Err(Error::new(Kind::Cancelled)),
+            Phase::Abandoned => Err(Error::new(Kind::Abandoned)),
             _ => Err(lock(&self.job)
                 .failure
                 .as_deref()
@@ -404,40 +352,35 @@ impl TaskCell {
     }
 }
 
-impl fmt::Debug for TaskCell {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let w = self.word.load(Acquire);
-        let state = match state_of(w) {
-            SCHEDULED => "scheduled",
-            RUNNING => "running",
-            RUNNING_CANCELLED => "running, cancelled",
-            DONE => "done",
-            PANICKED => "panicked",
-            CANCELLED => "cancelled",
-            _ => "abandoned",
-        };
-        f.debug_struct("Task")
-            .field("state", &state)
-            .field("repeat", &self.repeat())
-            .field("deadline", &self.deadline())
-            .finish()
+impl<J: ?Sized + Job> Drop for TaskCell<J> {
+    /// The closure or an uncollected value may panic as it drops, on
+    /// whichever thread lets go of the cell last (often a scheduler's):
+    /// contained like a task's panic.
+    fn drop(&mut self) {
+        let slot = self.job.get_mut().unwrap_or_else(PoisonError::into_inner);
+        contain(|| slot.job.clear());
     }
 }
 
-/// What a cancel found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CancelOutcome {
-    /// The task was waiting in a queue: its entry is now stale.
-    WasPending,
-    /// A periodic task was running: it will not be re-queued.
-    WasRunning,
-    /// Nothing left to stop.
-    TooLate,
+/// Runs `f`, which drops user values, containing a panic the way a task's
+/// panic is contained: the panic hook has reported it, and the thread (a
+/// scheduler's, or the caller of `cancel`) carries on. A panic payload whose
+/// own destructor panics is leaked rather than dropped.
+fn contain(f: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        if let Err(nested) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(nested);
+        }
+    }
 }
 
-impl CancelOutcome {
-    pub(crate) fn stopped(self) -> bool {
-        self != CancelOutcome::TooLate
+impl fmt::Debug for TaskCell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("state", &self.state.phase())
+            .field("period", &Duration::from_nanos(self.period))
+            .field("deadline", &self.deadline())
+            .finish()
     }
 }
 
@@ -458,14 +401,6 @@ static BUCKETS: [Bucket; 64] = [const {
 fn bucket_of(cell: &TaskCell) -> &'static Bucket {
     let addr = cell as *const TaskCell as *const u8 as usize;
     &BUCKETS[(addr >> 6) % BUCKETS.len()]
-}
-
-fn wake_waiters(cell: &TaskCell, prev_word: u64) {
-    if prev_word & WAITER != 0 {
-        let bucket = bucket_of(cell);
-        let _guard = lock(&bucket.mutex);
-        bucket.cond.notify_all();
-    }
 }
 
 thread_local! {
@@ -502,10 +437,11 @@ pub(crate) fn inside_task() -> bool {
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, Task};
 ///
-/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new());
+/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new()?);
 /// let task = Task::fixed_rate(Duration::from_millis(10), || {}).unwrap();
 /// let handle = timer.submit(Duration::from_millis(5), task).unwrap();
 /// assert!(handle.cancel());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct Task {
     pub(crate) cell: TaskRef,
@@ -521,7 +457,7 @@ impl Task {
     {
         Task {
             cell: TaskCell::with_job(
-                Repeat::Once,
+                0,
                 OnceJob {
                     f: Some(f),
                     output: None,
@@ -542,7 +478,7 @@ impl Task {
     {
         let period = positive(period)?;
         Ok(Task {
-            cell: TaskCell::with_job(Repeat::FixedRate(period), PeriodicJob(f)),
+            cell: TaskCell::with_job(period, PeriodicJob::<F, false>(Some(f))),
         })
     }
 
@@ -557,11 +493,13 @@ impl Task {
     {
         let delay = positive(delay)?;
         Ok(Task {
-            cell: TaskCell::with_job(Repeat::FixedDelay(delay), PeriodicJob(f)),
+            cell: TaskCell::with_job(delay, PeriodicJob::<F, true>(Some(f))),
         })
     }
 }
 
+/// A period in nanoseconds. One too long for a `u64` saturates, which is
+/// exact: no deadline fits beyond it anyway, so its next run is "never".
 fn positive(d: Duration) -> Result<u64, Error> {
     match nanos(d) {
         0 => Err(Error::new(Kind::ZeroPeriod)),
