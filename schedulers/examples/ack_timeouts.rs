@@ -54,8 +54,8 @@ fn ack(unacked: &Unacked, id: u64) -> bool {
     handle.is_some_and(|h| h.cancel())
 }
 
-fn main() {
-    let timer = Arc::new(HashedWheelTimer::builder().thread_name("acks").build());
+fn main() -> Result<(), schedulers::Error> {
+    let timer = Arc::new(HashedWheelTimer::builder().thread_name("acks").build()?);
     let unacked: Unacked = Arc::default();
     let (failed, failures) = channel();
     for id in 0..1_000 {
@@ -77,9 +77,10 @@ fn main() {
     assert_eq!(acked, 990);
     assert_eq!(metrics.fired, 30); // 10 messages × 3 tries
     timer.shutdown();
+    Ok(())
 }
 
 #[test]
 fn runs() {
-    main();
+    main().unwrap();
 }

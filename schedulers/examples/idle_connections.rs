@@ -14,8 +14,8 @@ use schedulers::{HierarchicalWheelTimer, Scheduler, Task};
 
 const IDLE: Duration = Duration::from_millis(30);
 
-fn main() {
-    let timer = HierarchicalWheelTimer::new();
+fn main() -> Result<(), schedulers::Error> {
+    let timer = HierarchicalWheelTimer::new()?;
     let (closed, closed_rx) = channel();
     let connections: Vec<_> = (0..100)
         .map(|conn| {
@@ -52,6 +52,7 @@ fn main() {
         "every connection closed once"
     );
     println!("all 100 connections closed after going idle");
+    Ok(())
 }
 
 /// Time passing between two rounds of traffic.
@@ -62,5 +63,5 @@ fn heartbeat_interval() {
 
 #[test]
 fn runs() {
-    main();
+    main().unwrap();
 }

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use schedulers::{ScheduledThreadPool, Scheduler, SchedulerExt};
 
-fn main() {
+fn main() -> Result<(), schedulers::Error> {
     let pool = ScheduledThreadPool::builder()
         .pool_size(2)
         .thread_name("jobs")
-        .build();
+        .build()?;
     let refreshes = Arc::new(AtomicU32::new(0));
     let r = refreshes.clone();
     // First run at once, then 5 ms after the end of each run: a slow
@@ -47,9 +47,10 @@ fn main() {
     assert!(pool.await_termination(Duration::from_secs(10)));
     assert!(refresh.is_cancelled(), "periodic tasks stop at shutdown");
     println!("refreshed {} times", refreshes.load(Ordering::SeqCst));
+    Ok(())
 }
 
 #[test]
 fn runs() {
-    main();
+    main().unwrap();
 }

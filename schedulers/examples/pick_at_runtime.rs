@@ -14,14 +14,14 @@ use schedulers::{
 };
 
 /// Builds the scheduler a configuration names.
-fn scheduler(name: &str) -> Option<Box<dyn Scheduler>> {
-    Some(match name {
-        "heap" => Box::new(HeapTimer::new()),
-        "pool" => Box::new(ScheduledThreadPool::new(4)),
-        "wheel" => Box::new(HashedWheelTimer::new()),
-        "hierarchical" => Box::new(HierarchicalWheelTimer::new()),
-        _ => return None,
-    })
+fn scheduler(name: &str) -> Result<Option<Box<dyn Scheduler>>, schedulers::Error> {
+    Ok(Some(match name {
+        "heap" => Box::new(HeapTimer::new()?),
+        "pool" => Box::new(ScheduledThreadPool::new(4)?),
+        "wheel" => Box::new(HashedWheelTimer::new()?),
+        "hierarchical" => Box::new(HierarchicalWheelTimer::new()?),
+        _ => return Ok(None),
+    }))
 }
 
 /// The program's own code: it does not care which algorithm runs it.
@@ -37,14 +37,14 @@ fn work(timer: &dyn Scheduler) -> u32 {
     value
 }
 
-fn main() {
+fn main() -> Result<(), schedulers::Error> {
     let wanted = std::env::args().nth(1);
     let names = match &wanted {
         Some(name) => vec![name.as_str()],
         None => vec!["heap", "pool", "wheel", "hierarchical"],
     };
     for name in names {
-        let Some(timer) = scheduler(name) else {
+        let Some(timer) = scheduler(name)? else {
             eprintln!("unknown scheduler {name:?}: heap, pool, wheel or hierarchical");
             std::process::exit(2);
         };
@@ -52,9 +52,10 @@ fn main() {
         timer.shutdown();
         assert!(timer.await_termination(Duration::from_secs(10)));
     }
+    Ok(())
 }
 
 #[test]
 fn runs() {
-    main();
+    main().unwrap();
 }

@@ -18,7 +18,7 @@ fn primes_below(n: u64) -> usize {
         .count()
 }
 
-fn main() {
+fn main() -> Result<(), schedulers::Error> {
     let pool = Arc::new(
         rayon::ThreadPoolBuilder::new()
             .num_threads(2)
@@ -28,7 +28,7 @@ fn main() {
     );
     let timer = HierarchicalWheelTimer::builder()
         .executor(Executor::rayon(pool.clone()))
-        .build();
+        .build()?;
     // Four reports due at once: they run in parallel on the rayon pool.
     let reports: Vec<_> = [20_000u64, 30_000, 40_000, 50_000]
         .into_iter()
@@ -46,9 +46,10 @@ fn main() {
     let total: usize = pool.install(|| primes_below(1_000));
     assert_eq!(total, 168);
     timer.shutdown();
+    Ok(())
 }
 
 #[test]
 fn runs() {
-    main();
+    main().unwrap();
 }

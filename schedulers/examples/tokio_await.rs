@@ -16,8 +16,8 @@ async fn slow_request() -> &'static str {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() {
-    let timer = HashedWheelTimer::new();
+async fn main() -> Result<(), schedulers::Error> {
+    let timer = HashedWheelTimer::new()?;
     // A value computed on the timer's thread, awaited here.
     let greeting = timer.schedule(Duration::from_millis(5), || "hello from the wheel");
     println!(
@@ -36,9 +36,10 @@ async fn main() {
     }
     drop(cancel_deadline); // the request finished first: no timeout left behind
     timer.shutdown();
+    Ok(())
 }
 
 #[test]
 fn runs() {
-    main();
+    main().unwrap();
 }

@@ -50,6 +50,19 @@ pub trait Wakeable: Send + Sync {
     /// True when nothing is due at `now` that the driver has yet to start,
     /// and nothing it started is still running.
     fn is_idle(&self, now: Instant) -> bool;
+
+    /// True when everything due at `now` has been started or handed to the
+    /// driver's executor, though it may still be waiting there or running.
+    ///
+    /// [`ManualClock::advance`] called from inside a task waits for this
+    /// rather than for [`Wakeable::is_idle`], which the calling task itself
+    /// would hold off. A driver that runs its tasks on its own thread, where
+    /// the caller may be, must not wait for itself: the default says it has
+    /// caught up.
+    fn is_caught_up(&self, now: Instant) -> bool {
+        let _ = now;
+        true
+    }
 }
 
 /// The real monotonic clock (`std::time::Instant`).
@@ -87,7 +100,7 @@ impl Clock for SystemClock {
 /// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
 ///
 /// let clock = ManualClock::new();
-/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 /// let runs = Arc::new(AtomicUsize::new(0));
 /// let r = runs.clone();
 /// timer.schedule(Duration::from_secs(60), move || { r.fetch_add(1, Ordering::SeqCst); }).unwrap();
@@ -96,6 +109,7 @@ impl Clock for SystemClock {
 /// assert_eq!(runs.load(Ordering::SeqCst), 0); // never early
 /// clock.advance(Duration::from_secs(1));
 /// assert_eq!(runs.load(Ordering::SeqCst), 1); // ran before advance returned
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct ManualClock {
@@ -139,11 +153,15 @@ impl ManualClock {
     /// time has run (or, on a pool, finished) before this returns.
     ///
     /// `advance(Duration::ZERO)` only waits; use it after scheduling a task
-    /// that is already due.
+    /// that is already due. Time saturates at the latest instant the
+    /// platform can represent (hundreds of billions of years away on Linux):
+    /// advancing past it leaves the clock there, and never panics.
     ///
     /// Called from inside a running task (to model a task that takes time),
-    /// it moves time and wakes the schedulers but does not wait, since the
-    /// calling task itself is part of what would be waited for.
+    /// it moves time, wakes the schedulers and waits only until each has
+    /// handed what is now due to its executor (see
+    /// [`Wakeable::is_caught_up`]): it cannot wait for those runs, since they
+    /// may be queued behind the calling task itself.
     ///
     /// # Panics
     ///
@@ -152,12 +170,14 @@ impl ManualClock {
     pub fn advance(&self, d: Duration) {
         {
             let mut elapsed = lock(&self.inner.elapsed);
-            *elapsed = elapsed.saturating_add(d);
+            *elapsed = latest(self.inner.origin, *elapsed, elapsed.saturating_add(d));
         }
         for driver in self.drivers() {
             driver.wake();
         }
-        if !inside_task() {
+        if inside_task() {
+            self.wait_for_drivers(|d, now| d.is_caught_up(now));
+        } else {
             self.settle();
         }
     }
@@ -169,11 +189,17 @@ impl ManualClock {
     ///
     /// As [`ManualClock::advance`].
     pub fn settle(&self) {
+        self.wait_for_drivers(|d, now| d.is_idle(now));
+    }
+
+    /// Blocks until `done` holds for every attached driver, re-checking each
+    /// time a driver reports progress through [`Clock::on_idle`].
+    fn wait_for_drivers(&self, done: impl Fn(&dyn Wakeable, Instant) -> bool) {
         let start = SystemClock.now();
         loop {
             let seen = *lock(&self.inner.progress);
             let now = self.now();
-            if self.drivers().iter().all(|d| d.is_idle(now)) {
+            if self.drivers().iter().all(|d| done(d.as_ref(), now)) {
                 return;
             }
             if SystemClock.now().duration_since(start) > SETTLE_LIMIT {
@@ -199,6 +225,29 @@ impl ManualClock {
         drivers.retain(|d| d.strong_count() > 0);
         drivers.iter().filter_map(Weak::upgrade).collect()
     }
+}
+
+/// The latest of `want` and the durations down to `known` (which fits) that
+/// still make an `Instant` after `origin`: virtual time saturates there.
+fn latest(origin: Instant, known: Duration, want: Duration) -> Duration {
+    if origin.checked_add(want).is_some() {
+        return want;
+    }
+    // Bisect on nanoseconds: `lo` always fits, `hi` never does.
+    let (mut lo, mut hi) = (known.as_nanos(), want.as_nanos());
+    let at = |n: u128| {
+        let secs = u64::try_from(n / 1_000_000_000).unwrap_or(u64::MAX);
+        Duration::new(secs, (n % 1_000_000_000) as u32)
+    };
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if origin.checked_add(at(mid)).is_some() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    at(lo)
 }
 
 impl Default for ManualClock {
@@ -293,15 +342,11 @@ impl Timebase {
         Timebase { epoch }
     }
 
-    /// Nanoseconds since the epoch (0 for earlier instants), saturating
-    /// just below [`NEVER`], so that a task parked at "never" stays parked.
+    /// Nanoseconds since the epoch: 0 for earlier instants, and at most one
+    /// short of [`NEVER`], which time therefore never reaches.
     pub(crate) fn ticks(&self, t: Instant) -> u64 {
-        let d = t.saturating_duration_since(self.epoch);
-        d.as_secs()
-            .checked_mul(1_000_000_000)
-            .and_then(|ns| ns.checked_add(u64::from(d.subsec_nanos())))
-            .unwrap_or(u64::MAX)
-            .min(NEVER - 1)
+        let ns = t.saturating_duration_since(self.epoch).as_nanos();
+        u64::try_from(ns).unwrap_or(u64::MAX).min(NEVER - 1)
     }
 
     /// The instant `ticks` nanoseconds after the epoch, or `None` if it is
@@ -370,4 +415,27 @@ impl Drop for InsideTask {
 /// True on a thread that is running a scheduled task right now.
 pub(crate) fn inside_task() -> bool {
     INSIDE_TASK.with(Cell::get)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// Virtual time saturates at the latest instant the platform can hold:
+    /// no panic, no wrap, and "never" stays unreached.
+    #[test]
+    fn advance_saturates_at_the_end_of_time() {
+        let clock = ManualClock::new();
+        let start = clock.now();
+        clock.advance(Duration::MAX);
+        let end = clock.now();
+        assert!(end > start);
+        clock.advance(Duration::MAX);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(clock.now(), end, "time stays at its end");
+        assert!(clock.elapsed() > Duration::from_secs(600 * 365 * 24 * 3600));
+        let timebase = Timebase::new(start);
+        assert!(timebase.ticks(end) < NEVER, "the end of time is not never");
+        assert!(Timebase::deadline(timebase.ticks(end), Duration::ZERO).is_ok());
+    }
 }

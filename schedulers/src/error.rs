@@ -15,9 +15,10 @@ use std::sync::Arc;
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HeapTimer::new();
+/// let timer = HeapTimer::new()?;
 /// let err = timer.schedule_at_fixed_rate(Duration::ZERO, Duration::ZERO, || {}).unwrap_err();
 /// assert!(err.is_zero_period());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct Error {
@@ -26,6 +27,10 @@ pub struct Error {
 
 #[derive(Clone)]
 pub(crate) enum Kind {
+    /// A builder or constructor was given a setting it cannot honour.
+    InvalidSetting(Setting, Arc<str>),
+    /// The operating system refused to start a thread.
+    ThreadSpawn(Arc<str>),
     ZeroPeriod,
     DelayOverflow,
     Shutdown,
@@ -36,9 +41,73 @@ pub(crate) enum Kind {
     Abandoned,
 }
 
+/// The settings a builder refuses rather than adjusts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Setting {
+    Tick,
+    WheelSize,
+    PoolSize,
+    PendingLimit,
+    ThreadName,
+}
+
 impl Error {
     pub(crate) fn new(kind: Kind) -> Error {
         Error { kind }
+    }
+
+    /// A setting refused, with why (shown by `Display`).
+    pub(crate) fn invalid(setting: Setting, why: impl Into<String>) -> Error {
+        Error::new(Kind::InvalidSetting(setting, why.into().into()))
+    }
+
+    /// A thread the operating system would not start.
+    pub(crate) fn spawn(what: &str, cause: &std::io::Error) -> Error {
+        Error::new(Kind::ThreadSpawn(format!("{what}: {cause}").into()))
+    }
+
+    fn is_setting(&self, which: Setting) -> bool {
+        matches!(self.kind, Kind::InvalidSetting(s, _) if s == which)
+    }
+
+    /// A builder (or [`Executor::pool`](crate::Executor::pool)) was given a
+    /// setting it cannot honour; the `is_invalid_*` predicates say which.
+    /// Settings are refused, never silently adjusted.
+    pub fn is_invalid_setting(&self) -> bool {
+        matches!(self.kind, Kind::InvalidSetting(..))
+    }
+
+    /// The tick is zero, below the scheduler's shortest, or so long that one
+    /// turn of the wheel does not fit the time range.
+    pub fn is_invalid_tick(&self) -> bool {
+        self.is_setting(Setting::Tick)
+    }
+
+    /// The number of slots or buckets per wheel is outside the range the
+    /// wheel supports.
+    pub fn is_invalid_wheel_size(&self) -> bool {
+        self.is_setting(Setting::WheelSize)
+    }
+
+    /// A pool of zero threads.
+    pub fn is_invalid_pool_size(&self) -> bool {
+        self.is_setting(Setting::PoolSize)
+    }
+
+    /// A pending limit of zero: no task could ever be scheduled.
+    pub fn is_invalid_pending_limit(&self) -> bool {
+        self.is_setting(Setting::PendingLimit)
+    }
+
+    /// A thread name with a NUL byte, which the operating system refuses.
+    pub fn is_invalid_thread_name(&self) -> bool {
+        self.is_setting(Setting::ThreadName)
+    }
+
+    /// The operating system refused to start a thread the scheduler needs
+    /// (the message says which, and why).
+    pub fn is_thread_spawn(&self) -> bool {
+        matches!(self.kind, Kind::ThreadSpawn(_))
     }
 
     pub(crate) fn from_panic(payload: &(dyn Any + Send)) -> Error {
@@ -105,6 +174,17 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
+            Kind::InvalidSetting(setting, why) => {
+                let name = match setting {
+                    Setting::Tick => "tick",
+                    Setting::WheelSize => "wheel size",
+                    Setting::PoolSize => "pool size",
+                    Setting::PendingLimit => "pending limit",
+                    Setting::ThreadName => "thread name",
+                };
+                write!(f, "invalid {name}: {why}")
+            }
+            Kind::ThreadSpawn(what) => write!(f, "could not start a thread: {what}"),
             Kind::ZeroPeriod => {
                 f.write_str("the period of a periodic task must be greater than zero")
             }
@@ -146,12 +226,13 @@ impl std::error::Error for Error {}
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, Task};
 ///
-/// let timer = HeapTimer::new();
+/// let timer = HeapTimer::new()?;
 /// timer.shutdown();
 /// let rejected = timer.submit(Duration::from_secs(1), Task::once(|| "late")).unwrap_err();
 /// assert!(rejected.is_shutdown());
 /// // Run it on the caller's thread instead.
 /// rejected.into_task().unwrap().run();
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct Rejected {
     error: Error,

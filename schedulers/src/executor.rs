@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_channel::{unbounded, Sender};
 
 use crate::clock::{lock, Clock};
+use crate::error::{Error, Setting};
 
 /// One due task on its way to a thread: run it with [`Job::run`].
 ///
@@ -75,13 +76,14 @@ impl fmt::Debug for Job {
 /// ```
 /// use schedulers::Executor;
 ///
-/// let pool = Executor::pool(4);
+/// let pool = Executor::pool(4)?;
 /// assert!(!pool.is_inline());
 /// assert!(Executor::inline().is_inline());
 /// let custom = Executor::from_fn(|job| {
 ///     std::thread::spawn(move || job.run());
 /// });
 /// assert!(!custom.is_inline());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct Executor {
@@ -135,24 +137,31 @@ impl Executor {
         }
     }
 
-    /// Runs tasks on `threads` worker threads (at least one) of its own,
-    /// named `schedulers-worker-N`, fed by one crossbeam channel.
+    /// Runs tasks on `threads` worker threads of its own, named
+    /// `schedulers-worker-N`, fed by one crossbeam channel.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create a thread, as
-    /// `std::thread::spawn` does.
-    pub fn pool(threads: usize) -> Executor {
+    /// [`Error::is_invalid_pool_size`](crate::Error::is_invalid_pool_size)
+    /// if `threads` is zero; [`Error::is_thread_spawn`](crate::Error::is_thread_spawn)
+    /// if the operating system refuses to start one (those already started
+    /// exit).
+    pub fn pool(threads: usize) -> Result<Executor, Error> {
+        if threads == 0 {
+            return Err(Error::invalid(
+                Setting::PoolSize,
+                "0 workers would never run a task",
+            ));
+        }
         let (sender, receiver) = unbounded::<Job>();
-        for i in 0..threads.max(1) {
+        for i in 0..threads {
             let receiver = receiver.clone();
-            std::thread::Builder::new()
-                .name(format!("schedulers-worker-{i}"))
-                .spawn(move || receiver.iter().for_each(Job::run))
-                .expect("failed to spawn an executor worker thread");
+            crate::builder::spawn(format!("schedulers-worker-{i}"), move || {
+                receiver.iter().for_each(Job::run)
+            })?;
         }
         let sender = Mutex::new(sender);
-        Executor::spawning(
+        Ok(Executor::spawning(
             "pool",
             Arc::new(move |job: Job| {
                 let sender: Sender<Job> = lock(&sender).clone();
@@ -162,7 +171,7 @@ impl Executor {
                     returned.into_inner().run();
                 }
             }),
-        )
+        ))
     }
 
     /// Runs tasks on a caller's rayon pool (`ThreadPool::spawn`), for

@@ -26,7 +26,7 @@ use crate::task::Output;
 /// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
 ///
 /// let clock = ManualClock::new();
-/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 /// let handle = timer.submit(Duration::from_secs(30), Task::once(|| {})).unwrap();
 /// assert_eq!(handle.remaining(), Duration::from_secs(30));
 ///
@@ -38,6 +38,7 @@ use crate::task::Output;
 /// assert!(handle.cancel());
 /// assert!(handle.is_cancelled() && handle.is_done());
 /// assert!(!handle.cancel()); // only the first cancel stops anything
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct TaskHandle {
     shared: Arc<Shared>,
@@ -127,13 +128,14 @@ impl TaskHandle {
     /// use std::time::Duration;
     /// use schedulers::{HeapTimer, Scheduler, Task};
     ///
-    /// let timer = HeapTimer::new();
+    /// let timer = HeapTimer::new()?;
     /// let timeout = timer.submit(Duration::from_secs(30), Task::once(|| ())).unwrap();
     /// {
     ///     let _guard = timeout.clone().cancel_on_drop();
     ///     // ... the request completes in time ...
     /// }
     /// assert!(timeout.is_cancelled());
+    /// # Ok::<(), schedulers::Error>(())
     /// ```
     pub fn cancel_on_drop(self) -> CancelOnDrop {
         CancelOnDrop(Some(self))
@@ -233,7 +235,7 @@ impl Drop for CancelOnDrop {
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, SchedulerExt};
 ///
-/// let timer = HeapTimer::new();
+/// let timer = HeapTimer::new()?;
 /// let sum = timer.schedule(Duration::from_millis(1), || 2 + 2).unwrap();
 /// assert_eq!(sum.get().unwrap(), 4);
 ///
@@ -244,6 +246,7 @@ impl Drop for CancelOnDrop {
 ///
 /// let never = timer.schedule(Duration::from_secs(60), || ()).unwrap();
 /// assert!(never.handle().cancel());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct ScheduledFuture<T> {
     handle: TaskHandle,

@@ -45,7 +45,7 @@
 //! use std::time::Duration;
 //! use schedulers::{HeapTimer, Scheduler, SchedulerExt};
 //!
-//! let timer = HeapTimer::new();
+//! let timer = HeapTimer::new()?;
 //!
 //! // A one-shot task with a value.
 //! let answer = timer.schedule(Duration::from_millis(5), || 6 * 7)?;
@@ -76,7 +76,7 @@
 //! use schedulers::{HeapTimer, ManualClock, SchedulerExt};
 //!
 //! let clock = ManualClock::new();
-//! let timer = HeapTimer::builder().clock(clock.clone()).build();
+//! let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 //! let log = Arc::new(Mutex::new(Vec::new()));
 //! for (name, secs) in [("b", 2), ("a", 1), ("c", 3)] {
 //!     let log = log.clone();
@@ -112,6 +112,7 @@ mod scheduler;
 mod shared;
 mod slab;
 mod slot;
+mod sync;
 mod task;
 pub mod thread_pool;
 mod timer_thread;

@@ -24,8 +24,14 @@ use crate::task::Task;
 ///   is dropped silently;
 /// - runs of one periodic task never overlap; fixed-rate catches up on
 ///   missed runs back to back; fixed-delay counts from the end of a run;
+/// - a task waiting for a busy worker is still pending: cancel, reset and
+///   `shutdown_now` reach it until a thread starts it;
 /// - a panicking task never kills the scheduler: a periodic task that
-///   panics stops repeating and its handle reports the panic;
+///   panics stops repeating and its handle reports the panic; a panicking
+///   destructor (of a closure, or of a value nobody collects) is contained
+///   the same way;
+/// - a successful cancel lets go of the task's closure, though handles
+///   live on;
 /// - tasks due at the same deadline (or, on a wheel, in the same tick) start
 ///   in submission order;
 /// - bad input is a typed [`Error`](crate::Error), never a panic.
@@ -36,11 +42,12 @@ use crate::task::Task;
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, SchedulerExt};
 ///
-/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new());
+/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new()?);
 /// let answer = timer.schedule(Duration::from_millis(1), || 6 * 7).unwrap();
 /// assert_eq!(answer.get().unwrap(), 42);
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub trait Scheduler: Send + Sync + fmt::Debug {
     /// Schedules `task` to first run after `delay`.
@@ -97,7 +104,7 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
 /// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
 ///
 /// let clock = ManualClock::new();
-/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 /// let ticks = Arc::new(AtomicUsize::new(0));
 /// let t = ticks.clone();
 /// let handle = timer
@@ -108,6 +115,7 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
 /// clock.advance(Duration::from_millis(2500)); // runs at 0 s, 1 s, 2 s
 /// assert_eq!(ticks.load(Ordering::SeqCst), 3);
 /// assert!(handle.cancel());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub trait SchedulerExt: Scheduler {
     /// Runs `f` once after `delay`; the returned future yields its value.
@@ -224,6 +232,10 @@ impl<S: Scheduler + ?Sized> SchedulerExt for S {}
 /// state, written once; expects a `shared: Arc<Shared>` field.
 macro_rules! shared_scheduler_methods {
     () => {
+        crate::scheduler::shared_scheduler_methods!(submit);
+        crate::scheduler::shared_scheduler_methods!(tail);
+    };
+    (submit) => {
         fn submit(
             &self,
             delay: std::time::Duration,
@@ -245,7 +257,8 @@ macro_rules! shared_scheduler_methods {
                 .submit(crate::shared::When::At(deadline), task)?;
             Ok(self.accepted(key))
         }
-
+    };
+    (tail) => {
         fn shutdown(&self) {
             self.shared.shutdown()
         }

@@ -31,6 +31,8 @@
 use std::fmt;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+
+use crate::sync::atomic::AtomicU64 as StateWord;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -279,7 +281,7 @@ impl Shared {
         self.stopped.load(SeqCst)
     }
 
-    fn word(&self, key: Key) -> &AtomicU64 {
+    fn word(&self, key: Key) -> &StateWord {
         self.slots.word(key)
     }
 
@@ -329,6 +331,23 @@ impl Shared {
             self.wakeup.notify_one();
         }
         Ok(key)
+    }
+
+    /// Takes a just-submitted task back out (its handle was never given
+    /// out), as if it had never been accepted: for a scheduler that finds
+    /// it cannot run it after all. Drops the handle's and the queue's
+    /// references.
+    pub(crate) fn take_back(&self, key: Key) -> Option<Task> {
+        let mut inner = self.lock();
+        let word = self.word(key);
+        let needs_drop = word.load(Acquire) & slot::NEEDS_DROP != 0;
+        slot::end_scheduled(word, slot::CANCELLED)?;
+        inner.balance -= 1;
+        if inner.queue.remove(key) {
+            self.release_locked(&mut inner, key);
+        }
+        let job = inner.jobs[key as usize].take()?;
+        Some(Task { job, needs_drop })
     }
 
     /// A deadline in ticks.
@@ -833,11 +852,36 @@ impl Shared {
                     self.end(&mut inner, e.key, prev);
                 }
             }
+            if !self.policy.keeps_periodic() {
+                self.stop_periodic_in_flight(&mut inner);
+            }
         }
         let graveyard = std::mem::take(&mut inner.graveyard);
         drop(inner);
         drop_all(graveyard);
         self.wakeup.notify_all();
+    }
+
+    /// Cancels the periodic tasks that are due and waiting for a thread (out
+    /// of the queue, in `ready` or an executor's queue): shutdown stops them
+    /// too. Their waiting references let go when they find them cancelled.
+    fn stop_periodic_in_flight(&self, inner: &mut Inner) {
+        for key in 0..inner.jobs.len() as Key {
+            let periodic = inner.jobs[key as usize]
+                .as_ref()
+                .is_some_and(|j| j.repeat() != Repeat::Once);
+            if !periodic || inner.queue.contains(key) {
+                continue;
+            }
+            if let Some(prev) = slot::end_scheduled(self.word(key), slot::CANCELLED) {
+                inner.balance -= 1;
+                inner.cancelled += 1;
+                if let Some(job) = inner.jobs[key as usize].take() {
+                    inner.graveyard.push(job);
+                }
+                self.wake_waiters(key, prev);
+            }
+        }
     }
 
     /// `shutdown_now`: every waiting task is abandoned; returns their keys,
@@ -945,6 +989,16 @@ impl Wakeable for Shared {
                 && !inner.purge_requested
                 && self.executor.is_idle()
                 && inner.queue.next_deadline().is_none_or(|d| d > now))
+    }
+
+    fn is_caught_up(&self, now: Instant) -> bool {
+        if self.executor.is_inline() {
+            return true; // the caller may be this driver: never wait for it
+        }
+        let now = self.timebase.ticks(now);
+        let inner = self.lock();
+        inner.terminated
+            || (inner.ready.is_empty() && inner.queue.next_deadline().is_none_or(|d| d > now))
     }
 }
 

@@ -14,8 +14,8 @@
 //! allocator, which runs under the scheduler's lock, takes the whole stack
 //! at once when its private free list runs dry.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+use crate::sync::atomic::AtomicU64;
+use crate::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::OnceLock;
 
 use crate::core::Key;

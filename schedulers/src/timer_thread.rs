@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{reduce_timer_slack, NEVER};
+use crate::error::Error;
 use crate::shared::Shared;
 use crate::task::{self, Ran};
 
@@ -18,14 +19,12 @@ use crate::task::{self, Ran};
 ///
 /// # Errors
 ///
-/// The operating system's error if it refuses to start a thread.
-pub(crate) fn spawn(shared: &Arc<Shared>, name: &str, spin: Duration) -> std::io::Result<()> {
+/// [`Error::is_thread_spawn`](crate::Error::is_thread_spawn) if the
+/// operating system refuses to start a thread.
+pub(crate) fn spawn(shared: &Arc<Shared>, name: &str, spin: Duration) -> Result<(), Error> {
     shared.thread_started(&mut shared.lock());
     let thread_shared = shared.clone();
-    let spawned = std::thread::Builder::new()
-        .name(name.to_owned())
-        .spawn(move || main_loop(thread_shared, spin));
-    if let Err(e) = spawned {
+    if let Err(e) = crate::builder::spawn(name.to_owned(), move || main_loop(thread_shared, spin)) {
         shared.thread_exited(shared.lock());
         return Err(e);
     }

@@ -9,7 +9,7 @@ use schedulers::{HeapTimer, ManualClock, SchedulerExt};
 #[test]
 fn awaited_on_tokio() {
     let clock = ManualClock::new();
-    let timer = HeapTimer::builder().clock(clock.clone()).build();
+    let timer = HeapTimer::builder().clock(clock.clone()).build().unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .build()
@@ -28,7 +28,7 @@ fn awaited_on_tokio() {
 #[test]
 fn awaited_with_futures_block_on() {
     let clock = ManualClock::new();
-    let timer = HeapTimer::builder().clock(clock.clone()).build();
+    let timer = HeapTimer::builder().clock(clock.clone()).build().unwrap();
     let value = timer.schedule(Duration::from_secs(1), || "done").unwrap();
     let panics = timer
         .schedule(Duration::from_secs(2), || -> u8 { panic!("boom") })
@@ -46,7 +46,7 @@ fn awaited_with_futures_block_on() {
 #[test]
 fn a_future_polled_after_its_task_ended_is_ready_at_once() {
     let clock = ManualClock::new();
-    let timer = HeapTimer::builder().clock(clock.clone()).build();
+    let timer = HeapTimer::builder().clock(clock.clone()).build().unwrap();
     let value = timer.schedule(Duration::ZERO, || 7).unwrap();
     clock.advance(Duration::ZERO);
     assert_eq!(futures::executor::block_on(value).unwrap(), 7);

@@ -16,7 +16,7 @@ fn wheel(o: crate::conformance::Opts, executor: Executor) -> Box<dyn schedulers:
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 }
 
 fn rayon_pool() -> Arc<rayon::ThreadPool> {

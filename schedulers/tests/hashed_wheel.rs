@@ -1,7 +1,8 @@
 //! HashedWheelTimer against the conformance suite: exact by default (a
 //! granularity of zero: every task starts at its deadline in virtual time),
-//! inline on the worker (Netty's way) and on a single-worker pool (so start
-//! order is dispatch order); and in Netty's tick mode, one tick late at most.
+//! with tasks run inline on the worker (Netty's way) and on a pool of one
+//! worker (the busy-worker cases keep it busy while tasks come due behind
+//! it); on a pool of four; and in Netty's tick mode, one tick late at most.
 
 use std::time::Duration;
 
@@ -18,19 +19,31 @@ crate::conformance!(conformance, Duration::ZERO, |o| {
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 });
 
-crate::conformance!(conformance_pool, Duration::ZERO, |o| {
+crate::conformance!(conformance_busy_single_worker, Duration::ZERO, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
         .tick(TICK)
         .wheel_size(64)
-        .executor(Executor::pool(1));
+        .executor(Executor::pool(1).unwrap());
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
+});
+
+crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
+    let mut b = HashedWheelTimer::builder()
+        .clock(o.clock)
+        .tick(TICK)
+        .wheel_size(64)
+        .executor(Executor::pool(4).unwrap());
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build().unwrap())
 });
 
 crate::conformance!(conformance_tick_mode, TICK, |o| {
@@ -42,7 +55,7 @@ crate::conformance!(conformance_tick_mode, TICK, |o| {
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 });
 
 /// With only far timers pending, the worker sleeps until the first is due,
@@ -51,7 +64,10 @@ crate::conformance!(conformance_tick_mode, TICK, |o| {
 fn far_timers_do_not_wake_the_worker_every_tick() {
     use schedulers::{Clock, ManualClock, Scheduler, Task};
     let clock = ManualClock::new();
-    let timer = HashedWheelTimer::builder().clock(clock.clone()).build();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .build()
+        .unwrap();
     let start = clock.now();
     let hour = Duration::from_secs(3600);
     let handles: Vec<_> = (0..100_000u64)

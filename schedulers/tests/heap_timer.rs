@@ -10,5 +10,5 @@ crate::conformance!(conformance, Duration::ZERO, |o| {
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 });

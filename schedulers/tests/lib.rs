@@ -4,6 +4,7 @@
 #![allow(unreachable_pub)]
 
 mod async_handles;
+mod builders;
 mod conformance;
 #[cfg(feature = "redis")]
 mod distributed;

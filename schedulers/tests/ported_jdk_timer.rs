@@ -10,7 +10,7 @@ use std::time::Duration;
 use schedulers::{HeapTimer, ManualClock, Scheduler, SchedulerExt};
 
 fn timer(clock: &ManualClock) -> HeapTimer {
-    HeapTimer::builder().clock(clock.clone()).build()
+    HeapTimer::builder().clock(clock.clone()).build().unwrap()
 }
 
 fn counter() -> (Arc<AtomicUsize>, impl Fn() -> Arc<AtomicUsize>) {

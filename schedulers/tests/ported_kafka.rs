@@ -22,8 +22,9 @@ fn kafka_timer(clock: &ManualClock) -> HierarchicalWheelTimer {
         .clock(clock.clone())
         .tick(Duration::from_millis(1))
         .wheel_size(3)
-        .executor(Executor::pool(1))
+        .executor(Executor::pool(1).unwrap())
         .build()
+        .unwrap()
 }
 
 /// Moves `clock` to `at`, unless it is already there or past.
@@ -197,7 +198,8 @@ fn a_timer_days_away_passes_through_the_overflow_wheels_and_fires_once_on_time()
     let clock = ManualClock::new();
     let timer = HierarchicalWheelTimer::builder()
         .clock(clock.clone())
-        .build(); // 1 ms x 20
+        .build()
+        .unwrap(); // 1 ms x 20
     let delay = Duration::from_secs(3 * 24 * 3600) + Duration::from_micros(123_456);
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (r, c) = (runs.clone(), clock.clone());
@@ -256,7 +258,8 @@ fn driver_wake_ups_with_100k_timers_an_hour_away() {
     let timer = HierarchicalWheelTimer::builder()
         .clock(clock.clone())
         .executor(Executor::inline())
-        .build();
+        .build()
+        .unwrap();
     let hour = Duration::from_secs(3600);
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let fired = Arc::new(AtomicUsize::new(0));

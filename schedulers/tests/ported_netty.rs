@@ -18,6 +18,7 @@ fn wheel(clock: &ManualClock, tick: Duration, slots: usize) -> HashedWheelTimer 
         .tick(tick)
         .wheel_size(slots)
         .build()
+        .unwrap()
 }
 
 fn nanos(n: u64) -> Duration {
@@ -50,7 +51,10 @@ fn record(
 #[test]
 fn schedule_timeout_should_not_run_before_delay() {
     let clock = ManualClock::new();
-    let timer = HashedWheelTimer::builder().clock(clock.clone()).build();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .build()
+        .unwrap();
     let runs = Counter::default();
     let r = runs.clone();
     let timeout = timer.schedule(secs(10), move || r.bump()).unwrap();
@@ -65,7 +69,10 @@ fn schedule_timeout_should_not_run_before_delay() {
 #[test]
 fn schedule_timeout_should_run_after_delay() {
     let clock = ManualClock::new();
-    let timer = HashedWheelTimer::builder().clock(clock.clone()).build();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .build()
+        .unwrap();
     let runs = Counter::default();
     let r = runs.clone();
     let timeout = timer.schedule(secs(2), move || r.bump()).unwrap();
@@ -184,8 +191,9 @@ fn execution_on_task_executor() {
     let clock = ManualClock::new();
     let timer = HashedWheelTimer::builder()
         .clock(clock.clone())
-        .executor(Executor::pool(1))
-        .build();
+        .executor(Executor::pool(1).unwrap())
+        .build()
+        .unwrap();
     let name = timer
         .schedule(ms(1), || std::thread::current().name().map(str::to_owned))
         .unwrap();
@@ -201,7 +209,8 @@ fn rejected_when_too_many_timeouts_are_added_back_to_back() {
     let timer = HashedWheelTimer::builder()
         .clock(clock.clone())
         .pending_limit(2)
-        .build();
+        .build()
+        .unwrap();
     timer.schedule(secs(5), || ()).unwrap();
     timer.schedule(secs(5), || ()).unwrap();
     assert!(timer.schedule(ms(1), || ()).unwrap_err().is_pending_limit());
@@ -215,7 +224,8 @@ fn capacity_is_freed_when_existing_timeout_is_cancelled() {
     let timer = HashedWheelTimer::builder()
         .clock(clock.clone())
         .pending_limit(2)
-        .build();
+        .build()
+        .unwrap();
     timer.schedule(secs(5), || ()).unwrap();
     let second = timer.schedule(secs(5), || ()).unwrap();
     assert!(second.handle().cancel());
@@ -231,7 +241,8 @@ fn capacity_is_freed_when_existing_timeout_is_executed() {
     let timer = HashedWheelTimer::builder()
         .clock(clock.clone())
         .pending_limit(2)
-        .build();
+        .build()
+        .unwrap();
     timer.schedule(secs(5), || ()).unwrap();
     let fires = timer.schedule(ms(100), || ()).unwrap();
     clock.advance(ms(101));
@@ -245,7 +256,10 @@ fn capacity_is_freed_when_existing_timeout_is_executed() {
 #[test]
 fn report_pending_timeouts() {
     let clock = ManualClock::new();
-    let timer = HashedWheelTimer::builder().clock(clock.clone()).build();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .build()
+        .unwrap();
     let t1 = timer.schedule(secs(6000), || ()).unwrap();
     let t2 = timer.schedule(secs(6000), || ()).unwrap();
     let fires = timer.schedule(ms(90), || ()).unwrap();
@@ -263,7 +277,10 @@ fn report_pending_timeouts() {
 #[test]
 fn overflow() {
     let clock = ManualClock::new();
-    let timer = HashedWheelTimer::builder().clock(clock.clone()).build();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .build()
+        .unwrap();
     let err = timer
         .schedule(Duration::from_millis(i64::MAX as u64), || ())
         .unwrap_err();

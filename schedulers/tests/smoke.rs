@@ -9,7 +9,7 @@ use schedulers::{Clock, HeapTimer, Scheduler, SchedulerExt, SystemClock};
 
 #[test]
 fn heap_timer_fires_on_the_system_clock_never_early() {
-    let timer = HeapTimer::new();
+    let timer = HeapTimer::new().unwrap();
     let clock = SystemClock;
     let late = Arc::new(Mutex::new(Vec::new()));
     let mut futures = Vec::new();
@@ -38,7 +38,7 @@ fn heap_timer_fires_on_the_system_clock_never_early() {
 
 #[test]
 fn heap_timer_periodic_and_shutdown_on_the_system_clock() {
-    let timer = HeapTimer::new();
+    let timer = HeapTimer::new().unwrap();
     let runs = Arc::new(Mutex::new(0u32));
     let r = runs.clone();
     let handle = timer

@@ -12,7 +12,7 @@ crate::conformance!(conformance, Duration::ZERO, |o| {
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
-    Box::new(b.build())
+    Box::new(b.build().unwrap())
 });
 
 /// One worker with `remove_on_cancel`: cancels take the eager path.
@@ -27,109 +27,22 @@ mod remove_on_cancel {
         if let Some(limit) = o.pending_limit {
             b = b.pending_limit(limit);
         }
-        Box::new(b.build())
+        Box::new(b.build().unwrap())
     });
 }
 
 /// Three workers: the suite again, with tasks due together running on
-/// different threads at once. Two cases observe the *start order* of tasks
-/// due at the same instant through a shared log, which concurrent workers
-/// cannot promise (the conformance docs ask pools for one worker there):
-/// `ties_run_in_submission_order` (dispatch order is still FIFO, checked by
-/// the one-worker suites and the queue's unit tests) and
-/// `virtual_time_is_deterministic`, replaced here by
-/// [`history_is_deterministic_as_a_set`]: the same runs at the same virtual
-/// times, in whatever order the workers logged them.
+/// different threads at once.
 mod multi_worker {
     use super::*;
-    use crate::conformance::{cases, stress, Harness, Log, Opts};
 
-    fn harness() -> Harness {
-        let make: fn(Opts) -> Box<dyn schedulers::Scheduler> = |o| {
-            let mut b = ScheduledThreadPool::builder().pool_size(3).clock(o.clock);
-            if let Some(limit) = o.pending_limit {
-                b = b.pending_limit(limit);
-            }
-            Box::new(b.build())
-        };
-        Harness::new(make, Duration::ZERO)
-    }
-
-    crate::conformance_cases!(
-        cases::never_early,
-        cases::fires_within_granularity_across_delays,
-        cases::one_shot_runs_exactly_once,
-        cases::one_shot_returns_its_value,
-        cases::zero_delay_runs_at_once,
-        cases::cancel_before_fire_prevents_the_run,
-        cases::cancel_after_fire_returns_false,
-        cases::cancel_one_shot_from_inside_returns_false,
-        cases::cancel_periodic_from_inside_stops_it,
-        cases::reset_moves_the_deadline_later,
-        cases::reset_moves_the_deadline_earlier,
-        cases::reset_of_finished_or_cancelled_task_changes_nothing,
-        cases::reset_periodic_continues_on_the_new_grid,
-        cases::remaining_counts_down,
-        cases::fixed_rate_runs_on_its_grid,
-        cases::fixed_rate_catches_up_after_a_slow_run,
-        cases::fixed_rate_runs_never_overlap,
-        cases::fixed_delay_counts_from_completion,
-        cases::periodic_with_overflowing_period_runs_once,
-        cases::panic_in_one_shot_is_reported_and_survived,
-        cases::panic_in_periodic_stops_it_and_is_reported,
-        cases::shutdown_rejects_new_work,
-        cases::shutdown_runs_pending_one_shots_and_stops_periodic,
-        cases::shutdown_now_returns_what_never_ran,
-        cases::shutdown_now_stops_a_running_periodic_task,
-        cases::a_task_may_hold_the_last_reference_to_its_scheduler,
-        cases::drop_is_a_graceful_shutdown,
-        cases::zero_period_is_an_error,
-        cases::delay_overflow_is_an_error,
-        cases::pending_limit_rejects_and_frees_capacity,
-        cases::metrics_count_pending_fired_cancelled,
-        cases::works_as_a_trait_object,
-        stress::concurrent_schedule_cancel_and_fire_match_the_model,
-        stress::shutdown_racing_schedule_loses_nothing,
-        stress::reset_racing_fire_runs_once,
-    );
-
-    /// `virtual_time_is_deterministic` for a pool: the same scenario twice
-    /// gives the same runs at the same virtual times (as sorted lists).
-    #[test]
-    fn history_is_deterministic_as_a_set() {
-        use schedulers::SchedulerExt;
-        fn run() -> Vec<(usize, Duration)> {
-            let h = harness();
-            let s = h.scheduler();
-            let log = Log::new();
-            for i in 0..50usize {
-                let (l, c) = (log.clone(), h.clock.clone());
-                // Pairs of tasks share a deadline, so workers really race.
-                let d = Duration::from_micros(((i / 2 * 7919) % 997) as u64 * 1000 + 17);
-                s.schedule(d, move || l.record(&c, i)).unwrap();
-            }
-            let (l, c) = (log.clone(), h.clock.clone());
-            let p = s
-                .schedule_at_fixed_rate(
-                    Duration::from_millis(3),
-                    Duration::from_millis(50),
-                    move || l.record(&c, 1000),
-                )
-                .unwrap();
-            for _ in 0..120 {
-                h.advance_ms(9);
-            }
-            assert!(p.cancel());
-            let mut entries = log.entries();
-            entries.sort();
-            entries
+    crate::conformance_multi_worker!(conformance, Duration::ZERO, |o| {
+        let mut b = ScheduledThreadPool::builder().pool_size(3).clock(o.clock);
+        if let Some(limit) = o.pending_limit {
+            b = b.pending_limit(limit);
         }
-        let first = run();
-        assert_eq!(first.len(), 50 + 22);
-        for _ in 0..3 {
-            assert_eq!(first, run());
-        }
-    }
+        Box::new(b.build().unwrap())
+    });
 }
 
 /// STPE-specific concurrency checks: many workers handing the leader role
@@ -211,7 +124,8 @@ mod stress {
                 .pool_size(6)
                 .remove_on_cancel(remove_on_cancel)
                 .clock(clock.clone())
-                .build(),
+                .build()
+                .unwrap(),
         );
         let done = Arc::new(AtomicUsize::new(0));
         let explored = Arc::new([(); 4].map(|()| AtomicUsize::new(0))); // cancels won, resets won, cancels lost, resets lost
@@ -401,7 +315,8 @@ mod stress {
             ScheduledThreadPool::builder()
                 .pool_size(workers)
                 .clock(clock.clone())
-                .build(),
+                .build()
+                .unwrap(),
         );
         // (latest possible deadline, record), pushed once `schedule` returned.
         type Submitted = Mutex<Vec<(u64, Arc<Record>)>>;
@@ -484,7 +399,8 @@ mod stress {
             ScheduledThreadPool::builder()
                 .pool_size(4)
                 .clock(clock.clone())
-                .build(),
+                .build()
+                .unwrap(),
         );
         let done = Arc::new(AtomicUsize::new(0));
         let all = Arc::new(Mutex::new(Vec::new()));
@@ -566,7 +482,8 @@ mod stress {
         let pool = ScheduledThreadPool::builder()
             .pool_size(5)
             .clock(clock.clone())
-            .build();
+            .build()
+            .unwrap();
         let mut rng = Rng::new(99);
         let mut expected = Vec::new();
         let mut tasks = Vec::new();
@@ -635,7 +552,8 @@ mod stress {
             ScheduledThreadPool::builder()
                 .pool_size(8)
                 .remove_on_cancel(remove_on_cancel)
-                .build(),
+                .build()
+                .unwrap(),
         );
         let stop = Arc::new(AtomicBool::new(false));
         let submitted = Arc::new(AtomicUsize::new(0));
@@ -781,7 +699,8 @@ mod stress {
         let pool = ScheduledThreadPool::builder()
             .pool_size(3)
             .clock(clock.clone())
-            .build();
+            .build()
+            .unwrap();
         assert_eq!(pool.pool_size(), 0, "no thread before the first task");
         let hs: Vec<_> = (0..2)
             .map(|_| pool.schedule(Duration::from_secs(1), || ()).unwrap())
@@ -801,7 +720,8 @@ mod stress {
         let idle = ScheduledThreadPool::builder()
             .pool_size(4)
             .clock(clock.clone())
-            .build();
+            .build()
+            .unwrap();
         idle.shutdown();
         assert!(
             idle.is_terminated(),
@@ -826,7 +746,8 @@ fn last_reference_to_the_pool_dropped_by_its_own_task() {
         let pool = Arc::new(
             ScheduledThreadPool::builder()
                 .remove_on_cancel(remove_on_cancel)
-                .build(),
+                .build()
+                .unwrap(),
         );
         let p = pool.clone();
         // The task's value is the pool; nobody waits for it.

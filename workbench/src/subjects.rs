@@ -48,8 +48,9 @@ pub struct Algorithm {
     pub name: &'static str,
     /// One line for the report.
     pub about: &'static str,
-    /// Builds it with default settings on the system clock.
-    pub make: fn() -> Box<dyn Scheduler>,
+    /// Builds it with default settings on the system clock (an error if the
+    /// operating system refuses its threads).
+    pub make: fn() -> Result<Box<dyn Scheduler>, schedulers::Error>,
 }
 
 /// Every scheduler of the `schedulers` crate. Add yours here.
@@ -57,23 +58,23 @@ pub const SCHEDULERS: &[Algorithm] = &[
     Algorithm {
         name: "heap",
         about: "HeapTimer: java.util.Timer clone, one thread, binary heap",
-        make: || Box::new(HeapTimer::new()),
+        make: || Ok(Box::new(HeapTimer::new()?)),
     },
     Algorithm {
         name: "stpe",
         about: "ScheduledThreadPool: ScheduledThreadPoolExecutor clone, 2 workers, leader/follower",
-        make: || Box::new(ScheduledThreadPool::new(2)),
+        make: || Ok(Box::new(ScheduledThreadPool::new(2)?)),
     },
     Algorithm {
         name: "wheel",
         about: "HashedWheelTimer: Netty-style flat wheel with rounds, 1 ms tick",
-        make: || Box::new(HashedWheelTimer::new()),
+        make: || Ok(Box::new(HashedWheelTimer::new()?)),
     },
     Algorithm {
         name: "hier",
         about:
             "HierarchicalWheelTimer: Kafka-style timing wheels + delay queue of buckets, 1 ms tick",
-        make: || Box::new(HierarchicalWheelTimer::new()),
+        make: || Ok(Box::new(HierarchicalWheelTimer::new()?)),
     },
 ];
 
@@ -147,9 +148,11 @@ pub fn all() -> Vec<Subject> {
     let mut v: Vec<Subject> = SCHEDULERS
         .iter()
         .map(|a| {
-            let make = a.make;
+            let (name, make) = (a.name, a.make);
             let timers: TimersFactory = Arc::new(move |capacity| {
-                Box::new(SchedulerTimers::new(make(), capacity)) as Box<dyn Timers>
+                // As the peers' factories do when their runtime cannot start.
+                let scheduler = make().unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+                Box::new(SchedulerTimers::new(scheduler, capacity)) as Box<dyn Timers>
             });
             Subject::in_process(a.name, SubjectKind::Algorithm, a.about, timers)
         })

@@ -322,7 +322,7 @@ impl TimerQueue for HashedWheel {
         let mut earliest = u64::MAX;
         for tick in self.occupied_after_cursor() {
             let bound = self.earliest[self.slot_of(tick) as usize];
-            if bound <= tick * self.tick {
+            if bound <= tick.saturating_mul(self.tick) {
                 // Due in this revolution: nothing after it can be earlier.
                 earliest = earliest.min(bound);
                 break;

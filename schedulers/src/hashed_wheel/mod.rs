@@ -101,9 +101,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::builder::{common_builder_methods, Common};
-use crate::clock::nanos;
+use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HashedWheel, Precision};
+use crate::error::{Error, Setting};
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
@@ -118,6 +118,9 @@ pub const DEFAULT_WHEEL_SIZE: usize = 16_384;
 
 /// The shortest tick accepted.
 pub const MIN_TICK: Duration = Duration::from_micros(1);
+
+/// The largest ring accepted: 2^24 slots.
+pub const MAX_WHEEL_SIZE: usize = crate::core::MAX_SLOTS;
 
 /// A Netty-style hashed wheel timer: one worker thread ticking a ring of
 /// slots, O(1) schedule, cancel and reset.
@@ -135,13 +138,14 @@ pub const MIN_TICK: Duration = Duration::from_micros(1);
 /// use std::time::Duration;
 /// use schedulers::{HashedWheelTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HashedWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(512).build();
+/// let timer = HashedWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(512).build()?;
 /// let ack_timeout = timer.schedule(Duration::from_secs(30), || "resend").unwrap();
 /// assert!(ack_timeout.handle().cancel()); // the ack arrived
 /// let ping = timer.schedule(Duration::from_millis(5), || "ping").unwrap();
 /// assert_eq!(ping.get().unwrap(), "ping");
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct HashedWheelTimer {
     shared: Arc<Shared>,
@@ -162,10 +166,11 @@ pub struct HashedWheelTimer {
 ///     .tick(Duration::from_millis(10))
 ///     .wheel_size(300) // rounded up to 512
 ///     .pending_limit(100_000)
-///     .executor(Executor::pool(2))
-///     .build();
+///     .executor(Executor::pool(2)?)
+///     .build()?;
 /// assert_eq!(timer.wheel_size(), 512);
 /// assert_eq!(timer.tick(), Duration::from_millis(10));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct HashedWheelTimerBuilder {
@@ -180,10 +185,11 @@ impl HashedWheelTimer {
     /// A timer on the system clock with the default 1 ms tick and 16 384
     /// slots, running tasks on its worker thread.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the worker thread.
-    pub fn new() -> HashedWheelTimer {
+    /// [`Error::is_thread_spawn`](crate::Error::is_thread_spawn) if the
+    /// operating system refuses to start the worker thread.
+    pub fn new() -> Result<HashedWheelTimer, Error> {
         HashedWheelTimer::builder().build()
     }
 
@@ -227,24 +233,21 @@ impl HashedWheelTimer {
     }
 }
 
-impl Default for HashedWheelTimer {
-    fn default() -> Self {
-        HashedWheelTimer::new()
-    }
-}
-
 impl HashedWheelTimerBuilder {
     common_builder_methods!();
 
     /// The tick length (default 1 ms): the resolution of the wheel; one
-    /// revolution lasts `tick * slots`. Raised to [`MIN_TICK`] if shorter.
+    /// revolution lasts `tick * slots`. `build` refuses one shorter than
+    /// [`MIN_TICK`], or so long that a revolution does not fit the time
+    /// range of 584 years.
     pub fn tick(mut self, tick: Duration) -> Self {
-        self.tick = tick.max(MIN_TICK);
+        self.tick = tick;
         self
     }
 
-    /// The number of slots (default 16 384), rounded up to a power of two
-    /// and clamped to 1 ..= 2^24. One revolution lasts `tick * slots`.
+    /// The number of slots (default 16 384), rounded up to a power of two;
+    /// `build` refuses 0 and more than [`MAX_WHEEL_SIZE`]. One revolution
+    /// lasts `tick * slots`.
     pub fn wheel_size(mut self, slots: usize) -> Self {
         self.wheel_size = slots;
         self
@@ -269,23 +272,33 @@ impl HashedWheelTimerBuilder {
 
     /// Starts the worker thread and returns the timer.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the worker thread.
-    pub fn build(self) -> HashedWheelTimer {
-        let tick = nanos(self.tick).max(1);
-        let slots = self
-            .wheel_size
-            .clamp(1, crate::core::MAX_SLOTS)
-            .next_power_of_two();
-        // Time starts at 0: the scheduler counts from its creation.
+    /// [`Error::is_invalid_setting`](crate::Error::is_invalid_setting) for a
+    /// tick, wheel size or common setting it cannot honour,
+    /// [`Error::is_thread_spawn`](crate::Error::is_thread_spawn) if the
+    /// operating system refuses to start the worker thread.
+    pub fn build(self) -> Result<HashedWheelTimer, Error> {
+        self.common.validate()?;
+        if !(1..=MAX_WHEEL_SIZE).contains(&self.wheel_size) {
+            return Err(Error::invalid(
+                Setting::WheelSize,
+                format!(
+                    "{} slots; 1 to {MAX_WHEEL_SIZE} are supported",
+                    self.wheel_size
+                ),
+            ));
+        }
+        let slots = self.wheel_size.next_power_of_two();
+        let tick = wheel_tick(self.tick, MIN_TICK, slots)?;
         let precision = if self.precise {
             Precision::Exact
         } else {
             Precision::Tick
         };
+        // Time starts at 0: the scheduler counts from its creation.
         let wheel = HashedWheel::new(tick, slots, 0, precision)
-            .expect("the tick and slot count were checked");
+            .map_err(|e| Error::invalid(Setting::WheelSize, e.to_string()))?;
         let shared = Shared::new(Config {
             clock: self.common.clock.clone(),
             queue: Queue::Wheel(wheel),
@@ -294,13 +307,12 @@ impl HashedWheelTimerBuilder {
             pending_limit: self.common.pending_limit,
             remove_on_cancel: false,
         });
-        crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)
-            .expect("failed to spawn the wheel's worker thread");
-        HashedWheelTimer {
+        crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)?;
+        Ok(HashedWheelTimer {
             shared,
             tick: Duration::from_nanos(tick),
             slots,
-        }
+        })
     }
 }
 

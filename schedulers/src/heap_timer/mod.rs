@@ -47,6 +47,7 @@ use std::time::Duration;
 
 use crate::builder::{common_builder_methods, Common};
 use crate::core::IndexedHeap;
+use crate::error::Error;
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
@@ -69,11 +70,12 @@ pub use crate::shared::AUTO_PURGE_MIN;
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HeapTimer::builder().thread_name("reminders").build();
+/// let timer = HeapTimer::builder().thread_name("reminders").build()?;
 /// let greeting = timer.schedule(Duration::from_millis(10), || "hello").unwrap();
 /// assert_eq!(greeting.get().unwrap(), "hello");
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct HeapTimer {
     shared: Arc<Shared>,
@@ -90,8 +92,9 @@ pub struct HeapTimer {
 ///     .clock(ManualClock::new())
 ///     .pending_limit(10_000)
 ///     .thread_name("my-timer")
-///     .build();
+///     .build()?;
 /// # drop(timer);
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct HeapTimerBuilder {
@@ -102,10 +105,11 @@ pub struct HeapTimerBuilder {
 impl HeapTimer {
     /// A timer on the system clock, with default settings.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the timer thread.
-    pub fn new() -> HeapTimer {
+    /// [`Error::is_thread_spawn`](crate::Error::is_thread_spawn) if the
+    /// operating system refuses to start the timer thread.
+    pub fn new() -> Result<HeapTimer, Error> {
         HeapTimer::builder().build()
     }
 
@@ -126,12 +130,6 @@ impl HeapTimer {
     }
 }
 
-impl Default for HeapTimer {
-    fn default() -> Self {
-        HeapTimer::new()
-    }
-}
-
 impl HeapTimerBuilder {
     common_builder_methods!();
 
@@ -147,10 +145,13 @@ impl HeapTimerBuilder {
 
     /// Starts the timer thread and returns the timer.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create the timer thread.
-    pub fn build(self) -> HeapTimer {
+    /// [`Error::is_invalid_setting`](crate::Error::is_invalid_setting) for a
+    /// setting it cannot honour, [`Error::is_thread_spawn`](crate::Error::is_thread_spawn)
+    /// if the operating system refuses to start the thread.
+    pub fn build(self) -> Result<HeapTimer, Error> {
+        self.common.validate()?;
         let shared = Shared::new(Config {
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
@@ -159,9 +160,8 @@ impl HeapTimerBuilder {
             pending_limit: self.common.pending_limit,
             remove_on_cancel: false,
         });
-        crate::timer_thread::spawn(&shared, &self.common.thread_name, self.spin)
-            .expect("failed to spawn the timer thread");
-        HeapTimer { shared }
+        crate::timer_thread::spawn(&shared, &self.common.thread_name, self.spin)?;
+        Ok(HeapTimer { shared })
     }
 }
 

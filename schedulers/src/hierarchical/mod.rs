@@ -65,9 +65,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::builder::{common_builder_methods, Common};
-use crate::clock::nanos;
+use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HierarchicalWheel, Precision};
+use crate::error::{Error, Setting};
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
@@ -97,11 +97,12 @@ pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 /// use std::time::Duration;
 /// use schedulers::{HierarchicalWheelTimer, Scheduler, SchedulerExt};
 ///
-/// let timer = HierarchicalWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(20).build();
+/// let timer = HierarchicalWheelTimer::builder().tick(Duration::from_millis(1)).wheel_size(20).build()?;
 /// let answer = timer.schedule(Duration::from_millis(5), || 6 * 7).unwrap();
 /// assert_eq!(answer.get().unwrap(), 42);
 /// timer.shutdown();
 /// assert!(timer.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct HierarchicalWheelTimer {
     shared: Arc<Shared>,
@@ -120,10 +121,11 @@ pub struct HierarchicalWheelTimer {
 ///     .clock(ManualClock::new())
 ///     .tick(Duration::from_millis(10))
 ///     .wheel_size(64)
-///     .executor(Executor::pool(4))
+///     .executor(Executor::pool(4)?)
 ///     .thread_name("timeouts")
-///     .build();
+///     .build()?;
 /// # drop(timer);
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct HierarchicalWheelTimerBuilder {
@@ -138,10 +140,11 @@ impl HierarchicalWheelTimer {
     /// A timer with Kafka's defaults: 1 ms tick, 20 buckets per wheel, tasks
     /// on a worker thread of its own.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create a thread.
-    pub fn new() -> HierarchicalWheelTimer {
+    /// [`Error::is_thread_spawn`](crate::Error::is_thread_spawn) if the
+    /// operating system refuses to start the driver thread.
+    pub fn new() -> Result<HierarchicalWheelTimer, Error> {
         HierarchicalWheelTimer::builder().build()
     }
 
@@ -187,24 +190,20 @@ impl HierarchicalWheelTimer {
     }
 }
 
-impl Default for HierarchicalWheelTimer {
-    fn default() -> Self {
-        HierarchicalWheelTimer::new()
-    }
-}
-
 impl HierarchicalWheelTimerBuilder {
     common_builder_methods!();
 
     /// The wheel's resolution (default 1 ms): the unit of its buckets, and
     /// with [`precise(false)`](Self::precise) the most a task starts late.
-    /// A zero tick is raised to 1 ns.
+    /// `build` refuses a zero tick, or one so long that a wheel's turn does
+    /// not fit the time range of 584 years.
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
         self
     }
 
-    /// Buckets per wheel (default 20). Clamped to `2..=`[`MAX_WHEEL_SIZE`].
+    /// Buckets per wheel (default 20); `build` refuses fewer than 2 and more
+    /// than [`MAX_WHEEL_SIZE`].
     pub fn wheel_size(mut self, size: usize) -> Self {
         self.wheel_size = size;
         self
@@ -230,19 +229,31 @@ impl HierarchicalWheelTimerBuilder {
 
     /// Starts the driver thread and returns the timer.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if the operating system refuses to create a thread.
-    pub fn build(self) -> HierarchicalWheelTimer {
-        let tick = nanos(self.tick).max(1);
-        let size = self.wheel_size.clamp(2, MAX_WHEEL_SIZE);
+    /// [`Error::is_invalid_setting`](crate::Error::is_invalid_setting) for a
+    /// tick, wheel size or common setting it cannot honour,
+    /// [`Error::is_thread_spawn`](crate::Error::is_thread_spawn) if the
+    /// operating system refuses to start the driver thread.
+    pub fn build(self) -> Result<HierarchicalWheelTimer, Error> {
+        self.common.validate()?;
+        if !(2..=MAX_WHEEL_SIZE).contains(&self.wheel_size) {
+            return Err(Error::invalid(
+                Setting::WheelSize,
+                format!(
+                    "{} buckets per wheel; 2 to {MAX_WHEEL_SIZE} are supported",
+                    self.wheel_size
+                ),
+            ));
+        }
+        let tick = wheel_tick(self.tick, Duration::from_nanos(1), self.wheel_size)?;
         let precision = if self.precise {
             Precision::Exact
         } else {
             Precision::Tick
         };
-        let wheels = HierarchicalWheel::new(tick, size, 0, precision)
-            .expect("the tick and wheel size were checked");
+        let wheels = HierarchicalWheel::new(tick, self.wheel_size, 0, precision)
+            .map_err(|e| Error::invalid(Setting::WheelSize, e.to_string()))?;
         let shared = Shared::new(Config {
             clock: self.common.clock.clone(),
             queue: Queue::Hier(wheels),
@@ -251,12 +262,11 @@ impl HierarchicalWheelTimerBuilder {
             pending_limit: self.common.pending_limit,
             remove_on_cancel: false,
         });
-        crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)
-            .expect("failed to spawn the timer thread");
-        HierarchicalWheelTimer {
+        crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)?;
+        Ok(HierarchicalWheelTimer {
             shared,
             tick: Duration::from_nanos(tick),
-        }
+        })
     }
 }
 

@@ -104,12 +104,15 @@ use std::sync::Arc;
 
 use crate::builder::{common_builder_methods, Common};
 use crate::clock::NEVER;
-use crate::core::IndexedHeap;
+use std::time::{Duration, Instant};
+
+use crate::core::{IndexedHeap, Key};
+use crate::error::{Error, Rejected, Setting};
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
 use crate::scheduler::{shared_scheduler_methods, Scheduler};
-use crate::shared::{Config, Queue, Shared};
-use crate::task;
+use crate::shared::{Config, Queue, Shared, When};
+use crate::task::{self, Task};
 
 pub use crate::shared::AUTO_PURGE_MIN;
 
@@ -135,7 +138,7 @@ pub use crate::shared::AUTO_PURGE_MIN;
 /// use std::time::Duration;
 /// use schedulers::{Scheduler, SchedulerExt, ScheduledThreadPool};
 ///
-/// let pool = ScheduledThreadPool::builder().pool_size(2).thread_name("jobs").build();
+/// let pool = ScheduledThreadPool::builder().pool_size(2).thread_name("jobs").build()?;
 /// let answer = pool.schedule(Duration::from_millis(5), || 6 * 7).unwrap();
 /// let tick = pool
 ///     .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(1), || {})
@@ -144,6 +147,7 @@ pub use crate::shared::AUTO_PURGE_MIN;
 /// assert!(tick.cancel());
 /// pool.shutdown();
 /// assert!(pool.await_termination(Duration::from_secs(10)));
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct ScheduledThreadPool {
     shared: Arc<Shared>,
@@ -168,8 +172,9 @@ pub struct ScheduledThreadPool {
 ///     .pending_limit(100_000)
 ///     .thread_name("timeouts")
 ///     .shutdown_policy(ShutdownPolicy::default().periodic(OnShutdown::Cancel))
-///     .build();
+///     .build()?;
 /// # drop(pool);
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct ScheduledThreadPoolBuilder {
@@ -182,7 +187,12 @@ impl ScheduledThreadPool {
     /// A pool of `pool_size` workers on the system clock, with default
     /// settings (the JDK's `new ScheduledThreadPoolExecutor(corePoolSize)`).
     /// Workers start with the first tasks, not here.
-    pub fn new(pool_size: usize) -> ScheduledThreadPool {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_invalid_pool_size`](crate::Error::is_invalid_pool_size)
+    /// if `pool_size` is zero.
+    pub fn new(pool_size: usize) -> Result<ScheduledThreadPool, Error> {
         ScheduledThreadPool::builder().pool_size(pool_size).build()
     }
 
@@ -207,12 +217,13 @@ impl ScheduledThreadPool {
     /// use std::time::Duration;
     /// use schedulers::{SchedulerExt, ScheduledThreadPool};
     ///
-    /// let pool = ScheduledThreadPool::new(1);
+    /// let pool = ScheduledThreadPool::new(1)?;
     /// let handles: Vec<_> = (0..10).map(|_| pool.schedule(Duration::from_secs(60), || ()).unwrap()).collect();
     /// handles.iter().take(4).for_each(|h| assert!(h.handle().cancel()));
     /// assert_eq!(pool.queue_len(), 10);
     /// assert_eq!(pool.purge(), 4);
     /// assert_eq!(pool.queue_len(), 6);
+    /// # Ok::<(), schedulers::Error>(())
     /// ```
     pub fn purge(&self) -> usize {
         self.shared.purge(&mut self.shared.lock())
@@ -239,7 +250,7 @@ impl ScheduledThreadPool {
     /// use schedulers::{ManualClock, SchedulerExt, ScheduledThreadPool};
     ///
     /// let clock = ManualClock::new();
-    /// let pool = ScheduledThreadPool::builder().pool_size(4).clock(clock.clone()).build();
+    /// let pool = ScheduledThreadPool::builder().pool_size(4).clock(clock.clone()).build()?;
     /// assert_eq!(pool.pool_size(), 0); // workers start with the first tasks
     /// for _ in 0..2 {
     ///     pool.schedule(Duration::from_secs(1), || ()).unwrap();
@@ -248,6 +259,7 @@ impl ScheduledThreadPool {
     /// clock.advance(Duration::from_secs(1));
     /// assert_eq!(pool.completed_task_count(), 2);
     /// assert_eq!(pool.active_count(), 0);
+    /// # Ok::<(), schedulers::Error>(())
     /// ```
     pub fn pool_size(&self) -> usize {
         self.shared.lock().threads
@@ -265,37 +277,47 @@ impl ScheduledThreadPool {
         self.remove_on_cancel
     }
 
-    /// A handle to a task just accepted under `key`, after the JDK's
-    /// `ensurePrestart`: one more worker per submission until `pool_size` run.
-    fn accepted(&self, key: crate::core::Key) -> TaskHandle {
+    /// The JDK's `ensurePrestart` after a submission: one more worker per
+    /// submission until `pool_size` run. If the operating system refuses
+    /// the first worker, the task would never run: it is taken back out and
+    /// handed back with the error. A refused later worker is skipped (the
+    /// running ones take its share, and the next submission tries again).
+    fn accept(&self, key: Key) -> Result<TaskHandle, Rejected> {
         let handle = TaskHandle::new(self.shared.clone(), key);
-        self.ensure_prestart();
-        handle
+        let Some(id) = self.next_worker() else {
+            return Ok(handle);
+        };
+        let shared = self.shared.clone();
+        shared.thread_started(&mut shared.lock());
+        let spawned = crate::builder::spawn(format!("{}-{id}", self.thread_name), move || {
+            worker(shared, id)
+        });
+        let Err(error) = spawned else {
+            return Ok(handle);
+        };
+        self.started.fetch_sub(1, Relaxed);
+        let inner = self.shared.lock();
+        let alone = inner.threads == 1;
+        self.shared.thread_exited(inner);
+        if !alone {
+            return Ok(handle);
+        }
+        let task = self.shared.take_back(key);
+        drop(handle);
+        Err(Rejected::new(error, task))
     }
 
-    fn ensure_prestart(&self) {
+    /// The id of the next worker to start, if fewer than `pool_size` run.
+    fn next_worker(&self) -> Option<usize> {
         if self.started.load(Relaxed) >= self.pool_size {
-            return;
+            return None;
         }
         let id = self.started.fetch_add(1, Relaxed);
         if id >= self.pool_size {
-            return;
+            self.started.fetch_sub(1, Relaxed);
+            return None;
         }
-        let shared = self.shared.clone();
-        shared.thread_started(&mut shared.lock());
-        let spawned = std::thread::Builder::new()
-            .name(format!("{}-{id}", self.thread_name))
-            .spawn(move || worker(shared, id));
-        if spawned.is_err() {
-            let inner = self.shared.lock();
-            // Workers already running take the task; with none, it would be
-            // silently lost, which the contract forbids.
-            assert!(
-                inner.threads > 1,
-                "failed to spawn the first worker thread of a ScheduledThreadPool"
-            );
-            self.shared.thread_exited(inner);
-        }
+        Some(id)
     }
 }
 
@@ -304,7 +326,7 @@ impl ScheduledThreadPoolBuilder {
 
     /// How many worker threads run tasks (the JDK's `corePoolSize`);
     /// default 1. Workers start one per submitted task until this many
-    /// run; zero is treated as one, as in the JDK.
+    /// run. `build` refuses zero (the JDK quietly runs one).
     pub fn pool_size(mut self, threads: usize) -> Self {
         self.pool_size = threads;
         self
@@ -319,7 +341,19 @@ impl ScheduledThreadPoolBuilder {
     }
 
     /// Returns the pool. No thread starts until the first task arrives.
-    pub fn build(self) -> ScheduledThreadPool {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_invalid_setting`](crate::Error::is_invalid_setting) for a
+    /// zero pool size or a common setting it cannot honour.
+    pub fn build(self) -> Result<ScheduledThreadPool, Error> {
+        self.common.validate()?;
+        if self.pool_size == 0 {
+            return Err(Error::invalid(
+                Setting::PoolSize,
+                "0 workers would never run a task",
+            ));
+        }
         let shared = Shared::new(Config {
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
@@ -328,13 +362,13 @@ impl ScheduledThreadPoolBuilder {
             pending_limit: self.common.pending_limit,
             remove_on_cancel: self.remove_on_cancel,
         });
-        ScheduledThreadPool {
+        Ok(ScheduledThreadPool {
             shared,
-            pool_size: self.pool_size.max(1),
+            pool_size: self.pool_size,
             remove_on_cancel: self.remove_on_cancel,
             thread_name: self.common.thread_name,
             started: AtomicUsize::new(0),
-        }
+        })
     }
 }
 
@@ -395,7 +429,15 @@ fn worker(shared: Arc<Shared>, id: usize) {
 }
 
 impl Scheduler for ScheduledThreadPool {
-    shared_scheduler_methods!();
+    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Rejected> {
+        self.accept(self.shared.submit(When::After(delay), task)?)
+    }
+
+    fn submit_at(&self, deadline: Instant, task: Task) -> Result<TaskHandle, Rejected> {
+        self.accept(self.shared.submit(When::At(deadline), task)?)
+    }
+
+    shared_scheduler_methods!(tail);
 }
 
 impl Drop for ScheduledThreadPool {

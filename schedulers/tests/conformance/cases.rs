@@ -397,25 +397,6 @@ pub fn fixed_delay_counts_from_completion(h: &Harness) {
     assert!(handle.cancel());
 }
 
-/// Adapted from the JDK's `DelayOverflow`: a period too large for the time
-/// range runs once, then waits "forever", and can still be cancelled.
-pub fn periodic_with_overflowing_period_runs_once(h: &Harness) {
-    let s = h.scheduler();
-    let runs = Counter::default();
-    let (r1, r2) = (runs.clone(), runs.clone());
-    let rate = s
-        .schedule_at_fixed_rate(Duration::ZERO, Duration::MAX, move || r1.bump())
-        .unwrap();
-    let delay = s
-        .schedule_with_fixed_delay(Duration::ZERO, Duration::MAX, move || r2.bump())
-        .unwrap();
-    h.advance_past(Duration::ZERO);
-    h.advance(secs(3600 * 24 * 365));
-    assert_eq!(runs.get(), 2, "each ran exactly once");
-    assert!(rate.cancel(), "still pending, so cancel stops it");
-    assert!(delay.cancel());
-}
-
 // ---- panics -------------------------------------------------------------
 
 pub fn panic_in_one_shot_is_reported_and_survived(h: &Harness) {
@@ -804,4 +785,368 @@ pub fn virtual_time_is_deterministic(h: &Harness) {
     let first = run(h);
     assert_eq!(first.len(), 50 + 22);
     assert_eq!(first, run(h));
+}
+
+/// `virtual_time_is_deterministic` for several workers: the same scenario
+/// twice gives the same runs at the same virtual times, in whatever order
+/// the workers logged them (compared as sorted lists).
+pub fn history_is_deterministic_as_a_set(h: &Harness) {
+    fn run(h: &Harness) -> Vec<(usize, Duration)> {
+        let h = h.fresh();
+        let s = h.scheduler();
+        let log = Log::new();
+        for i in 0..50usize {
+            let (l, c) = (log.clone(), h.clock.clone());
+            // Pairs of tasks share a deadline, so workers really race.
+            let d = Duration::from_micros(((i / 2 * 7919) % 997) as u64 * 1000 + 17);
+            s.schedule(d, move || l.record(&c, i)).unwrap();
+        }
+        let (l, c) = (log.clone(), h.clock.clone());
+        let p = s
+            .schedule_at_fixed_rate(ms(3), ms(50), move || l.record(&c, 1000))
+            .unwrap();
+        for _ in 0..120 {
+            h.advance_ms(9);
+        }
+        assert!(p.cancel());
+        let mut entries = log.entries();
+        entries.sort();
+        entries
+    }
+    let first = run(h);
+    assert_eq!(first.len(), 50 + 22);
+    for _ in 0..3 {
+        assert_eq!(first, run(h));
+    }
+}
+
+// ---- a busy worker ------------------------------------------------------
+//
+// A task that came due while the thread that would run it is busy (the only
+// worker of a pool, or the timer thread itself) waits; until it starts it is
+// still pending, so cancel, reset and `shutdown_now` reach it as they reach
+// any pending task. Each case runs a long task `busy` (due at 0) that moves
+// virtual time from inside, as a slow task would, and acts on the others
+// mid-run: `advance` called from a task returns once every scheduler has
+// handed what is due to its executor, so a pool has the waiting task queued.
+
+/// Schedules `busy` due now and runs it to the end: `advance` returns once
+/// it and everything it let come due have run.
+fn run_busy<T: Send + 'static>(
+    h: &Harness,
+    s: &dyn Scheduler,
+    busy: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let busy = s.schedule(Duration::ZERO, busy).unwrap();
+    h.advance(Duration::ZERO);
+    busy.get_timeout(secs(30)).unwrap()
+}
+
+/// The repro: the worker is busy for 600 ms; a one-shot and a
+/// periodic task come due at 50 ms; at 250 ms both are cancelled, the
+/// cancels return true, and neither ever runs.
+pub fn cancel_reaches_a_task_waiting_behind_a_busy_worker(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let r = runs.clone();
+    let one_shot = s.schedule(ms(50), move || r.bump()).unwrap().into_handle();
+    let r = runs.clone();
+    let periodic = s
+        .schedule_at_fixed_rate(ms(50), ms(10), move || r.bump())
+        .unwrap();
+    let (clock, o, p) = (h.clock.clone(), one_shot.clone(), periodic.clone());
+    let cancelled = run_busy(h, s.as_ref(), move || {
+        clock.advance(ms(250));
+        let cancelled = (o.cancel(), p.cancel());
+        clock.advance(ms(350));
+        cancelled
+    });
+    assert_eq!(
+        cancelled,
+        (true, true),
+        "a task waiting for the busy worker is still pending: cancel stops it"
+    );
+    h.advance(secs(1));
+    assert_eq!(runs.get(), 0, "a task whose cancel returned true never ran");
+    assert!(one_shot.is_cancelled() && one_shot.is_done());
+    assert!(periodic.is_cancelled() && periodic.is_done());
+    assert_eq!(s.metrics().pending, 0);
+    assert_eq!(s.metrics().cancelled, 2);
+}
+
+/// A task waiting behind the busy worker can be moved: it runs once, at
+/// its new deadline or when the worker frees up, never at the old one.
+pub fn reset_reaches_a_task_waiting_behind_a_busy_worker(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let moved = s
+        .schedule(ms(50), move || l.record(&clock, ()))
+        .unwrap()
+        .into_handle();
+    let (clock, m) = (h.clock.clone(), moved.clone());
+    let reset = run_busy(h, s.as_ref(), move || {
+        clock.advance(ms(250));
+        let reset = m.reset(secs(1)).unwrap();
+        clock.advance(ms(350));
+        reset
+    });
+    assert!(
+        reset,
+        "a task waiting for the busy worker is still pending: reset moves it"
+    );
+    assert_eq!(log.len(), 0, "the old deadline does not fire");
+    h.advance_past(ms(1250));
+    assert_eq!(log.len(), 1, "moved, not copied");
+    h.assert_on_time(log.times()[0], ms(1250));
+    h.advance(secs(5));
+    assert_eq!(log.len(), 1);
+}
+
+/// `shutdown_now` returns a task that came due but is waiting for the busy
+/// worker: it never ran, and it never will.
+pub fn shutdown_now_returns_a_task_waiting_behind_a_busy_worker(h: &Harness) {
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let runs = Counter::default();
+    let r = runs.clone();
+    let waiting = s.schedule(ms(50), move || r.bump()).unwrap();
+    let (clock, me) = (h.clock.clone(), s.clone());
+    let returned = run_busy(h, s.as_ref(), move || {
+        clock.advance(ms(250));
+        let returned = me.shutdown_now();
+        clock.advance(ms(350));
+        returned
+    });
+    assert_eq!(returned.len(), 1, "the waiting task is returned");
+    assert!(returned[0].wait().unwrap_err().is_abandoned());
+    h.advance(secs(1));
+    assert_eq!(runs.get(), 0, "a task returned by shutdown_now never runs");
+    assert!(waiting.handle().wait().unwrap_err().is_abandoned());
+    assert!(s.await_termination(secs(30)));
+    assert_eq!(s.metrics().pending, 0);
+}
+
+/// `shutdown` keeps a due one-shot waiting for the busy worker (it runs)
+/// and stops a periodic task waiting there (it never runs again).
+pub fn shutdown_applies_its_policy_to_tasks_waiting_behind_a_busy_worker(h: &Harness) {
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let (one_shot_runs, periodic_runs) = (Counter::default(), Counter::default());
+    let r = one_shot_runs.clone();
+    let one_shot = s.schedule(ms(50), move || r.bump()).unwrap();
+    let r = periodic_runs.clone();
+    let periodic = s
+        .schedule_at_fixed_rate(ms(50), ms(10), move || r.bump())
+        .unwrap();
+    let (clock, me, p) = (h.clock.clone(), s.clone(), periodic.clone());
+    let stopped = run_busy(h, s.as_ref(), move || {
+        clock.advance(ms(250));
+        me.shutdown();
+        let stopped = p.is_cancelled();
+        clock.advance(ms(350));
+        stopped
+    });
+    assert!(
+        stopped,
+        "shutdown stops a periodic task waiting for the worker"
+    );
+    h.advance(secs(1));
+    assert_eq!(periodic_runs.get(), 0, "the periodic task never ran");
+    assert_eq!(one_shot_runs.get(), 1, "the due one-shot still ran");
+    assert!(one_shot.handle().is_done());
+    assert!(s.await_termination(secs(30)));
+}
+
+/// Tasks that came due behind the busy worker start in deadline order, ties
+/// in submission order, once it is free.
+pub fn tasks_waiting_behind_a_busy_worker_start_in_order(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    for (label, due) in [(1, 50), (2, 50), (0, 40), (3, 50), (4, 200)] {
+        let (l, clock) = (log.clone(), h.clock.clone());
+        s.schedule(ms(due), move || l.record(&clock, label))
+            .unwrap();
+    }
+    let clock = h.clock.clone();
+    run_busy(h, s.as_ref(), move || clock.advance(ms(600)));
+    assert_eq!(log.labels(), [0, 1, 2, 3, 4]);
+}
+
+// ---- termination, the end of time, destructors ---------------------------
+
+/// After `shutdown`, the only thing keeping a scheduler alive is its pending
+/// one-shots: cancelling the last one lets it terminate at once, not at the
+/// cancelled task's old deadline (on virtual time and on the system clock,
+/// where a driver may be parked on a timed wait until that deadline).
+pub fn cancel_after_shutdown_lets_it_terminate_at_once(h: &Harness) {
+    for s in [h.scheduler(), h.scheduler_on_system_clock()] {
+        let far = s.schedule(secs(3600), || ()).unwrap();
+        s.shutdown();
+        assert!(!s.is_terminated(), "a pending one-shot keeps it alive");
+        assert!(far.handle().cancel());
+        assert!(
+            s.await_termination(secs(10)),
+            "a cancelled task must not keep the scheduler alive until its deadline"
+        );
+        assert_eq!(s.metrics().pending, 0);
+    }
+}
+
+/// A pending one-shot kept by `shutdown` can still be moved: it runs at its
+/// new deadline, and the scheduler terminates after it (a reset racing the
+/// end must not let the driver exit with the task in flight).
+pub fn reset_after_shutdown_still_runs_the_task(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let r = runs.clone();
+    let task = s.schedule(secs(3600), move || r.bump()).unwrap();
+    s.shutdown();
+    for _ in 0..100 {
+        assert!(task.handle().reset(secs(3600)).unwrap());
+    }
+    assert!(task.handle().reset(ms(5)).unwrap());
+    h.advance_past(h.now() + ms(5));
+    assert_eq!(runs.get(), 1);
+    assert!(s.await_termination(secs(30)));
+    assert_eq!(s.metrics().pending, 0);
+}
+
+/// Adapted from the JDK's `DelayOverflow`, carried to the end of time: a
+/// period too large for the time range runs once, then waits "forever" and
+/// can still be cancelled. Virtual time saturates at the end of what the
+/// clock can represent: it never panics or wraps, and the task parked at
+/// "never" stays there however far time moves.
+pub fn the_end_of_time_is_never_reached(h: &Harness) {
+    let s = h.scheduler();
+    let runs = Counter::default();
+    let (r1, r2) = (runs.clone(), runs.clone());
+    let rate = s
+        .schedule_at_fixed_rate(Duration::ZERO, Duration::MAX, move || r1.bump())
+        .unwrap();
+    let delay = s
+        .schedule_with_fixed_delay(Duration::ZERO, Duration::MAX, move || r2.bump())
+        .unwrap();
+    // A long period is kept whole, not clamped: runs at 0, 200 and 400 years.
+    let year = secs(365 * 24 * 3600);
+    let long = Counter::default();
+    let l = long.clone();
+    let centuries = s
+        .schedule_at_fixed_rate(Duration::ZERO, year * 200, move || l.bump())
+        .unwrap();
+    h.advance_past(Duration::ZERO);
+    assert_eq!(runs.get(), 2);
+    h.advance(year * 600); // beyond the 584 years of u64 nanoseconds
+    assert_eq!(runs.get(), 2, "a task parked at \"never\" never runs again");
+    assert_eq!(
+        long.get(),
+        3,
+        "a 200-year period runs at 0, 200 and 400 years"
+    );
+    assert!(centuries.cancel());
+    h.advance(Duration::MAX);
+    h.advance(Duration::MAX);
+    assert_eq!(runs.get(), 2);
+    assert!(rate.cancel() && delay.cancel(), "still pending");
+    let e = s.schedule(ms(1), || ()).unwrap_err();
+    assert!(
+        e.is_delay_overflow(),
+        "no deadline fits after the end of time: {e}"
+    );
+}
+
+/// A value that panics when dropped.
+struct PanicOnDrop(&'static str);
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("{}", self.0);
+        }
+    }
+}
+
+/// A destructor that panics — of a one-shot's value nobody collects, of a
+/// cancelled task's closure — is contained as a panicking task is: the
+/// scheduler keeps running later tasks, and the cancel still succeeds.
+pub fn a_panicking_destructor_never_kills_the_scheduler(h: &Harness) {
+    let s = h.scheduler();
+    // A value nobody collects: the scheduler drops it.
+    drop(
+        s.schedule(ms(1), || PanicOnDrop("value dropped by the scheduler"))
+            .unwrap(),
+    );
+    h.advance_past(ms(1));
+    // A cancelled task's closure.
+    let owner = PanicOnDrop("closure of a cancelled task");
+    let cancelled = s.schedule(secs(1), move || drop(owner)).unwrap();
+    assert!(cancelled.handle().cancel());
+    drop(cancelled);
+    let owner = PanicOnDrop("closure of a cancelled periodic task");
+    let periodic = s
+        .schedule_at_fixed_rate(ms(1), ms(1), move || {
+            let _ = &owner;
+        })
+        .unwrap();
+    h.advance_past(h.now() + ms(1));
+    assert!(periodic.cancel());
+    drop(periodic);
+    h.advance(secs(2));
+    // Not advanced: a live scheduler runs a task due now without help.
+    let later = s.schedule(Duration::ZERO, || "still alive").unwrap();
+    assert_eq!(
+        later.get_timeout(secs(10)).map_err(|e| e.to_string()),
+        Ok("still alive"),
+        "the scheduler survived the panicking destructors"
+    );
+    assert_eq!(s.metrics().pending, 0);
+}
+
+/// A successful cancel lets go of the task's closure at once, as the JDK's
+/// `FutureTask` drops its callable: a cancelled ack timer must not pin the
+/// buffer it captured while its handle lives on. A periodic task cancelled
+/// while it runs lets go when that run ends.
+pub fn cancel_lets_go_of_the_closure(h: &Harness) {
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let buffer = Arc::new([0u8; 64]);
+    let mut handles = Vec::new();
+    for i in 0..500u64 {
+        let b = buffer.clone();
+        handles.push(
+            s.schedule(secs(10 + i), move || b.len())
+                .unwrap()
+                .into_handle(),
+        );
+        let b = buffer.clone();
+        handles.push(
+            s.schedule_with_fixed_delay(secs(10 + i), secs(1), move || {
+                let _ = b.len();
+            })
+            .unwrap(),
+        );
+    }
+    h.advance(secs(1));
+    assert!(handles.iter().all(|h| h.cancel()));
+    assert_eq!(
+        Arc::strong_count(&buffer),
+        1,
+        "the closures of cancelled tasks are dropped while their handles live"
+    );
+    // Cancelled from inside its own run: let go when the run ends.
+    let me: SelfHandle = Arc::new(OnceLock::new());
+    let (m, b) = (me.clone(), buffer.clone());
+    let periodic = s
+        .schedule_at_fixed_rate(ms(1), ms(1), move || {
+            let _ = b.len();
+            assert!(m.get().is_some_and(|h| h.cancel()));
+        })
+        .unwrap();
+    me.set(periodic.clone()).unwrap();
+    h.advance_past(h.now() + ms(1));
+    assert!(periodic.is_cancelled());
+    assert_eq!(
+        Arc::strong_count(&buffer),
+        1,
+        "dropped when its last run ended"
+    );
+    drop(me);
+    assert!(!handles.is_empty() && !periodic.cancel());
 }

@@ -7,23 +7,26 @@
 //!
 //! A scheduler may fire up to its `granularity` late (one tick on a wheel,
 //! zero on a heap) and never early; every timing assertion allows exactly
-//! that window. Factories for pool-backed schedulers should use a single
-//! worker, so that the start order the FIFO case observes is the dispatch
-//! order.
+//! that window. [`conformance!`] runs every case, for a scheduler that
+//! starts one task at a time (inline, or one worker);
+//! [`conformance_multi_worker!`] those that hold on several workers.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use schedulers::{ManualClock, Scheduler, SchedulerExt, TaskHandle};
+use schedulers::{Clock, ManualClock, Scheduler, SchedulerExt, SystemClock, TaskHandle};
 
 pub mod cases;
 pub mod stress;
 
 /// What a factory may be asked to set on the scheduler it builds.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Opts {
-    pub clock: ManualClock,
+    /// The harness's [`ManualClock`], or the [`SystemClock`] for the few
+    /// cases that check what only real time shows (a driver parked on a
+    /// timed wait).
+    pub clock: Arc<dyn Clock>,
     pub pending_limit: Option<usize>,
 }
 
@@ -56,8 +59,17 @@ impl Harness {
 
     pub fn scheduler_with(&self, pending_limit: Option<usize>) -> Box<dyn Scheduler> {
         (self.make)(Opts {
-            clock: self.clock.clone(),
+            clock: Arc::new(self.clock.clone()),
             pending_limit,
+        })
+    }
+
+    /// The same scheduler on the system clock, for cases whose outcome does
+    /// not depend on how fast real time passes.
+    pub fn scheduler_on_system_clock(&self) -> Box<dyn Scheduler> {
+        (self.make)(Opts {
+            clock: Arc::new(SystemClock),
+            pending_limit: None,
         })
     }
 
@@ -186,9 +198,50 @@ fn _uses(s: &dyn Scheduler) {
 
 /// Instantiates the whole suite for one scheduler:
 /// `conformance!(name, granularity, |opts| -> Box<dyn Scheduler> { .. });`
+///
+/// A pool-backed scheduler should use a single worker here: some cases
+/// observe the order in which tasks start, and the busy-worker cases need
+/// the only worker to be the busy one. [`conformance_multi_worker!`] runs
+/// the rest on several workers.
 #[macro_export]
 macro_rules! conformance {
     ($name:ident, $granularity:expr, $make:expr) => {
+        $crate::conformance_module!(
+            $name,
+            $granularity,
+            $make,
+            cases::ties_run_in_submission_order,
+            cases::virtual_time_is_deterministic,
+            cases::cancel_reaches_a_task_waiting_behind_a_busy_worker,
+            cases::reset_reaches_a_task_waiting_behind_a_busy_worker,
+            cases::shutdown_now_returns_a_task_waiting_behind_a_busy_worker,
+            cases::shutdown_applies_its_policy_to_tasks_waiting_behind_a_busy_worker,
+            cases::tasks_waiting_behind_a_busy_worker_start_in_order,
+        );
+    };
+}
+
+/// The suite for a scheduler whose tasks run on several workers at once:
+/// every case but those that observe the start order of tasks due together
+/// (`ties_run_in_submission_order`, `virtual_time_is_deterministic`, here
+/// replaced by `history_is_deterministic_as_a_set`) or need the only worker
+/// to be busy.
+#[macro_export]
+macro_rules! conformance_multi_worker {
+    ($name:ident, $granularity:expr, $make:expr) => {
+        $crate::conformance_module!(
+            $name,
+            $granularity,
+            $make,
+            cases::history_is_deterministic_as_a_set,
+        );
+    };
+}
+
+/// A module of tests for one configuration: the shared cases plus `cases`.
+#[macro_export]
+macro_rules! conformance_module {
+    ($name:ident, $granularity:expr, $make:expr, $($module:ident :: $case:ident),* $(,)?) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
@@ -199,46 +252,58 @@ macro_rules! conformance {
                 Harness::new(make, $granularity)
             }
 
-            $crate::conformance_cases!(
-                cases::never_early,
-                cases::fires_within_granularity_across_delays,
-                cases::one_shot_runs_exactly_once,
-                cases::one_shot_returns_its_value,
-                cases::zero_delay_runs_at_once,
-                cases::cancel_before_fire_prevents_the_run,
-                cases::cancel_after_fire_returns_false,
-                cases::cancel_one_shot_from_inside_returns_false,
-                cases::cancel_periodic_from_inside_stops_it,
-                cases::reset_moves_the_deadline_later,
-                cases::reset_moves_the_deadline_earlier,
-                cases::reset_of_finished_or_cancelled_task_changes_nothing,
-                cases::reset_periodic_continues_on_the_new_grid,
-                cases::remaining_counts_down,
-                cases::fixed_rate_runs_on_its_grid,
-                cases::fixed_rate_catches_up_after_a_slow_run,
-                cases::fixed_rate_runs_never_overlap,
-                cases::fixed_delay_counts_from_completion,
-                cases::periodic_with_overflowing_period_runs_once,
-                cases::panic_in_one_shot_is_reported_and_survived,
-                cases::panic_in_periodic_stops_it_and_is_reported,
-                cases::ties_run_in_submission_order,
-                cases::shutdown_rejects_new_work,
-                cases::shutdown_runs_pending_one_shots_and_stops_periodic,
-                cases::shutdown_now_returns_what_never_ran,
-                cases::shutdown_now_stops_a_running_periodic_task,
-                cases::a_task_may_hold_the_last_reference_to_its_scheduler,
-                cases::drop_is_a_graceful_shutdown,
-                cases::zero_period_is_an_error,
-                cases::delay_overflow_is_an_error,
-                cases::pending_limit_rejects_and_frees_capacity,
-                cases::metrics_count_pending_fired_cancelled,
-                cases::works_as_a_trait_object,
-                cases::virtual_time_is_deterministic,
-                stress::concurrent_schedule_cancel_and_fire_match_the_model,
-                stress::shutdown_racing_schedule_loses_nothing,
-                stress::reset_racing_fire_runs_once,
-            );
+            $crate::conformance_shared_cases!();
+            $crate::conformance_cases!($($module::$case),*);
         }
+    };
+}
+
+/// The cases every configuration runs, whatever its number of workers.
+#[macro_export]
+macro_rules! conformance_shared_cases {
+    () => {
+        $crate::conformance_cases!(
+            cases::never_early,
+            cases::fires_within_granularity_across_delays,
+            cases::one_shot_runs_exactly_once,
+            cases::one_shot_returns_its_value,
+            cases::zero_delay_runs_at_once,
+            cases::cancel_before_fire_prevents_the_run,
+            cases::cancel_after_fire_returns_false,
+            cases::cancel_one_shot_from_inside_returns_false,
+            cases::cancel_periodic_from_inside_stops_it,
+            cases::reset_moves_the_deadline_later,
+            cases::reset_moves_the_deadline_earlier,
+            cases::reset_of_finished_or_cancelled_task_changes_nothing,
+            cases::reset_periodic_continues_on_the_new_grid,
+            cases::remaining_counts_down,
+            cases::fixed_rate_runs_on_its_grid,
+            cases::fixed_rate_catches_up_after_a_slow_run,
+            cases::fixed_rate_runs_never_overlap,
+            cases::fixed_delay_counts_from_completion,
+            cases::the_end_of_time_is_never_reached,
+            cases::panic_in_one_shot_is_reported_and_survived,
+            cases::panic_in_periodic_stops_it_and_is_reported,
+            cases::a_panicking_destructor_never_kills_the_scheduler,
+            cases::cancel_lets_go_of_the_closure,
+            cases::shutdown_rejects_new_work,
+            cases::shutdown_runs_pending_one_shots_and_stops_periodic,
+            cases::shutdown_now_returns_what_never_ran,
+            cases::shutdown_now_stops_a_running_periodic_task,
+            cases::cancel_after_shutdown_lets_it_terminate_at_once,
+            cases::reset_after_shutdown_still_runs_the_task,
+            cases::a_task_may_hold_the_last_reference_to_its_scheduler,
+            cases::drop_is_a_graceful_shutdown,
+            cases::zero_period_is_an_error,
+            cases::delay_overflow_is_an_error,
+            cases::pending_limit_rejects_and_frees_capacity,
+            cases::metrics_count_pending_fired_cancelled,
+            cases::works_as_a_trait_object,
+            stress::concurrent_schedule_cancel_and_fire_match_the_model,
+            stress::a_storm_of_cancels_matches_the_model,
+            stress::shutdown_racing_schedule_loses_nothing,
+            stress::reset_racing_fire_runs_once,
+        );
     };
 }
 

@@ -28,8 +28,11 @@
 //! The slot is reused only when `refs` drops to zero, so a handle always
 //! reads its own task's state, never a newer one's.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+use crate::sync::atomic::AtomicU64;
+use crate::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+
+#[cfg(all(test, schedulers_loom))]
+mod model;
 
 pub(crate) const FREE: u64 = 0;
 pub(crate) const SCHEDULED: u64 = 1;

@@ -74,7 +74,7 @@ impl<F: FnMut() + Send + 'static> Job for Periodic<F> {
 /// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
 ///
 /// let clock = ManualClock::new();
-/// let timer = HeapTimer::builder().clock(clock.clone()).build();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
 /// let mut left = 3;
 /// let countdown = Task::fixed_rate_with(Duration::from_secs(1), move |run| {
 ///     left -= 1;
@@ -87,6 +87,7 @@ impl<F: FnMut() + Send + 'static> Job for Periodic<F> {
 /// clock.advance(Duration::from_secs(10));
 /// assert!(handle.is_done() && !handle.is_cancelled());
 /// assert!(handle.wait().is_ok()); // it ended by itself
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct TaskContext {
@@ -191,10 +192,11 @@ impl<T> Output<T> {
 /// use std::time::Duration;
 /// use schedulers::{HeapTimer, Scheduler, Task};
 ///
-/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new());
+/// let timer: Box<dyn Scheduler> = Box::new(HeapTimer::new()?);
 /// let task = Task::fixed_rate(Duration::from_millis(10), || {}).unwrap();
 /// let handle = timer.submit(Duration::from_millis(5), task).unwrap();
 /// assert!(handle.cancel());
+/// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct Task {
     pub(crate) job: Box<dyn Job>,

@@ -1,0 +1,164 @@
+//! Builders refuse what they cannot honour with a typed error, one
+//! predicate per setting, and never adjust a setting silently. (That
+//! `build` fails rather than panics when the operating system refuses a
+//! thread is checked by the `spawn_failure` test binary.)
+
+use std::time::Duration;
+
+use schedulers::hashed_wheel::{MAX_WHEEL_SIZE as MAX_SLOTS, MIN_TICK};
+use schedulers::hierarchical::MAX_WHEEL_SIZE as MAX_BUCKETS;
+use schedulers::{
+    Error, Executor, HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ManualClock,
+    ScheduledThreadPool, Scheduler, SchedulerExt,
+};
+
+/// A timer built with `tick` (zero: none) fires a 3 ms task within one
+/// tick, never early.
+fn fires_on_time(timer: &dyn Scheduler, clock: &ManualClock, tick: Duration) {
+    let task = timer.schedule(Duration::from_millis(3), || 5).unwrap();
+    clock.advance(Duration::from_millis(3) - Duration::from_nanos(1));
+    assert!(!task.handle().is_done(), "fired early with a {tick:?} tick");
+    clock.advance(tick.max(Duration::from_nanos(1)));
+    assert_eq!(task.get().unwrap(), 5);
+}
+
+#[track_caller]
+fn refused(result: Result<impl Scheduler, Error>, is: fn(&Error) -> bool) {
+    let e = result.map(drop).unwrap_err();
+    assert!(is(&e) && e.is_invalid_setting(), "wrong error: {e}");
+    assert!(e.to_string().starts_with("invalid "), "{e}");
+}
+
+#[test]
+fn an_absurd_tick_is_refused_not_accepted_silently() {
+    let year = Duration::from_secs(365 * 24 * 3600);
+    for tick in [Duration::ZERO, MIN_TICK / 2, Duration::MAX, year * 600] {
+        refused(
+            HashedWheelTimer::builder().tick(tick).build(),
+            Error::is_invalid_tick,
+        );
+    }
+    for tick in [Duration::ZERO, Duration::MAX, year * 600] {
+        refused(
+            HierarchicalWheelTimer::builder().tick(tick).build(),
+            Error::is_invalid_tick,
+        );
+    }
+    // One turn of the wheel must fit the 584 years of the time range.
+    let e = HashedWheelTimer::builder()
+        .tick(year)
+        .wheel_size(1024)
+        .build()
+        .map(drop)
+        .unwrap_err();
+    assert!(e.is_invalid_tick(), "{e}");
+    assert!(e.to_string().contains("584 years"), "{e}");
+}
+
+#[test]
+fn a_wheel_size_out_of_range_is_refused() {
+    for size in [0, MAX_SLOTS + 1, usize::MAX] {
+        refused(
+            HashedWheelTimer::builder().wheel_size(size).build(),
+            Error::is_invalid_wheel_size,
+        );
+    }
+    for size in [0, 1, MAX_BUCKETS + 1, usize::MAX] {
+        refused(
+            HierarchicalWheelTimer::builder().wheel_size(size).build(),
+            Error::is_invalid_wheel_size,
+        );
+    }
+}
+
+#[test]
+fn zero_threads_are_refused() {
+    assert!(Executor::pool(0).unwrap_err().is_invalid_pool_size());
+    refused(
+        ScheduledThreadPool::builder().pool_size(0).build(),
+        Error::is_invalid_pool_size,
+    );
+    refused(ScheduledThreadPool::new(0), Error::is_invalid_pool_size);
+}
+
+#[test]
+fn a_zero_pending_limit_and_a_nul_in_a_thread_name_are_refused() {
+    refused(
+        HeapTimer::builder().pending_limit(0).build(),
+        Error::is_invalid_pending_limit,
+    );
+    refused(
+        ScheduledThreadPool::builder().pending_limit(0).build(),
+        Error::is_invalid_pending_limit,
+    );
+    refused(
+        HashedWheelTimer::builder().pending_limit(0).build(),
+        Error::is_invalid_pending_limit,
+    );
+    refused(
+        HierarchicalWheelTimer::builder().pending_limit(0).build(),
+        Error::is_invalid_pending_limit,
+    );
+    let name = "timer\0";
+    refused(
+        HeapTimer::builder().thread_name(name).build(),
+        Error::is_invalid_thread_name,
+    );
+    refused(
+        ScheduledThreadPool::builder().thread_name(name).build(),
+        Error::is_invalid_thread_name,
+    );
+    refused(
+        HashedWheelTimer::builder().thread_name(name).build(),
+        Error::is_invalid_thread_name,
+    );
+    refused(
+        HierarchicalWheelTimer::builder().thread_name(name).build(),
+        Error::is_invalid_thread_name,
+    );
+}
+
+/// The edges of every range are accepted and work as set: nothing is
+/// rounded except the hashed wheel's size, up to a power of two.
+#[test]
+fn the_edges_of_every_range_are_accepted_as_set() {
+    for (tick, slots) in [
+        (MIN_TICK, 1),
+        (Duration::from_millis(1), MAX_SLOTS),
+        (MIN_TICK, 300),
+    ] {
+        let clock = ManualClock::new();
+        let timer = HashedWheelTimer::builder()
+            .clock(clock.clone())
+            .tick(tick)
+            .wheel_size(slots)
+            .build()
+            .unwrap();
+        assert_eq!(timer.tick(), tick);
+        assert_eq!(timer.wheel_size(), slots.next_power_of_two());
+        fires_on_time(&timer, &clock, tick);
+    }
+    for (tick, size) in [
+        (Duration::from_nanos(1), 2),
+        (Duration::from_millis(1), MAX_BUCKETS),
+    ] {
+        let clock = ManualClock::new();
+        let timer = HierarchicalWheelTimer::builder()
+            .clock(clock.clone())
+            .tick(tick)
+            .wheel_size(size)
+            .executor(Executor::inline())
+            .build()
+            .unwrap();
+        assert_eq!(timer.tick(), tick);
+        fires_on_time(&timer, &clock, tick);
+    }
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPool::builder()
+        .clock(clock.clone())
+        .pool_size(1)
+        .pending_limit(1)
+        .build()
+        .unwrap();
+    fires_on_time(&pool, &clock, Duration::ZERO);
+}
