@@ -1,5 +1,6 @@
 //! The client API: configuration, connections, and the operations.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -107,6 +108,16 @@ impl Config {
     }
 }
 
+/// Round trips to Redis made by this process (every [`Conn::with`] call is
+/// one), for the load benchmark.
+static ROUND_TRIPS: AtomicU64 = AtomicU64::new(0);
+
+/// Round trips to Redis this process has made so far (a benchmark counter).
+#[doc(hidden)]
+pub fn round_trips() -> u64 {
+    ROUND_TRIPS.load(Ordering::Relaxed)
+}
+
 /// A connection that re-opens itself after an I/O error.
 pub(crate) struct Conn {
     client: redis::Client,
@@ -147,6 +158,7 @@ impl Conn {
             .con
             .as_mut()
             .ok_or_else(|| DistError::Protocol("no connection".into()))?;
+        ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
         let r = f(con);
         if let Err(e) = &r {
             if e.is_connection() {

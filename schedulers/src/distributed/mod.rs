@@ -98,12 +98,17 @@ mod error;
 mod job;
 pub mod keys;
 mod local;
+mod probe;
 pub mod scripts;
 mod worker;
 
+#[doc(hidden)]
+pub use client::round_trips;
 pub use client::{Config, RedisScheduler};
 pub use error::DistError;
 pub use job::{AckOutcome, CancelOutcome, Fire, Job, JobInfo, JobState, When, MAX_ID_LEN};
 pub use keys::shard_of;
 pub use local::{find_redis_server, LocalRedis};
+#[doc(hidden)]
+pub use probe::{claim_ceiling, Ceiling};
 pub use worker::{HandlerError, Worker, WorkerBuilder, WorkerEvent};
