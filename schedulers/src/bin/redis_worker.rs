@@ -3,12 +3,13 @@
 //!
 //! ```text
 //! schedulers-redis-worker work --url URL [--ns NS] [--shards 4] [--slice-ms 60000]
-//!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 100]
-//!     [--batch 64] [--max-attempts 5] [--backoff-ms 1000] [--history FILE] [--name NAME]
+//!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 1000]
+//!     [--batch 64] [--buffer 64] [--max-attempts 5] [--backoff-ms 1000] [--history FILE]
+//!     [--name NAME]
 //!     [--summary 1]
 //! schedulers-redis-worker bench [--shape drain|paced|ceiling|idle] [--url URL]
 //!     [--workers 1,2,4] [--jobs 20000] [--window-ms 4000] [--lead-ms 1000]
-//!     [--threads 4] [--shards 8] [--batch N] [--poll-ms N] [--lease-ms N]
+//!     [--threads 4] [--shards 8] [--batch N] [--buffer N] [--poll-ms N] [--lease-ms N]
 //! ```
 //!
 //! `work` runs until its standard input closes, then shuts down gracefully.
@@ -51,8 +52,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use schedulers::distributed::{
-    claim_ceiling, round_trips, AckOutcome, Config, DistError, Fire, Job, LocalRedis,
-    RedisScheduler, Worker, WorkerEvent,
+    claim_ceiling, AckOutcome, Config, DistError, Fire, Job, LocalRedis, RedisScheduler, Worker,
+    WorkerEvent,
 };
 use serde_json::json;
 
@@ -90,6 +91,9 @@ impl Opts {
     }
     fn str(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str)
+    }
+    fn opt(&self, k: &str) -> Result<Option<u64>, String> {
+        self.0.get(k).map(|_| self.num(k, 0)).transpose()
     }
     fn num(&self, k: &str, default: u64) -> Result<u64, String> {
         match self.0.get(k) {
@@ -155,12 +159,9 @@ struct Tally {
 }
 
 impl Tally {
-    fn started(&mut self, fire: &Fire) {
+    fn started(&mut self, fire: &Fire, at_ms: i64) {
         self.runs += 1;
-        *self
-            .lateness
-            .entry(fire.claimed_ms - fire.due_ms)
-            .or_default() += 1;
+        *self.lateness.entry(at_ms - fire.due_ms).or_default() += 1;
         self.first_claim = Some(
             self.first_claim
                 .map_or(fire.claimed_ms, |t| t.min(fire.claimed_ms)),
@@ -184,8 +185,9 @@ impl Tally {
 }
 
 /// The worker's own Redis counters, printed on request (`stats` on stdin).
-fn counters() -> serde_json::Value {
-    json!({"round_trips": round_trips()})
+fn counters(w: &Worker) -> serde_json::Value {
+    let s = w.stats();
+    json!({"round_trips": s.round_trips, "commands": s.commands, "claimed": s.claimed})
 }
 
 fn work(o: &Opts) -> Result<(), String> {
@@ -211,9 +213,6 @@ fn work(o: &Opts) -> Result<(), String> {
         .name(name.clone())
         .threads(o.num("threads", 4)? as usize)
         .lease(Duration::from_millis(lease))
-        .heartbeat(Duration::from_millis(o.num("heartbeat-ms", lease / 3)?))
-        .poll_interval(Duration::from_millis(o.num("poll-ms", 100)?))
-        .batch(o.num("batch", 64)? as usize)
         .max_attempts(o.num("max-attempts", 5)? as u32)
         .backoff(backoff, backoff * 64)
         .handler("noop", |_| Ok(()))
@@ -223,10 +222,27 @@ fn work(o: &Opts) -> Result<(), String> {
             Ok(())
         })
         .handler("fail", |_| Err("this kind always fails".into()));
+    // Tuning flags not given keep the library's defaults.
+    if let Some(ms) = o.opt("heartbeat-ms")? {
+        b = b.heartbeat(Duration::from_millis(ms));
+    }
+    if let Some(ms) = o.opt("poll-ms")? {
+        b = b.poll_interval(Duration::from_millis(ms));
+    }
+    if let Some(n) = o.opt("batch")? {
+        b = b.batch(n as usize);
+    }
+    if let Some(n) = o.opt("buffer")? {
+        b = b.buffer(n as usize);
+    }
     if let Some(h) = history {
         let w = name.clone();
         b = b.on_event(move |e| match e {
-            WorkerEvent::Started { fire } => h.write(fire_json("start", &w, fire)),
+            WorkerEvent::Started { fire, at_ms } => {
+                let mut v = fire_json("start", &w, fire);
+                v["at"] = json!(at_ms);
+                h.write(v)
+            }
             WorkerEvent::Finished {
                 fire,
                 outcome,
@@ -254,9 +270,10 @@ fn work(o: &Opts) -> Result<(), String> {
     } else if o.has("summary") {
         let t = tally.clone();
         b = b.on_event(move |e| match e {
-            WorkerEvent::Started { fire } => {
-                t.lock().unwrap_or_else(|p| p.into_inner()).started(fire)
-            }
+            WorkerEvent::Started { fire, at_ms } => t
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .started(fire, *at_ms),
             WorkerEvent::Finished { outcome, at_ms, .. } => t
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -271,7 +288,7 @@ fn work(o: &Opts) -> Result<(), String> {
     for line in std::io::stdin().lock().lines() {
         match line {
             Ok(l) if l.trim() == "stats" => {
-                println!("stats {}", counters());
+                println!("stats {}", counters(&worker));
                 let _ = std::io::stdout().flush();
             }
             Ok(_) => {}
@@ -282,7 +299,7 @@ fn work(o: &Opts) -> Result<(), String> {
     worker.join();
     if o.has("summary") {
         let mut v = tally.lock().unwrap_or_else(|p| p.into_inner()).json();
-        v["counters"] = counters();
+        v["counters"] = counters(&worker);
         println!("summary {v}");
     }
     Ok(())
@@ -536,7 +553,7 @@ fn work_args(o: &Opts, url: &str, ns: &str, name: &str) -> Result<Vec<String>, S
     .to_vec();
     a.extend(["--threads".into(), o.num("threads", 4)?.to_string()]);
     a.extend(["--shards".into(), o.num("shards", 8)?.to_string()]);
-    for k in ["batch", "poll-ms", "lease-ms"] {
+    for k in ["batch", "buffer", "poll-ms", "lease-ms"] {
         if let Some(v) = o.str(k) {
             a.extend([format!("--{k}"), v.to_owned()]);
         }

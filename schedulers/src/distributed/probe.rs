@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::client::Store;
+use super::store::Store;
 use super::{Config, DistError};
 
 /// What [`claim_ceiling`] measured.
@@ -23,8 +23,8 @@ pub struct Ceiling {
 }
 
 /// Claims every due job of the schedule back to back with the worker's
-/// claim script, up to `batch` per call, visiting the shards in turn, with
-/// no handler and no ack. The caller schedules the backlog first and reads
+/// claim script, up to `batch` per call, with no handler and no ack: one
+/// claim per shard that still has jobs, pipelined, then the next round. The caller schedules the backlog first and reads
 /// Redis's own counters (`INFO`) around this call.
 ///
 /// # Errors
@@ -34,21 +34,22 @@ pub struct Ceiling {
 pub fn claim_ceiling(url: &str, config: Config, batch: usize) -> Result<Ceiling, DistError> {
     let store = Store::new(url, config)?;
     let mut con = store.conn();
-    let n = store.shards.len();
+    let mut open: Vec<usize> = (0..store.shards.len()).collect();
     let mut claimed = 0u64;
     let mut calls = 0u64;
-    let mut empty = vec![false; n];
     let start = Instant::now();
-    while !empty.iter().all(|e| *e) {
-        for (s, done) in empty.iter_mut().enumerate() {
-            if *done {
-                continue;
+    // Every shard that still has jobs, one claim each, in one round trip.
+    while !open.is_empty() {
+        let asks: Vec<(usize, usize)> = open.iter().map(|&s| (s, batch)).collect();
+        let replies = store.claim(&mut con, &asks, 600_000)?;
+        calls += asks.len() as u64;
+        open.clear();
+        for r in replies {
+            let r = r?;
+            if !r.fires.is_empty() {
+                claimed += r.fires.len() as u64;
+                open.push(r.shard);
             }
-            let (slices, _) = store.slices(&mut con, s, 4)?;
-            let (_, _, fires) = store.claim(&mut con, s, &slices, batch, 600_000, "ceiling")?;
-            calls += 1;
-            claimed += fires.len() as u64;
-            *done = fires.is_empty();
         }
     }
     Ok(Ceiling {

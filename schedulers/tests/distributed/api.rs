@@ -264,7 +264,7 @@ fn periodic_job_keeps_its_grid_and_cancel_in_flight_is_the_last_run() {
         .unwrap()
         .iter()
         .filter_map(|e| match e {
-            WorkerEvent::Started { fire } => Some(fire.due_ms),
+            WorkerEvent::Started { fire, .. } => Some(fire.due_ms),
             _ => None,
         })
         .collect();
