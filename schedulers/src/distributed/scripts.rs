@@ -43,8 +43,9 @@
 
 use std::sync::OnceLock;
 
-/// Helpers shared by every script (prepended to each).
-const PRELUDE: &str = r#"
+/// What every script starts with: its keys, arguments, the record pattern,
+/// the clock and the index repair.
+const BASE: &str = r#"
 local K = {idx = KEYS[1], m = KEYS[2], d = KEYS[3], l = KEYS[4], x = KEYS[5], dead = KEYS[6], e = KEYS[7]}
 local PREFIX = ARGV[1]
 local SLICE_MS = tonumber(ARGV[2])
@@ -53,6 +54,20 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local function repair_idx(sk, sl)
+  local first = redis.call('ZRANGE', sk, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    redis.call('ZREM', K.idx, sl)
+  else
+    redis.call('ZADD', K.idx, first[2], sl)
+  end
+end
+"#;
+
+/// The record and state helpers of every script but `claim` (defining them
+/// costs a few microseconds per call, and `claim` is the most frequent call
+/// at a paced load, so it works on the record inline).
+const HELPERS: &str = r#"
 -- A record as a table, nil if absent; a malformed one fails the call.
 local function decode(id, raw)
   if not raw then return nil end
@@ -71,14 +86,6 @@ local function save(id, m)
 end
 local function load(id)
   return decode(id, redis.call('HGET', K.m, id))
-end
-local function repair_idx(sk, sl)
-  local first = redis.call('ZRANGE', sk, 0, 0, 'WITHSCORES')
-  if #first == 0 then
-    redis.call('ZREM', K.idx, sl)
-  else
-    redis.call('ZADD', K.idx, first[2], sl)
-  end
 end
 -- Announces `run` on the wake-up channel if it is earlier than the shard's
 -- earliest run time (call it before adding `run` to idx).
@@ -404,10 +411,10 @@ pub(crate) struct Scripts {
 pub(crate) fn scripts() -> &'static Scripts {
     static S: OnceLock<Scripts> = OnceLock::new();
     S.get_or_init(|| {
-        let s = |body: &str| redis::Script::new(&format!("{PRELUDE}{body}"));
+        let s = |body: &str| redis::Script::new(&format!("{BASE}{HELPERS}{body}"));
         Scripts {
             schedule: s(SCHEDULE),
-            claim: s(CLAIM),
+            claim: redis::Script::new(&format!("{BASE}{CLAIM}")),
             extend: s(EXTEND),
             settle: s(SETTLE),
             reap: s(REAP),
