@@ -99,6 +99,7 @@
 mod client;
 mod conn;
 mod error;
+pub mod harness;
 mod job;
 pub mod keys;
 mod local;
@@ -112,6 +113,4 @@ pub use error::DistError;
 pub use job::{AckOutcome, CancelOutcome, Fire, Job, JobInfo, JobState, When, MAX_ID_LEN};
 pub use keys::shard_of;
 pub use local::{find_redis_server, LocalRedis};
-#[doc(hidden)]
-pub use probe::{claim_ceiling, Ceiling};
 pub use worker::{HandlerError, Worker, WorkerBuilder, WorkerEvent, WorkerStats};

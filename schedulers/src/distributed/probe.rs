@@ -12,14 +12,13 @@ use super::{Config, DistError};
 
 /// What [`claim_ceiling`] measured.
 #[derive(Debug, Clone)]
-#[doc(hidden)]
-pub struct Ceiling {
+pub(crate) struct Ceiling {
     /// Jobs claimed.
-    pub claimed: u64,
+    pub(crate) claimed: u64,
     /// Claim script calls made.
-    pub calls: u64,
+    pub(crate) calls: u64,
     /// Wall time of the claim loop.
-    pub wall: Duration,
+    pub(crate) wall: Duration,
 }
 
 /// Claims every due job of the schedule back to back with the worker's
@@ -30,8 +29,7 @@ pub struct Ceiling {
 /// # Errors
 ///
 /// [`DistError::Redis`] if Redis cannot be reached.
-#[doc(hidden)]
-pub fn claim_ceiling(url: &str, config: Config, batch: usize) -> Result<Ceiling, DistError> {
+pub(crate) fn claim_ceiling(url: &str, config: Config, batch: usize) -> Result<Ceiling, DistError> {
     let store = Store::new(url, config)?;
     let mut con = store.conn();
     let mut open: Vec<usize> = (0..store.shards.len()).collect();
