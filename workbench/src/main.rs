@@ -50,6 +50,15 @@ enum Command {
         /// The delay distribution, as JSON.
         delay: String,
     },
+    /// (Internal) A worker process or the load benchmark of the Redis
+    /// scheduler (`schedulers-redis-worker`'s command line): the
+    /// distributed workload starts its worker processes as this binary.
+    #[command(name = "redis-worker", hide = true)]
+    RedisWorker {
+        /// `work …` or `bench …`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Re-renders a report from a results.json.
     Report {
         /// The results file.
@@ -94,6 +103,9 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => run(args),
         Some(Command::List) => list(),
         Some(Command::Report { results, out }) => rerender(&results, out),
+        Some(Command::RedisWorker { args }) => {
+            worker_command().and_then(|cmd| schedulers::distributed::harness::run(&args, &cmd))
+        }
         Some(Command::MemoryProbe {
             subject,
             size,
@@ -109,6 +121,15 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The command that starts this binary as a Redis worker.
+fn worker_command() -> Result<Vec<std::ffi::OsString>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    Ok(vec![
+        exe.into_os_string(),
+        distributed::WORKER_SUBCOMMAND.into(),
+    ])
 }
 
 fn memory_probe(
@@ -146,6 +167,12 @@ fn list() -> Result<(), String> {
         "algorithm",
         distributed::WORKLOAD
     );
+    println!(
+        "  {:<14} {:<9} BullMQ through the Node harness in workbench/bullmq, 1, 2 and 4 worker processes (workload `{}` only)",
+        format!("{}-Nw", distributed::bullmq::SUBJECT_PREFIX),
+        "peer",
+        distributed::WORKLOAD
+    );
     println!("\nworkloads (workbench/workloads/*.toml):");
     for w in workbench::workloads::shipped().map_err(|e| e.to_string())? {
         println!("  {:<22} {}", w.name, w.description);
@@ -167,10 +194,14 @@ fn run(args: RunArgs) -> Result<(), String> {
         return Err("--repeats must be at least 1".into());
     }
     let run_distributed = distributed::selected(&args.schedulers, &args.workloads);
+    let worker = worker_command()?;
     let subject_names: Vec<&String> = args
         .schedulers
         .iter()
-        .filter(|s| !s.starts_with(distributed::SUBJECT_PREFIX))
+        .filter(|s| {
+            !s.starts_with(distributed::SUBJECT_PREFIX)
+                && !s.starts_with(distributed::bullmq::SUBJECT_PREFIX)
+        })
         .collect();
     let workload_names: Vec<&String> = args
         .workloads
@@ -263,7 +294,7 @@ fn run(args: RunArgs) -> Result<(), String> {
     .run();
     if run_distributed {
         let plan = distributed::Plan::for_size(&args.size);
-        distributed::run_into(&mut results, &plan, args.repeats, &dist_env);
+        distributed::run_into(&mut results, &plan, args.repeats, &dist_env, &worker);
     }
     report::write(&results, &dir)
         .map_err(|e| format!("writing the report to {}: {e}", dir.display()))?;

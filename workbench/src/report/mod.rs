@@ -303,13 +303,13 @@ const HEADLINE: &[(&str, &str, bool, &str)] = &[
         crate::distributed::WORKLOAD,
         metric::FIRES_PER_S,
         false,
-        "distributed jobs/s",
+        "distributed drain jobs/s",
     ),
     (
         crate::distributed::WORKLOAD,
         "lateness_p99",
         false,
-        "distributed lateness p99 µs",
+        "distributed paced p99 µs",
     ),
 ];
 
