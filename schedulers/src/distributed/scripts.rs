@@ -254,30 +254,61 @@ end
 return {now, lu, lost}
 "#;
 
-/// settle: ends leases. ARGV: prefix, slice_ms, ttl, maxatt, base, cap, then
-/// {id, fence, op, reason} per lease, op `a` (ack: the run succeeded), `f`
-/// (fail: retry after a backoff or dead-letter) or `r` (release a job never
-/// started, at shutdown: not an attempt). Only the holder of the lease
-/// (same fence, lease not lapsed) settles; a lapsed lease is reaped here.
-/// One-shot acks are deleted and tombstoned together; a periodic job moves
-/// to its next run on its original grid, runs missed while late coalesced.
-/// Replies {now, {status, next due or 0}...}: status `DONE`, `NEXT`,
+/// settle: ends leases. ARGV: prefix, slice_ms, ttl, maxatt, base, cap, the
+/// number of acks, then {id, fence} per ack (the run succeeded), then {id,
+/// fence, op, reason} per other lease, op `f` (fail: retry after a backoff
+/// or dead-letter) or `r` (release a job never started, at shutdown: not an
+/// attempt). Only the holder of the lease (same fence, lease not lapsed)
+/// settles; a lapsed lease is reaped here. One-shot acks are deleted and
+/// tombstoned together; a periodic job moves to its next run on its
+/// original grid, runs missed while late coalesced. Replies {now, {status,
+/// next due or 0}...} in the order of the items: status `DONE`, `NEXT`,
 /// `RETRY`, `DEAD`, `CANCELLED`, `RELEASED` or `STALE`.
 const SETTLE: &str = r#"
 local now = now_ms()
 local ttl, maxatt, base, cap = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local ids = {}
-for i = 7, #ARGV, 4 do ids[#ids + 1] = ARGV[i] end
+local ids, fences, ops, reasons = {}, {}, {}, {}
+local i = 8
+for j = 1, tonumber(ARGV[7]) do
+  ids[j] = ARGV[i]; fences[j] = ARGV[i + 1]; ops[j] = 'a'
+  i = i + 2
+end
+while i <= #ARGV do
+  local j = #ids + 1
+  ids[j] = ARGV[i]; fences[j] = ARGV[i + 1]; ops[j] = ARGV[i + 2]; reasons[j] = ARGV[i + 3]
+  i = i + 4
+end
 local out = {now}
 if #ids == 0 then return out end
-local ms = load_all(ids)
-local done, tomb, errs = {}, {}, {}
+local raws = redis.call('HMGET', K.m, unpack(ids))
+-- Read and check every record before any write. The bulk of the traffic,
+-- a one-shot ack by the lease's holder, is recognised from the matched
+-- text alone; everything else is decoded.
+local ACK = '^l|(%d+)|%d+|%d+|(%d+)|%d+|%-?%d+|(%d+)|(%d)|(%d)|'
+local fast, ms = {}, {}
 for j, id in ipairs(ids) do
-  local a = 3 + 4 * j
-  local op = ARGV[a + 2]
-  local m = ms[j]
+  local raw = raws[j]
+  if raw and ops[j] == 'a' then
+    local fen, per, lu, can, err = string.match(raw, ACK)
+    if fen == fences[j] and tonumber(lu) >= now and (per == '0' or can == '1') then
+      fast[j] = err
+    end
+  end
+  if not fast[j] then ms[j] = decode(id, raw) or false end
+end
+local done, tomb, errs = {}, {}, {}
+local function done_with(id, err)
+  done[#done + 1] = id
+  tomb[#tomb + 1] = now + ttl; tomb[#tomb + 1] = id
+  if err == 1 then errs[#errs + 1] = id end
+end
+for j, id in ipairs(ids) do
+  local op, m = ops[j], ms[j]
   local status, nxt = 'STALE', 0
-  if m and m.st == 'l' and m.fen == tonumber(ARGV[a + 1]) then
+  if fast[j] then
+    done_with(id, tonumber(fast[j]))
+    status = 'DONE'
+  elseif m and m.st == 'l' and m.fen == tonumber(fences[j]) then
     if op == 'r' then
       redis.call('ZREM', K.l, id)
       if m.can == 1 then
@@ -294,11 +325,9 @@ for j, id in ipairs(ids) do
       m.fen = m.fen + 1
       retry_or_dead(id, m, now, ttl, maxatt, base, cap, 'lease expired')
     elseif op == 'f' then
-      status = retry_or_dead(id, m, now, ttl, maxatt, base, cap, ARGV[a + 3])
+      status = retry_or_dead(id, m, now, ttl, maxatt, base, cap, reasons[j])
     elseif m.can == 1 or m.per == 0 then
-      done[#done + 1] = id
-      tomb[#tomb + 1] = now + ttl; tomb[#tomb + 1] = id
-      if m.err == 1 then errs[#errs + 1] = id end
+      done_with(id, m.err)
       status = 'DONE'
     else
       redis.call('ZREM', K.l, id)

@@ -477,26 +477,40 @@ impl Store {
         p: RetryPolicy,
     ) -> Result<PerItem<(Settled, i64)>, DistError> {
         let ttl = self.config.tombstone_ms;
+        // Acks first in every call (the script takes them as pairs).
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| *items[i].1 != Op::Ack);
+        let sorted: Vec<(&Fire, &Op)> = order.iter().map(|&i| items[i]).collect();
         let (calls, positions) = self.batches(
-            items,
+            &sorted,
             |(f, _)| f.shard as usize,
             |s, group| {
                 self.call(&scripts().settle, &self.shards[s], None, |c| {
                     c.arg(ttl)
                         .arg(p.max_attempts)
                         .arg(p.backoff_base_ms)
-                        .arg(p.backoff_max_ms);
+                        .arg(p.backoff_max_ms)
+                        .arg(group.iter().filter(|(_, op)| **op == Op::Ack).count());
                     for (f, op) in group {
-                        let (code, reason) = match op {
-                            Op::Ack => ("a", ""),
-                            Op::Fail(why) => ("f", why.as_str()),
-                            Op::Release => ("r", ""),
-                        };
-                        c.arg(&f.id).arg(f.fence).arg(code).arg(reason);
+                        c.arg(&f.id).arg(f.fence);
+                        match op {
+                            Op::Ack => {}
+                            Op::Fail(why) => {
+                                c.arg("f").arg(why);
+                            }
+                            Op::Release => {
+                                c.arg("r").arg("");
+                            }
+                        }
                     }
                 })
             },
         );
+        // Positions in `sorted` back to positions in `items`.
+        let positions: Vec<Vec<usize>> = positions
+            .into_iter()
+            .map(|p| p.into_iter().map(|i| order[i]).collect())
+            .collect();
         let replies = con.calls(&calls)?;
         let mut out: Vec<Result<(Settled, i64), DistError>> = (0..items.len())
             .map(|_| Err(DistError::Protocol("settle: no reply".into())))

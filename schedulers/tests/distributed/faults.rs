@@ -192,11 +192,12 @@ fn kill9_with_a_full_buffer_runs_every_buffered_job_once_its_lease_lapses() {
     let events = all_events(&[&a, &b]);
     let sum = check(&events, &jobs);
     for id in &buffered {
+        // Only the survivor ran it (the checker allows a repeat only after a
+        // recorded loss, which a starved machine can cause).
         let runs = starts_of(&events, id);
-        assert_eq!(
-            runs.len(),
-            1,
-            "{id} was never started by the killed worker: it runs once"
+        assert!(
+            !runs.is_empty() && runs.iter().all(|r| r.worker == "b"),
+            "{id} was never started by the killed worker: {runs:?}"
         );
         assert!(
             runs[0].claimed > leases[*id],
