@@ -454,6 +454,32 @@ fn redis_counters(con: &mut redis::Connection) -> Result<RedisCounters, String> 
     Ok(c)
 }
 
+/// Resets Redis's counters and reads them: the start of a measured window.
+fn open_window(con: &mut redis::Connection) -> Result<RedisCounters, String> {
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(con)
+        .map_err(|e| e.to_string())?;
+    redis_counters(con)
+}
+
+/// Schedules `n` no-op jobs `<prefix><i>`, each timed by `when(i, job)`.
+fn schedule_noops(
+    sched: &RedisScheduler,
+    prefix: &str,
+    n: u64,
+    when: impl Fn(u64, Job) -> Job,
+) -> Result<(), String> {
+    let list: Vec<Job> = (0..n)
+        .map(|i| Job::new(format!("{prefix}{i}"), "noop").map(|j| when(i, j)))
+        .collect::<Result<_, _>>()
+        .map_err(e2s)?;
+    for r in sched.schedule_many(&list).map_err(e2s)? {
+        r.map_err(e2s)?;
+    }
+    Ok(())
+}
+
 /// Commands the benchmark itself sends (not the workers).
 const OWN_COMMANDS: [&str; 4] = ["hlen", "info", "config|resetstat", "time"];
 
@@ -626,22 +652,16 @@ fn bench_one(
     let mut con = server.con()?;
     let sched = RedisScheduler::connect(url, config).map_err(e2s)?;
     let schedule = |start: i64| -> Result<(), String> {
-        let list: Vec<Job> = (0..jobs)
-            .map(|i| {
-                let due = start
+        schedule_noops(&sched, "j", jobs, |i, j| {
+            j.at_ms(
+                start
                     + if jobs > 1 {
                         window * i as i64 / (jobs as i64 - 1)
                     } else {
                         0
-                    };
-                Job::new(format!("j{i}"), "noop").map(|j| j.at_ms(due))
-            })
-            .collect::<Result<_, _>>()
-            .map_err(e2s)?;
-        for r in sched.schedule_many(&list).map_err(e2s)? {
-            r.map_err(e2s)?;
-        }
-        Ok(())
+                    },
+            )
+        })
     };
     let first_due;
     let mut procs;
@@ -659,11 +679,7 @@ fn bench_one(
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut con)
-        .map_err(|e| e.to_string())?;
-    let before = redis_counters(&mut con)?;
+    let before = open_window(&mut con)?;
     if drain {
         procs = spawn_workers(o, url, &ns, workers)?;
     }
@@ -744,19 +760,9 @@ fn ceiling(o: &Opts) -> Result<(), String> {
         .shards(shards as u32);
     let sched = RedisScheduler::connect(&server.url, config.clone()).map_err(e2s)?;
     let now = sched.now_ms().map_err(e2s)?;
-    let list: Vec<Job> = (0..jobs)
-        .map(|i| Job::new(format!("c{i}"), "noop").map(|j| j.at_ms(now)))
-        .collect::<Result<_, _>>()
-        .map_err(e2s)?;
-    for r in sched.schedule_many(&list).map_err(e2s)? {
-        r.map_err(e2s)?;
-    }
+    schedule_noops(&sched, "c", jobs, |_, j| j.at_ms(now))?;
     let mut con = server.con()?;
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut con)
-        .map_err(|e| e.to_string())?;
-    let before = redis_counters(&mut con)?;
+    let before = open_window(&mut con)?;
     let c = claim_ceiling(&server.url, config, batch).map_err(e2s)?;
     let after = redis_counters(&mut con)?;
     let wall_s = c.wall.as_secs_f64();
@@ -794,21 +800,13 @@ fn idle(o: &Opts) -> Result<(), String> {
     // Pending jobs far in the future: an idle worker's cost must not depend
     // on how many there are.
     let pending = o.num("pending", 10_000)?;
-    let list: Vec<Job> = (0..pending)
-        .map(|i| Job::new(format!("p{i}"), "noop").map(|j| j.after(Duration::from_secs(3600))))
-        .collect::<Result<_, _>>()
-        .map_err(e2s)?;
-    for r in sched.schedule_many(&list).map_err(e2s)? {
-        r.map_err(e2s)?;
-    }
+    schedule_noops(&sched, "p", pending, |_, j| {
+        j.after(Duration::from_secs(3600))
+    })?;
     let mut procs = spawn_workers(o, &server.url, &ns, 1)?;
     std::thread::sleep(Duration::from_secs(2));
     let mut con = server.con()?;
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut con)
-        .map_err(|e| e.to_string())?;
-    let before = redis_counters(&mut con)?;
+    let before = open_window(&mut con)?;
     let rt0 = procs[0].counters()?;
     std::thread::sleep(Duration::from_secs(secs));
     let rt1 = procs[0].counters()?;

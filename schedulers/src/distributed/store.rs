@@ -457,12 +457,7 @@ impl Store {
                         }
                     }
                 }
-                Err(e) => {
-                    let msg = e.to_string();
-                    for &i in &pos {
-                        out[i] = Err(DistError::Protocol(msg.clone()));
-                    }
-                }
+                Err(e) => fail_all(&mut out, &pos, &e),
             }
         }
         Ok(out)
@@ -545,20 +540,14 @@ impl Store {
                     }
                 }
                 Ok(v) => {
-                    for &i in &pos {
-                        out[i] = Err(DistError::Protocol(format!(
-                            "settle: {} replies for {} leases",
-                            v.len(),
-                            pos.len()
-                        )));
-                    }
+                    let e = DistError::Protocol(format!(
+                        "settle: {} replies for {} leases",
+                        v.len(),
+                        pos.len()
+                    ));
+                    fail_all(&mut out, &pos, &e);
                 }
-                Err(e) => {
-                    let msg = e.to_string();
-                    for &i in &pos {
-                        out[i] = Err(DistError::Protocol(msg.clone()));
-                    }
-                }
+                Err(e) => fail_all(&mut out, &pos, &e),
             }
         }
         Ok(out)
@@ -609,6 +598,14 @@ impl Store {
                     .collect()
             })
             .collect())
+    }
+}
+
+/// Marks the items at `pos` failed by `e` (one failed script call of a
+/// batch).
+fn fail_all<T>(out: &mut [Result<T, DistError>], pos: &[usize], e: &DistError) {
+    for &i in pos {
+        out[i] = Err(DistError::Protocol(e.to_string()));
     }
 }
 

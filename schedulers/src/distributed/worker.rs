@@ -604,24 +604,15 @@ impl RedisClock {
 /// (their last claim was full) get whole batches with what is left.
 fn allocate(room: usize, due: &[usize], backlogged: &[bool], batch: usize) -> Vec<(usize, usize)> {
     let (full, light): (Vec<usize>, Vec<usize>) = due.iter().partition(|&&s| backlogged[s]);
+    let share = (room / light.len().max(1)).clamp(1, batch);
+    let wants = light.iter().map(|&s| (s, share));
     let mut left = room;
     let mut asks = Vec::new();
-    if !light.is_empty() {
-        let share = (room / light.len()).clamp(1, batch);
-        for s in light {
-            if left == 0 {
-                break;
-            }
-            let take = share.min(left);
-            asks.push((s, take));
-            left -= take;
-        }
-    }
-    for s in full {
+    for (s, want) in wants.chain(full.iter().map(|&s| (s, batch))) {
         if left == 0 {
             break;
         }
-        let take = batch.min(left);
+        let take = want.min(left);
         asks.push((s, take));
         left -= take;
     }
