@@ -7,9 +7,8 @@
 //! ```text
 //! <binary> work --url URL [--ns NS] [--shards 4] [--slice-ms 60000]
 //!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 1000]
-//!     [--batch 64] [--buffer 64] [--max-attempts 5] [--backoff-ms 1000] [--history FILE]
-//!     [--name NAME]
-//!     [--summary 1]
+//!     [--batch 64] [--buffer 64] [--max-attempts 5] [--backoff-ms 1000]
+//!     [--history FILE] [--summary 1] [--name NAME]
 //! <binary> bench [--shape drain|paced|ceiling|idle] [--url URL]
 //!     [--workers 1,2,4] [--jobs 20000] [--window-ms 4000] [--lead-ms 1000]
 //!     [--threads 4] [--shards 8] [--batch N] [--buffer N] [--poll-ms N] [--lease-ms N]
