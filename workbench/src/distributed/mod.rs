@@ -17,8 +17,9 @@
 //! Redis commands per job (`INFO commandstats`, which counts the commands
 //! scripts run too), and for ours the workers' round trips per job. Once per
 //! repeat, on `redis-1w`: the claim-script ceiling (our claim script alone
-//! claims a backlog back to back, 64 per call: the most one Redis hands
-//! out) and an idle worker's round trips per second per shard.
+//! claims a backlog back to back, 64 per call: jobs per second of Redis CPU,
+//! the most one Redis core hands out) and an idle worker's round trips per
+//! second per shard.
 //!
 //! The worker processes are this very binary (`workbench redis-worker …`,
 //! which runs [`schedulers::distributed::harness`]): built with the
@@ -65,7 +66,8 @@ pub mod dmetric {
     pub const ROUND_TRIPS_DRAIN: &str = "round_trips_per_job_drain";
     /// The workers' round trips per job at the paced load (ours only).
     pub const ROUND_TRIPS_PACED: &str = "round_trips_per_job_paced";
-    /// Jobs/s our claim script alone hands out on the same Redis.
+    /// Jobs our claim script alone hands out per second of Redis CPU on the
+    /// same Redis.
     pub const CLAIM_CEILING: &str = "claim_ceiling";
     /// Round trips per second per shard of an idle worker (10,000 jobs
     /// pending an hour ahead).
