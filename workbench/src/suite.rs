@@ -293,7 +293,7 @@ pub fn info(w: &Workload) -> WorkloadInfo {
         seed: w.seed,
         summary: w.summary(),
         sweep: w.kind() == WorkloadKind::Sweep,
-        verdict: w.verdict_metric(),
+        verdict: w.verdict_metrics(),
     }
 }
 
