@@ -1,6 +1,6 @@
 //! BullMQ, the peer of the Redis scheduler: the Node harness in
 //! `workbench/bullmq/` (`bench.mjs`, with `bullmq` and `ioredis` pinned in
-//! its `package.json` and installed by `npm ci`, which `scripts/test` runs)
+//! its `package.json` and `package-lock.json`, installed by `scripts/test`)
 //! drives the same drain and paced shapes with BullMQ delayed jobs
 //! (`Queue.addBulk` with `delay`, a `Worker` with `concurrency` equal to our
 //! threads per worker, BullMQ's default job options) against a fresh
@@ -98,7 +98,7 @@ impl Harness {
         let installed = dir.join("node_modules/bullmq/package.json");
         let text = std::fs::read_to_string(&installed).map_err(|_| {
             format!(
-                "BullMQ is not installed (run `npm ci --prefix {}`; scripts/test does)",
+                "BullMQ is not installed (run `npm install --prefix {} --no-save`; scripts/test does)",
                 dir.display()
             )
         })?;

@@ -33,8 +33,8 @@
 //! Node harness in `workbench/bullmq/`.
 //!
 //! No `redis-server`: every subject here is skipped with one note. No Node
-//! or no `npm ci` in `workbench/bullmq`: BullMQ is skipped with one note
-//! (`tests/distributed.rs` fails instead under CI).
+//! or no packages installed in `workbench/bullmq`: BullMQ is skipped with
+//! one note (`tests/distributed.rs` fails instead under CI).
 
 pub mod bullmq;
 
