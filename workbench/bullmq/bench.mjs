@@ -5,6 +5,7 @@
 //
 //   node bench.mjs --url redis://127.0.0.1:PORT/ --shape drain|paced
 //       [--workers 1] [--concurrency 4] [--jobs 20000] [--window-ms 4000] [--lead-ms 1000]
+//       [--timeout-s 600]
 //
 // Prints one JSON line in the format of `schedulers-redis-worker bench`:
 // jobs/s (drain: first start to last finish; paced: first due time to last
@@ -177,7 +178,16 @@ async function bench(o) {
   await admin.config('RESETSTAT');
   const before = counters(await admin.info('cpu'));
   if (drain) children = await spawnWorkers(o, workers, onDone);
+  // As the Rust benchmark: a run that does not finish fails (after 600 s by
+  // default) rather than hanging the workbench.
+  const limit = num(o, 'timeout-s', 600);
+  const deadline = setTimeout(() => {
+    process.stderr.write(`bench.mjs: ${finished} of ${jobs} jobs finished after ${limit} s\n`);
+    for (const c of children) c.kill('SIGKILL');
+    process.exit(1);
+  }, limit * 1000);
   await done;
+  clearTimeout(deadline);
   const after = counters(`${await admin.info('commandstats')}\n${await admin.info('cpu')}`);
   const load = loadAverage();
   await stopWorkers(children);
