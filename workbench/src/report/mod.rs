@@ -191,37 +191,15 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
 
     // Lateness percentiles, one chart per workload.
     for w in &timeline {
-        if !has(results, w, Metric::LatenessP50) {
-            continue;
+        if has(results, w, Metric::LatenessP50) {
+            out.push(percentiles_chart(
+                results,
+                w,
+                &Metric::LATENESS,
+                format!("lateness-{w}"),
+                format!("{w}: lateness percentiles (fire time − deadline)"),
+            ));
         }
-        let mut series = subjects_series(results, |s, _| {
-            Metric::LATENESS
-                .iter()
-                .enumerate()
-                .map(|(i, (m, _))| (i as f64, results.value(s, w, *m, None)))
-                .collect()
-        });
-        // An early fire counts as 0 lateness: say so where it happened.
-        for s in &mut series {
-            if results
-                .value(&s.name, w, Metric::Early, None)
-                .is_some_and(|e| e > 0.0)
-            {
-                s.name.push_str(" (fires early)");
-            }
-        }
-        let title = format!("{w}: lateness percentiles (fire time − deadline)");
-        let x = XAxis::Categories(
-            Metric::LATENESS
-                .iter()
-                .map(|(m, _)| m.name().trim_start_matches("lateness_").to_owned())
-                .collect(),
-        );
-        out.push(Chart {
-            id: format!("lateness-{w}"),
-            title: title.clone(),
-            svg: charts::lines(&title, "percentile", "lateness (µs, log)", &x, &series),
-        });
     }
 
     // Per-call costs and whole-process CPU per timer, across timelines.
@@ -371,25 +349,13 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
             svg: charts::bars(&title, "jobs/s (log)", &names, &series),
         });
         if has(results, w, Metric::PacedP50) {
-            let series = subjects_series(results, |s, _| {
-                Metric::PACED
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (m, _))| (i as f64, results.value(s, w, *m, None)))
-                    .collect()
-            });
-            let title = format!("{w}: lateness at the paced load (start − due, ms resolution)");
-            let x = XAxis::Categories(
-                Metric::PACED
-                    .iter()
-                    .map(|(m, _)| m.name().trim_start_matches("paced_").to_owned())
-                    .collect(),
-            );
-            out.push(Chart {
-                id: format!("{w}-paced"),
-                title: title.clone(),
-                svg: charts::lines(&title, "percentile", "lateness (µs, log)", &x, &series),
-            });
+            out.push(percentiles_chart(
+                results,
+                w,
+                &Metric::PACED,
+                format!("{w}-paced"),
+                format!("{w}: lateness at the paced load (start − due, ms resolution)"),
+            ));
         }
         let (names, series) = bars_of(&[
             ("Redis CPU µs\ndrain", Metric::RedisCpuDrain),
@@ -439,6 +405,46 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
         });
     }
     out
+}
+
+/// A line chart of workload `w`'s lateness percentiles (`percentiles`: the
+/// metrics with their quantiles), one line per subject.
+fn percentiles_chart(
+    results: &Results,
+    w: &str,
+    percentiles: &[(Metric, f64)],
+    id: String,
+    title: String,
+) -> Chart {
+    let mut series = subjects_series(results, |s, _| {
+        percentiles
+            .iter()
+            .enumerate()
+            .map(|(i, (m, _))| (i as f64, results.value(s, w, *m, None)))
+            .collect()
+    });
+    // An early fire counts as 0 lateness: say so where it happened.
+    for s in &mut series {
+        if results
+            .value(&s.name, w, Metric::Early, None)
+            .is_some_and(|e| e > 0.0)
+        {
+            s.name.push_str(" (fires early)");
+        }
+    }
+    let x = XAxis::Categories(
+        percentiles
+            .iter()
+            .map(|(m, _)| {
+                m.name()
+                    .rsplit_once('_')
+                    .map_or(m.name(), |(_, p)| p)
+                    .to_owned()
+            })
+            .collect(),
+    );
+    let svg = charts::lines(&title, "percentile", "lateness (µs, log)", &x, &series);
+    Chart { id, title, svg }
 }
 
 fn short(w: &str) -> &str {
