@@ -17,9 +17,11 @@
 //!   scheduler joins with one line in [`subjects::SCHEDULERS`], a peer with
 //!   one line in [`peers::all`].
 //! - [`peers`]: tokio's timers, tokio-util's `DelayQueue`, `nexus-timer`,
-//!   `scheduled-thread-pool`, and the Java originals.
+//!   `scheduled-thread-pool`, the Java originals, and BullMQ (the Redis
+//!   scheduler's peer).
 //! - [`distributed`]: the Redis scheduler's subjects (1, 2 and 4 worker
-//!   processes), run by the same suite.
+//!   processes, each a `workbench redis-worker` child) and BullMQ's, run by
+//!   the same suite: backlog drain and paced lateness, with Redis's own cost.
 //! - [`suite`]: subjects × workloads × repeats, results after every run.
 //! - [`record`]: the record format of `results.json`.
 //! - [`report`]: the verdict, the charts and the HTML page.

@@ -18,6 +18,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 use workbench::calibration;
+use workbench::distributed;
 use workbench::record::{Metric, Results};
 use workbench::report;
 use workbench::spec::Workload;
@@ -76,6 +77,15 @@ enum Command {
         step: usize,
         /// The delay distribution, as JSON.
         delay: String,
+    },
+    /// (Internal) A worker process or the load benchmark of the Redis
+    /// scheduler (`schedulers-redis-worker`'s command line): the
+    /// distributed workload starts its worker processes as this binary.
+    #[command(name = "redis-worker", hide = true)]
+    RedisWorker {
+        /// `work …` or `bench …`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
     /// Re-renders a report from a results.json (a partial one too).
     Report {
@@ -192,6 +202,7 @@ fn main() -> ExitCode {
         Some(Command::Compare { a, b }) => compare(&a, &b),
         Some(Command::List) => list(),
         Some(Command::Report { results, out }) => rerender(&results, out),
+        Some(Command::RedisWorker { args }) => redis_worker(&args),
         Some(Command::MemoryProbe {
             subject,
             size,
@@ -207,6 +218,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs the Redis worker's command line ([`schedulers::distributed::harness`])
+/// with this binary as the worker the benchmark starts.
+fn redis_worker(args: &[String]) -> Result<()> {
+    let exe = std::env::current_exe().context("finding this program")?;
+    schedulers::distributed::harness::run(args, &distributed::worker_command(&exe))
+        .map_err(anyhow::Error::msg)
 }
 
 fn memory_probe(subject: &str, size: u64, seed: u64, step: usize, delay: &str) -> Result<()> {
@@ -285,7 +304,8 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
     let root = args.out.unwrap_or_else(report::default_root);
     let dir = root.join(&run_id);
     if let Ok(exe) = std::env::current_exe() {
-        let _ = workbench::runner::MEMORY_PROBE_EXE.set(exe);
+        let _ = workbench::runner::MEMORY_PROBE_EXE.set(exe.clone());
+        let _ = distributed::WORKER_EXE.set(exe);
     }
     let suite = Suite {
         subjects: chosen,
@@ -306,7 +326,7 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
         dir.display()
     );
     let mut write_error = None;
-    let results = suite.run(&mut |r| {
+    let mut results = suite.run(&mut |r| {
         if let Err(e) = report::write_results(r, &dir) {
             write_error.get_or_insert(e);
         }
@@ -314,6 +334,8 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
     if let Some(e) = write_error {
         return Err(e).context("writing results.json during the run");
     }
+    let notes = distributed::notes(&results);
+    results.notes.extend(notes);
     report::write(&results, &dir)?;
     report::point_latest(&root, &dir)
         .with_context(|| format!("pointing {}/latest", root.display()))?;

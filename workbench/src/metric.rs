@@ -68,6 +68,21 @@ pub enum Unit {
     /// Events (wake-ups) per second.
     #[serde(rename = "/s")]
     TimesPerSecond,
+    /// Durable jobs per second.
+    #[serde(rename = "jobs/s")]
+    JobsPerSecond,
+    /// Microseconds (of Redis CPU) per job.
+    #[serde(rename = "µs/job")]
+    MicrosPerJob,
+    /// Redis commands per job.
+    #[serde(rename = "calls/job")]
+    CallsPerJob,
+    /// Client round trips to Redis per job.
+    #[serde(rename = "round trips/job")]
+    RoundTripsPerJob,
+    /// Client round trips to Redis per second.
+    #[serde(rename = "round trips/s")]
+    RoundTripsPerSecond,
 }
 
 impl Unit {
@@ -85,6 +100,11 @@ impl Unit {
             Unit::Ratio => "ratio",
             Unit::MillisPerSecond => "ms/s",
             Unit::TimesPerSecond => "/s",
+            Unit::JobsPerSecond => "jobs/s",
+            Unit::MicrosPerJob => "µs/job",
+            Unit::CallsPerJob => "calls/job",
+            Unit::RoundTripsPerJob => "round trips/job",
+            Unit::RoundTripsPerSecond => "round trips/s",
         }
     }
 }
@@ -198,6 +218,39 @@ metrics! {
     /// The measured cost of two clock reads around an empty operation, ns:
     /// subtracted from every `*_call` cost, and reported.
     TimingOverhead = "timing_overhead", Nanos, Neither;
+    /// Durable jobs (distributed workload): a backlog of jobs already due,
+    /// drained by the workers, jobs/s from the first start to the last ack.
+    /// Capacity.
+    DrainJobsPerS = "drain_jobs_per_s", JobsPerSecond, Higher;
+    /// Durable jobs due evenly over a window at a rate below capacity:
+    /// lateness p50, start − due (millisecond resolution), µs.
+    PacedP50 = "paced_p50", Micros, Lower;
+    /// Paced lateness p90, µs.
+    PacedP90 = "paced_p90", Micros, Lower;
+    /// Paced lateness p99, µs.
+    PacedP99 = "paced_p99", Micros, Lower;
+    /// Largest paced lateness, µs.
+    PacedMax = "paced_max", Micros, Lower;
+    /// Redis's CPU time (`INFO cpu`) per job while draining, µs.
+    RedisCpuDrain = "redis_cpu_per_job_drain", MicrosPerJob, Lower;
+    /// Redis's CPU time per job at the paced load, µs.
+    RedisCpuPaced = "redis_cpu_per_job_paced", MicrosPerJob, Lower;
+    /// Redis commands per job while draining (`INFO commandstats`, which
+    /// counts the commands scripts run too).
+    RedisCallsDrain = "redis_calls_per_job_drain", CallsPerJob, Lower;
+    /// Redis commands per job at the paced load.
+    RedisCallsPaced = "redis_calls_per_job_paced", CallsPerJob, Lower;
+    /// The worker processes' round trips to Redis per job while draining.
+    RoundTripsDrain = "round_trips_per_job_drain", RoundTripsPerJob, Lower;
+    /// The worker processes' round trips per job at the paced load.
+    RoundTripsPaced = "round_trips_per_job_paced", RoundTripsPerJob, Lower;
+    /// Jobs the claim script alone hands out per second of Redis CPU on the
+    /// same Redis: the most one Redis core can give the workers, a yardstick
+    /// for [`Metric::DrainJobsPerS`] rather than a figure to rank by.
+    ClaimCeiling = "claim_ceiling", JobsPerSecond, Neither;
+    /// An idle worker's round trips per second per shard (jobs pending an
+    /// hour ahead, nothing due).
+    IdleRoundTrips = "idle_round_trips_per_s_per_shard", RoundTripsPerSecond, Lower;
 }
 
 impl Metric {
@@ -209,6 +262,15 @@ impl Metric {
         (Metric::LatenessP99, 0.99),
         (Metric::LatenessP999, 0.999),
         (Metric::LatenessMax, 1.0),
+    ];
+
+    /// Paced lateness percentiles of the distributed workload, in order,
+    /// with the quantile each takes (1.0: the maximum).
+    pub const PACED: [(Metric, f64); 4] = [
+        (Metric::PacedP50, 0.5),
+        (Metric::PacedP90, 0.9),
+        (Metric::PacedP99, 0.99),
+        (Metric::PacedMax, 1.0),
     ];
 
     /// Jitter percentiles, in order, with their quantiles.
@@ -230,13 +292,23 @@ impl Metric {
         self.better() != Better::Neither && !matches!(self, Metric::Missed | Metric::Early)
     }
 
-    /// A short label for tables: `schedule (call)`, `lateness p99`.
+    /// A short label for tables: `schedule (call)`, `lateness p99`,
+    /// `drain jobs/s`.
     pub fn label(self) -> String {
         let n = self.name();
+        // `…_per_s` (not `…_per_shard`) reads `…/s`.
+        let n = match n.find("_per_s") {
+            Some(i) if matches!(n.as_bytes().get(i + 6), None | Some(b'_')) => {
+                format!("{}/s{}", &n[..i], &n[i + 6..])
+            }
+            _ => n.to_owned(),
+        };
         match n.rsplit_once('_') {
             Some((op, "call")) => format!("{op} (per call)"),
             Some((op, "batch")) => format!("{op} (batch)"),
-            Some((what, p)) if p.starts_with('p') || p == "max" => format!("{what} {p}"),
+            Some((what, p)) if p.starts_with('p') || p == "max" => {
+                format!("{} {p}", what.replace('_', " "))
+            }
             _ => n.replace('_', " "),
         }
     }
@@ -257,6 +329,61 @@ impl fmt::Display for Metric {
     }
 }
 
+/// Serde for a list of metrics written as one name or a list of names
+/// (`verdict = "lateness_p99"`, `verdict = ["drain_jobs_per_s", "paced_p99"]`);
+/// written back as one name when there is one.
+pub mod one_or_many {
+    use std::fmt;
+
+    use serde::de::{self, IntoDeserializer, SeqAccess, Visitor};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Metric;
+
+    /// Writes one metric as its name, several as a list.
+    ///
+    /// # Errors
+    ///
+    /// The serializer's.
+    pub fn serialize<S: Serializer>(v: &[Metric], s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            [one] => one.serialize(s),
+            many => many.serialize(s),
+        }
+    }
+
+    /// Reads a metric's name or a list of names.
+    ///
+    /// # Errors
+    ///
+    /// An unknown name (the message names it).
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Metric>, D::Error> {
+        struct OneOrMany;
+
+        impl<'de> Visitor<'de> for OneOrMany {
+            type Value = Vec<Metric>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a metric's name or a list of names")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<Metric>, E> {
+                Metric::deserialize(v.into_deserializer()).map(|m| vec![m])
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Metric>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(m) = seq.next_element()? {
+                    out.push(m);
+                }
+                Ok(out)
+            }
+        }
+
+        d.deserialize_any(OneOrMany)
+    }
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -273,9 +400,39 @@ mod test {
         assert_eq!(Metric::LatenessP999.name(), "lateness_p99.9");
         assert_eq!(Metric::ScheduleBatch.label(), "schedule (batch)");
         assert_eq!(Metric::LatenessP99.label(), "lateness p99");
+        assert_eq!(Metric::DrainJobsPerS.label(), "drain jobs/s");
+        assert_eq!(Metric::PacedP99.label(), "paced p99");
+        assert_eq!(
+            Metric::IdleRoundTrips.label(),
+            "idle round trips/s per shard"
+        );
+        assert_eq!(Metric::DrainJobsPerS.unit().as_str(), "jobs/s");
         assert!(!Metric::FiresPerS.lower_is_better());
         assert!(Metric::FiresPerS.is_better(2.0, 1.0));
         assert!(Metric::Drift.is_better(0.01, 0.03));
         assert!(serde_json::from_str::<Metric>("\"schedule\"").is_err());
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Judged {
+        #[serde(with = "one_or_many")]
+        verdict: Vec<Metric>,
+    }
+
+    #[test]
+    fn a_verdict_is_one_metric_or_a_list() {
+        let one: Judged = serde_json::from_str(r#"{"verdict":"lateness_p99"}"#).unwrap();
+        assert_eq!(one.verdict, [Metric::LatenessP99]);
+        assert_eq!(
+            serde_json::to_string(&one).unwrap(),
+            r#"{"verdict":"lateness_p99"}"#
+        );
+        let two: Judged =
+            serde_json::from_str(r#"{"verdict":["drain_jobs_per_s","paced_p99"]}"#).unwrap();
+        assert_eq!(two.verdict, [Metric::DrainJobsPerS, Metric::PacedP99]);
+        let back: Judged = serde_json::from_str(&serde_json::to_string(&two).unwrap()).unwrap();
+        assert_eq!(back, two);
+        let e = serde_json::from_str::<Judged>(r#"{"verdict":["speed"]}"#).unwrap_err();
+        assert!(e.to_string().contains("speed"), "{e}");
     }
 }

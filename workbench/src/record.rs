@@ -198,8 +198,11 @@ pub struct WorkloadInfo {
     pub summary: Vec<String>,
     /// Whether it is a sweep over pending counts.
     pub sweep: bool,
-    /// The figure the verdict ranks subjects by.
-    pub verdict: Metric,
+    /// The figures the verdict ranks subjects by, one row each (written as
+    /// one name when there is one, as results files before the distributed
+    /// workload had two).
+    #[serde(with = "crate::metric::one_or_many")]
+    pub verdict: Vec<Metric>,
 }
 
 /// The whole of `results.json`.

@@ -81,11 +81,16 @@ pub struct Workload {
     /// Durable jobs on the Redis scheduler (instead of groups).
     #[serde(default)]
     pub distributed: Option<Distributed>,
-    /// The figure the report's verdict ranks subjects by on this workload
-    /// (default: lateness p99 for a timeline, batch schedule cost for a
-    /// sweep, throughput for distributed jobs).
-    #[serde(default)]
-    pub verdict: Option<Metric>,
+    /// The figures the report's verdict ranks subjects by on this workload,
+    /// one row each: one metric or a list (default: lateness p99 for a
+    /// timeline, batch schedule cost for a sweep, drain jobs/s and paced p99
+    /// for distributed jobs).
+    #[serde(
+        default,
+        with = "crate::metric::one_or_many",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub verdict: Vec<Metric>,
     /// The quick suite's profile.
     #[serde(default)]
     pub quick: Option<Profile>,
@@ -103,22 +108,43 @@ pub enum WorkloadKind {
     Distributed,
 }
 
-/// Durable jobs on the Redis scheduler (`schedulers::distributed`), run by
-/// worker processes; the subject says how many.
+/// Durable jobs on a Redis-backed scheduler, run by worker processes (the
+/// subject says how many, and whose: ours or BullMQ), in two shapes measured
+/// apart, because a paced load shows only the offered rate: **drain**
+/// (capacity: `drain` jobs already due, then the workers start) and
+/// **paced** (lateness: `paced` jobs due evenly over `window`, below
+/// capacity). Each measurement runs against a fresh `redis-server`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Distributed {
-    /// No-op jobs scheduled.
-    pub jobs: u64,
-    /// Their due times spread evenly over this window.
+    /// No-op jobs of the drain shape.
+    pub drain: u64,
+    /// No-op jobs of the paced shape.
+    pub paced: u64,
+    /// The paced jobs' due times spread evenly over this window.
     pub window: Dur,
-    /// Handler threads per worker process.
+    /// Handler threads per worker process (BullMQ: `concurrency`).
     #[serde(default = "four")]
     pub threads: u64,
+    /// Shards of our schedule.
+    #[serde(default = "eight")]
+    pub shards: u64,
+    /// How long an idle worker of ours is watched (not scaled by a profile:
+    /// it is an observation time, not a load).
+    #[serde(default = "five_seconds")]
+    pub idle: Dur,
 }
 
 fn four() -> u64 {
     4
+}
+
+fn eight() -> u64 {
+    8
+}
+
+fn five_seconds() -> Dur {
+    Dur(Duration::from_secs(5))
 }
 
 fn default_grace() -> Dur {
@@ -499,10 +525,13 @@ impl Workload {
             }
         }
         if let Some(d) = &self.distributed {
-            if d.jobs == 0 || d.threads == 0 || d.window.0.is_zero() {
+            if [d.drain, d.paced, d.threads, d.shards].contains(&0)
+                || d.window.0.is_zero()
+                || d.idle.0.is_zero()
+            {
                 return Err(SpecError::field(
                     "distributed",
-                    "jobs, threads and window must be above zero",
+                    "drain, paced, threads, shards, window and idle must be above zero",
                 ));
             }
         }
@@ -558,7 +587,8 @@ impl Workload {
             s.sizes = sizes;
         }
         if let Some(d) = &mut w.distributed {
-            d.jobs = ((d.jobs as f64 * c).round() as u64).max(1);
+            d.drain = ((d.drain as f64 * c).round() as u64).max(1);
+            d.paced = ((d.paced as f64 * c).round() as u64).max(1);
             d.window = d.window.scaled(t);
         }
         w
@@ -575,13 +605,16 @@ impl Workload {
         }
     }
 
-    /// The figure the verdict ranks by (see [`Workload::verdict`]).
-    pub fn verdict_metric(&self) -> Metric {
-        self.verdict.unwrap_or(match self.kind() {
-            WorkloadKind::Timeline => Metric::LatenessP99,
-            WorkloadKind::Sweep => Metric::ScheduleBatch,
-            WorkloadKind::Distributed => Metric::FiresPerS,
-        })
+    /// The figures the verdict ranks by (see [`Workload::verdict`]).
+    pub fn verdict_metrics(&self) -> Vec<Metric> {
+        if !self.verdict.is_empty() {
+            return self.verdict.clone();
+        }
+        match self.kind() {
+            WorkloadKind::Timeline => vec![Metric::LatenessP99],
+            WorkloadKind::Sweep => vec![Metric::ScheduleBatch],
+            WorkloadKind::Distributed => vec![Metric::DrainJobsPerS, Metric::PacedP99],
+        }
     }
 
     /// Multiplies every count (and sweep size) by `f`, for `--size`.
@@ -599,7 +632,8 @@ impl Workload {
             }
         }
         if let Some(d) = &mut w.distributed {
-            d.jobs = ((d.jobs as f64 * f).round() as u64).max(1);
+            d.drain = ((d.drain as f64 * f).round() as u64).max(1);
+            d.paced = ((d.paced as f64 * f).round() as u64).max(1);
             d.window = d.window.scaled(f);
         }
         w
@@ -613,12 +647,22 @@ impl Workload {
     /// One line per group (or the sweep) giving its effective parameters.
     pub fn summary(&self) -> Vec<String> {
         if let Some(d) = &self.distributed {
-            return vec![format!(
-                "{} no-op jobs due evenly over {}, {} handler threads per worker process; lateness = claim − due on Redis's clock (ms resolution)",
-                format_count(d.jobs),
-                d.window,
-                d.threads
-            )];
+            return vec![
+                format!(
+                    "drain: {} no-op jobs already due, then the workers start; paced: {} no-op jobs due evenly over {} ({:.0} jobs/s); \
+                     {} handler threads (BullMQ: concurrency) per worker process; {} shards",
+                    format_count(d.drain),
+                    format_count(d.paced),
+                    d.window,
+                    d.paced as f64 / (d.window.nanos() as f64 / 1e9),
+                    d.threads,
+                    d.shards
+                ),
+                "drain jobs/s: first start to last ack · paced p50–max: start − due (ms resolution; ours on Redis's clock, \
+                 BullMQ's on the host's) · a fresh redis-server per measurement; Redis CPU and commands per job from INFO; \
+                 on redis-1w also the claim-script ceiling and an idle worker's round trips"
+                    .to_owned(),
+            ];
         }
         if let Some(s) = &self.sweep {
             let sizes: Vec<String> = s.sizes.iter().map(|n| format_count(*n)).collect();
@@ -854,7 +898,7 @@ mod test {
         "#;
         let w = Workload::parse(sweep).unwrap();
         assert_eq!(w.kind(), WorkloadKind::Sweep);
-        assert_eq!(w.verdict_metric(), Metric::CancelBatch);
+        assert_eq!(w.verdict_metrics(), [Metric::CancelBatch]);
         let e = err(&sweep.replace("cancel = 0.5", "cancel = 1.5"));
         assert_eq!(e.field, "sweep.cancel");
         let e = err(&sweep.replace("cancel_batch", "speed"));
@@ -865,7 +909,8 @@ mod test {
             description = "d"
             seed = 1
             [distributed]
-            jobs = 1000
+            drain = 1000
+            paced = 600
             window = "10s"
             [quick]
             count = 0.5
@@ -873,14 +918,21 @@ mod test {
         "#;
         let w = Workload::parse(dist).unwrap();
         assert_eq!(w.kind(), WorkloadKind::Distributed);
-        assert_eq!(w.verdict_metric(), Metric::FiresPerS);
+        assert_eq!(
+            w.verdict_metrics(),
+            [Metric::DrainJobsPerS, Metric::PacedP99]
+        );
         let q = w.quick().distributed.unwrap();
         assert_eq!(
-            (q.jobs, q.window.nanos(), q.threads),
-            (500, 2_000_000_000, 4)
+            (q.drain, q.paced, q.window.nanos(), q.threads, q.shards),
+            (500, 300, 2_000_000_000, 4, 8)
         );
-        let e = err(&dist.replace("jobs = 1000", "jobs = 0"));
+        // The idle worker is watched as long at every size.
+        assert_eq!(q.idle.nanos(), 5_000_000_000);
+        let e = err(&dist.replace("drain = 1000", "drain = 0"));
         assert_eq!(e.field, "distributed");
+        let e = err(&dist.replace("drain = 1000", "jobs = 1000"));
+        assert!(e.message.contains("jobs"), "{e}");
         let both = format!(
             "{dist}\n[sweep]\nsizes = [1]\ndelay = {{ dist = \"fixed\", value = \"1h\" }}\n"
         );

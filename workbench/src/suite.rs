@@ -113,23 +113,19 @@ impl Suite {
             timing_overhead_ns: state.results.timing_overhead_ns,
             progress: current.clone(),
         };
-        let mut skipped: Vec<&str> = Vec::new();
+        let mut skipped = Skipped::default();
         let mut done = 0u64;
         for rep in 0..self.repeats {
             for s in &self.subjects {
                 let workloads: Vec<&Workload> =
                     self.workloads.iter().filter(|w| s.runs(w)).collect();
-                if workloads.is_empty() || skipped.contains(&s.name) {
+                if workloads.is_empty() || skipped.contains(s.name) {
                     continue;
                 }
                 let mut runner = match (s.runner)() {
                     Ok(r) => r,
                     Err(why) => {
-                        state
-                            .results
-                            .notes
-                            .push(format!("{} skipped: {why}", s.name));
-                        skipped.push(s.name);
+                        skipped.note(&mut state.results.notes, s.name, &why.to_string());
                         done += workloads.len() as u64;
                         overall.set_position(done);
                         continue;
@@ -187,6 +183,36 @@ impl Suite {
 struct State {
     results: Results,
     samples: Samples,
+}
+
+/// The subjects that cannot run here, and the note that says why: one note
+/// per reason, naming every subject it stopped (`bullmq-1w, bullmq-2w,
+/// bullmq-4w skipped: Node is not installed …`).
+#[derive(Default)]
+struct Skipped {
+    /// (why, index of its note, subjects).
+    reasons: Vec<(String, usize, Vec<&'static str>)>,
+}
+
+impl Skipped {
+    fn contains(&self, subject: &str) -> bool {
+        self.reasons.iter().any(|(_, _, v)| v.contains(&subject))
+    }
+
+    fn note(&mut self, notes: &mut Vec<String>, subject: &'static str, why: &str) {
+        let i = match self.reasons.iter().position(|(w, _, _)| w == why) {
+            Some(i) => i,
+            None => {
+                notes.push(String::new());
+                self.reasons
+                    .push((why.to_owned(), notes.len() - 1, Vec::new()));
+                self.reasons.len() - 1
+            }
+        };
+        let (_, at, subjects) = &mut self.reasons[i];
+        subjects.push(subject);
+        notes[*at] = format!("{} skipped: {why}", subjects.join(", "));
+    }
 }
 
 impl State {
@@ -293,7 +319,7 @@ pub fn info(w: &Workload) -> WorkloadInfo {
         seed: w.seed,
         summary: w.summary(),
         sweep: w.kind() == WorkloadKind::Sweep,
-        verdict: w.verdict_metric(),
+        verdict: w.verdict_metrics(),
     }
 }
 
@@ -302,5 +328,23 @@ mod test {
     #[test]
     fn the_warm_up_spec_is_valid() {
         assert_eq!(super::warm_up_spec().timers(), 500);
+    }
+
+    #[test]
+    fn subjects_skipped_for_one_reason_share_one_note() {
+        let mut notes = vec!["sizes".to_owned()];
+        let mut s = super::Skipped::default();
+        s.note(&mut notes, "bullmq-1w", "no Node");
+        s.note(&mut notes, "jdk-timer", "no JVM");
+        s.note(&mut notes, "bullmq-2w", "no Node");
+        assert_eq!(
+            notes,
+            [
+                "sizes",
+                "bullmq-1w, bullmq-2w skipped: no Node",
+                "jdk-timer skipped: no JVM"
+            ]
+        );
+        assert!(s.contains("bullmq-2w") && !s.contains("heap"));
     }
 }

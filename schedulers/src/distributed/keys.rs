@@ -8,11 +8,16 @@
 //! |---|---|---|
 //! | `{tw:ns:s}:idx` | zset | slice number → earliest run time (ms) in that slice |
 //! | `{tw:ns:s}:s:<n>` | zset | time slice `n = run_ms / slice_ms`: job id → run time (ms) |
-//! | `{tw:ns:s}:m` | hash | job id → meta (JSON: kind, due, period, attempt, fence, state, …) |
+//! | `{tw:ns:s}:m` | hash | job id → record (`st\|fen\|att\|due\|per\|run\|sl\|lu\|can\|err\|kind`, see [`scripts`](super::scripts)) |
 //! | `{tw:ns:s}:d` | hash | job id → payload (JSON) |
 //! | `{tw:ns:s}:l` | zset | leases: job id → lease expiry (ms) |
 //! | `{tw:ns:s}:x` | zset | tombstones: job id → expiry (ms) |
 //! | `{tw:ns:s}:dead` | zset | dead letters: job id → time of death (ms) |
+//! | `{tw:ns:s}:e` | hash | job id → the last error of a failed attempt |
+//!
+//! and one Pub/Sub channel, `{tw:ns:s}:wake`, on which the scripts announce
+//! the shard's new earliest run time whenever it moves earlier (a wake-up
+//! hint for sleeping workers; see the worker).
 //!
 //! Slices only partition storage (no key grows with the whole schedule);
 //! correctness comes from the scores, which are compared with Redis `TIME`.
@@ -43,8 +48,6 @@ pub fn shard_of(id: &str, shards: u32) -> u32 {
 /// The keys of one shard.
 #[derive(Debug, Clone)]
 pub(crate) struct ShardKeys {
-    /// The shard number.
-    pub(crate) shard: u32,
     /// `{tw:ns:s}`: the hash-tagged prefix every key of the shard starts with.
     pub(crate) prefix: String,
     pub(crate) idx: String,
@@ -53,26 +56,30 @@ pub(crate) struct ShardKeys {
     pub(crate) lease: String,
     pub(crate) tomb: String,
     pub(crate) dead: String,
+    pub(crate) errors: String,
+    /// The wake-up channel (not a key).
+    pub(crate) wake: String,
 }
 
 impl ShardKeys {
     pub(crate) fn new(namespace: &str, shard: u32) -> ShardKeys {
         let prefix = format!("{{tw:{namespace}:{shard}}}");
         ShardKeys {
-            shard,
             idx: format!("{prefix}:idx"),
             meta: format!("{prefix}:m"),
             data: format!("{prefix}:d"),
             lease: format!("{prefix}:l"),
             tomb: format!("{prefix}:x"),
             dead: format!("{prefix}:dead"),
+            errors: format!("{prefix}:e"),
+            wake: format!("{prefix}:wake"),
             prefix,
         }
     }
 
-    /// The six fixed keys, in the order every script expects them as
-    /// `KEYS[1..6]`.
-    pub(crate) fn fixed(&self) -> [&str; 6] {
+    /// The seven fixed keys, in the order every script expects them as
+    /// `KEYS[1..7]`.
+    pub(crate) fn fixed(&self) -> [&str; 7] {
         [
             &self.idx,
             &self.meta,
@@ -80,6 +87,7 @@ impl ShardKeys {
             &self.lease,
             &self.tomb,
             &self.dead,
+            &self.errors,
         ]
     }
 
@@ -105,6 +113,7 @@ mod test {
             assert!(key.starts_with("{tw:ns:3}:"), "{key}");
         }
         assert_eq!(k.slice(42), "{tw:ns:3}:s:42");
+        assert_eq!(k.wake, "{tw:ns:3}:wake");
     }
 
     #[test]

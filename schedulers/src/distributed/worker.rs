@@ -1,32 +1,63 @@
-//! The worker: claims due jobs, runs their handlers on N threads, keeps the
-//! leases alive, acks, retries, reaps expired leases of dead workers.
+//! The worker: claims due jobs in batches into a local buffer, runs their
+//! handlers on N threads, settles (acks) them in batches, keeps the leases
+//! alive and reaps the expired leases of dead workers.
 //!
-//! Threads of one [`Worker`]:
-//! - a **poller** walks the shards (starting at a random one), reaps
-//!   expired leases now and then, and claims at most as many due jobs as
-//!   there are idle handler threads, so no claimed job waits in a queue
-//!   while its lease runs. It sleeps until the earliest run time it saw
-//!   (capped by `poll_interval`), or until a handler thread frees up;
-//! - a **heartbeat** extends the lease of every running job every
-//!   `heartbeat`; a refused extension marks the run's lease as lost;
-//! - `threads` **handler** threads run handlers (panics are caught and
-//!   count as failures) and then ack (success) or fail (error).
+//! Threads of one [`Worker`], each with its own connection:
+//! - the **claimer** takes up to `batch` due jobs per script call into a
+//!   bounded local buffer of `buffer` jobs, whatever the number of idle
+//!   handler threads, pipelining the calls of every due shard into one round
+//!   trip. It knows each shard's earliest run time (from its claims, from a
+//!   look at every shard once per `poll_interval`, and from wake-up hints)
+//!   and sleeps until the earliest one, or until the buffer drains to half;
+//! - the **waker** listens to the shards' wake-up channels (Pub/Sub): a
+//!   producer whose job becomes a shard's earliest one publishes its run
+//!   time, so a sleeping claimer learns of it at once;
+//! - `threads` **handler** threads take jobs from the buffer and run them
+//!   (panics are caught and count as failures);
+//! - the **settler** acks (or fails) finished runs and hands back unstarted
+//!   ones at shutdown, everything that finished meanwhile in one round trip
+//!   (one script call per shard);
+//! - the **keeper** extends the leases of every held job (buffered, running
+//!   or awaiting its ack) every `heartbeat`, in one round trip, and reaps
+//!   expired leases of other workers every `reap_interval`.
 //!
-//! Every thread has its own connection and survives Redis going away: it
-//! backs off and reconnects. A run whose ack cannot reach Redis is not lost:
-//! its lease expires and the job runs again (at-least-once).
+//! # Why Pub/Sub for wake-ups
+//!
+//! A worker must not poll Redis for work that is not due, yet must learn
+//! at once when a producer adds a job earlier than anything it knew of. The
+//! scripts publish the new earliest run time of a shard on the shard's
+//! channel whenever it moves earlier. Pub/Sub reaches every sleeping worker
+//! (a token in a list taken with a blocking pop reaches one, which may be
+//! busy or dead, and a blocking pop holds a connection per shard on Redis
+//! Cluster, where one pop cannot span slots), costs nothing while nothing
+//! changes, and carries the time, so a worker sleeps exactly until then
+//! instead of waking to look. Its messages are fire-and-forget, so they are
+//! only hints: a worker that (re)subscribes looks at every shard at once,
+//! and looks again every `poll_interval` whatever it heard; correctness
+//! never depends on a message. On Redis Cluster the channel carries the
+//! shard's hash tag, ready for sharded Pub/Sub (`SPUBLISH`).
+//!
+//! A run whose ack cannot reach Redis is not lost: its lease expires and the
+//! job runs again (at-least-once). Every thread survives Redis going away:
+//! it backs off and reconnects.
+
+// The worker is a driver against Redis's clock: it maps Redis time to local
+// sleeps (`Instant`) and backs off in real time. Nothing here decides
+// whether a job is due; the scripts do, on Redis's clock.
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
-use super::client::{Conn, RetryPolicy, Store};
+use super::conn::{Conn, Heard};
 use super::job::{AckOutcome, Fire};
+use super::store::{Op, RetryPolicy, Settled, Store, MAX_BATCH};
 use super::{Config, DistError};
 
 /// A handler's error: any error type, reported as text in the job's record.
@@ -34,8 +65,6 @@ pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
 type Handler = Arc<dyn Fn(&Fire) -> Result<(), HandlerError> + Send + Sync>;
 type Listener = Arc<dyn Fn(&WorkerEvent) + Send + Sync>;
-/// Runs in progress: (shard, id) → (fire, lease-lost flag).
-type Running = Mutex<HashMap<(u32, String), (Fire, Arc<AtomicBool>)>>;
 
 /// Something a worker did, for logs, metrics and tests. All times are
 /// Redis's clock, ms since the epoch.
@@ -45,6 +74,10 @@ pub enum WorkerEvent {
     Started {
         /// The run.
         fire: Fire,
+        /// When it starts: the claim time plus the time the job waited in
+        /// the worker's buffer (measured locally, so it can be early by the
+        /// claim reply's transit, well under a millisecond on a LAN).
+        at_ms: i64,
     },
     /// A run ended and was acked (or failed, or refused).
     Finished {
@@ -87,6 +120,17 @@ pub enum WorkerEvent {
     },
 }
 
+/// A worker's traffic with Redis so far, from [`Worker::stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Round trips (a pipeline of many commands is one).
+    pub round_trips: u64,
+    /// Commands sent (each script call is one).
+    pub commands: u64,
+    /// Jobs claimed.
+    pub claimed: u64,
+}
+
 /// Builds a [`Worker`].
 ///
 /// # Examples
@@ -118,8 +162,10 @@ pub struct WorkerBuilder {
     threads: usize,
     lease: Duration,
     heartbeat: Option<Duration>,
+    reap: Option<Duration>,
     poll: Duration,
     batch: usize,
+    buffer: Option<usize>,
     retry: RetryPolicy,
     handlers: HashMap<String, Handler>,
     listener: Option<Listener>,
@@ -158,16 +204,36 @@ impl WorkerBuilder {
         self
     }
 
-    /// Longest sleep of the poller between two looks at Redis (default
-    /// 100 ms). The poller sleeps less when it knows the next run time.
+    /// How often this worker reaps expired leases of dead or paused workers
+    /// (default: a third of the lease). A killed worker's jobs run again
+    /// after at most their lease plus this.
+    pub fn reap_interval(mut self, d: Duration) -> Self {
+        self.reap = Some(d);
+        self
+    }
+
+    /// Longest time between two looks at every shard's earliest run time
+    /// (default 1 s). Wake-up messages and the worker's own claims keep it
+    /// informed in between; this look only bounds the delay after a lost
+    /// message. An idle worker costs one command per shard per look.
     pub fn poll_interval(mut self, d: Duration) -> Self {
         self.poll = d;
         self
     }
 
-    /// Most jobs claimed by one script call (default 64).
+    /// Most jobs claimed by one script call (default 64, at most 1000).
     pub fn batch(mut self, n: usize) -> Self {
         self.batch = n;
+        self
+    }
+
+    /// Capacity of the local buffer of claimed jobs not started yet
+    /// (default: the batch). The worker claims again when it is half empty.
+    /// A larger buffer means fewer claims per job at saturation; while jobs
+    /// wait in it no other worker can take them, so keep it small when
+    /// handlers are slow.
+    pub fn buffer(mut self, n: usize) -> Self {
+        self.buffer = Some(n);
         self
     }
 
@@ -207,7 +273,8 @@ impl WorkerBuilder {
         self
     }
 
-    /// Names the worker (stored in the lease meta; default host-pid-random).
+    /// Names the worker (default `worker-<pid>-<random>`); see
+    /// [`Worker::name`].
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -218,12 +285,15 @@ impl WorkerBuilder {
     /// # Errors
     ///
     /// [`DistError::InvalidConfig`] for zero threads, a lease under 3 ms, a
-    /// heartbeat not shorter than the lease, a zero batch or poll interval,
-    /// or a retry policy with no attempt; [`DistError::Redis`] for a bad URL.
-    /// Redis need not be up: the worker connects when it can.
+    /// heartbeat not shorter than the lease, a zero reap or poll interval, a
+    /// batch outside 1..=1000, a zero buffer, or a retry policy with no
+    /// attempt; [`DistError::Redis`] for a bad URL. Redis need not be up:
+    /// the worker connects when it can.
     pub fn start(self) -> Result<Worker, DistError> {
         let lease_ms = self.lease.as_millis().min(i64::MAX as u128) as i64;
         let heartbeat = self.heartbeat.unwrap_or(self.lease / 3);
+        let reap = self.reap.unwrap_or(self.lease / 3);
+        let capacity = self.buffer.unwrap_or(self.batch);
         if self.threads == 0 {
             return Err(DistError::InvalidConfig("threads must be at least 1"));
         }
@@ -235,10 +305,16 @@ impl WorkerBuilder {
                 "heartbeat must be non-zero and shorter than the lease",
             ));
         }
-        if self.batch == 0 || self.poll.is_zero() {
+        if reap.is_zero() || self.poll.is_zero() {
             return Err(DistError::InvalidConfig(
-                "batch and poll interval must be non-zero",
+                "reap and poll intervals must be non-zero",
             ));
+        }
+        if !(1..=MAX_BATCH).contains(&self.batch) {
+            return Err(DistError::InvalidConfig("batch must be within 1..=1000"));
+        }
+        if capacity == 0 {
+            return Err(DistError::InvalidConfig("buffer must be at least 1"));
         }
         if self.retry.max_attempts < 1
             || self.retry.backoff_base_ms < 0
@@ -252,56 +328,70 @@ impl WorkerBuilder {
         let name = self
             .name
             .unwrap_or_else(|| format!("worker-{}-{:x}", std::process::id(), seed()));
+        let (ctl_tx, ctl_rx) = unbounded::<Ctl>();
+        let refill = capacity.div_ceil(2);
         let shared = Arc::new(Shared {
             store,
             name,
             lease_ms,
             heartbeat,
+            reap,
             poll: self.poll,
             batch: self.batch,
+            capacity,
+            low_water: capacity - refill,
             retry: self.retry,
-            threads: self.threads,
             handlers: self.handlers,
             listener: self.listener,
             stop: AtomicBool::new(false),
-            busy: AtomicUsize::new(0),
-            running: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
+            queued: AtomicUsize::new(0),
+            claimed: AtomicU64::new(0),
+            ctl: ctl_tx,
         });
-        let (job_tx, job_rx) = bounded::<Fire>(self.threads);
-        let (wake_tx, wake_rx) = bounded::<()>(self.threads + 1);
-        let (hb_tx, hb_rx) = bounded::<()>(1);
+        let (buf_tx, buf_rx) = bounded::<Arc<Held>>(capacity);
+        let (done_tx, done_rx) = unbounded::<Done>();
+        let (stop_tx, stop_rx) = bounded::<()>(0);
         let mut joins = Vec::new();
+        let mut go = |name: &str, f: Box<dyn FnOnce() + Send>| -> Result<(), DistError> {
+            joins.push(spawn(name, f)?);
+            Ok(())
+        };
         for i in 0..self.threads {
-            let sh = shared.clone();
-            let rx = job_rx.clone();
-            let wake = wake_tx.clone();
-            joins.push(spawn(&format!("dist-handler-{i}"), move || {
-                handler_loop(&sh, &rx, &wake)
-            })?);
-        }
-        drop(job_rx);
-        {
-            let sh = shared.clone();
-            joins.push(spawn("dist-heartbeat", move || {
-                heartbeat_loop(&sh, &hb_rx)
-            })?);
+            let (sh, rx, done) = (shared.clone(), buf_rx.clone(), done_tx.clone());
+            go(
+                &format!("dist-handler-{i}"),
+                Box::new(move || handler_loop(&sh, &rx, &done)),
+            )?;
         }
         {
             let sh = shared.clone();
-            joins.push(spawn("dist-poller", move || {
-                poll_loop(&sh, job_tx, &wake_rx)
-            })?);
+            go("dist-settler", Box::new(move || settle_loop(&sh, &done_rx)))?;
+        }
+        {
+            let (sh, stop) = (shared.clone(), stop_rx.clone());
+            go("dist-keeper", Box::new(move || keep_loop(&sh, &stop)))?;
+        }
+        {
+            let (sh, stop) = (shared.clone(), stop_rx);
+            go("dist-waker", Box::new(move || wake_loop(&sh, &stop)))?;
+        }
+        {
+            let sh = shared.clone();
+            go(
+                "dist-claimer",
+                Box::new(move || claim_loop(&sh, &ctl_rx, buf_tx, &buf_rx, &done_tx)),
+            )?;
         }
         Ok(Worker {
             shared,
             joins: Mutex::new(joins),
-            wake: wake_tx,
-            heartbeat: hb_tx,
+            stop: Mutex::new(Some(stop_tx)),
         })
     }
 }
 
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, DistError> {
+fn spawn(name: &str, f: Box<dyn FnOnce() + Send>) -> Result<JoinHandle<()>, DistError> {
     std::thread::Builder::new()
         .name(name.to_owned())
         .spawn(f)
@@ -315,28 +405,66 @@ fn seed() -> u64 {
     h.finish()
 }
 
+/// A claimed job this worker holds until it is settled: in the buffer,
+/// running, or waiting for its ack. The keeper extends its lease.
+struct Held {
+    key: u64,
+    fire: Fire,
+    /// When the claim reply arrived.
+    claimed_at: Instant,
+    /// The lease was refused or reaped: someone else may run the job.
+    lost: AtomicBool,
+    /// Handed to the settler: its lease ends by this worker's doing, so a
+    /// refused extension from now on is no loss.
+    settling: AtomicBool,
+}
+
+/// What wakes the claimer.
+enum Ctl {
+    /// The buffer drained to half.
+    Room,
+    /// Shard `.0`'s earliest run time is now `.1` (a wake-up message).
+    Hint(usize, i64),
+    /// Wake-up messages may have been missed: look at every shard.
+    Resync,
+    /// Shutdown.
+    Stop,
+}
+
+/// A held job on its way to the settler.
+struct Done {
+    held: Arc<Held>,
+    op: Op,
+}
+
 struct Shared {
     store: Store,
     name: String,
     lease_ms: i64,
     heartbeat: Duration,
+    reap: Duration,
     poll: Duration,
     batch: usize,
+    /// Buffer capacity; the claimer claims when the buffer is at or below
+    /// `low_water`.
+    capacity: usize,
+    low_water: usize,
     retry: RetryPolicy,
-    threads: usize,
     handlers: HashMap<String, Handler>,
     listener: Option<Listener>,
     stop: AtomicBool,
-    /// Claimed and not yet acked.
-    busy: AtomicUsize,
-    /// Runs in progress, for the heartbeat.
-    running: Running,
+    held: Mutex<HashMap<u64, Arc<Held>>>,
+    /// Jobs in the buffer.
+    queued: AtomicUsize,
+    claimed: AtomicU64,
+    ctl: Sender<Ctl>,
 }
 
 impl Shared {
-    fn emit(&self, e: WorkerEvent) {
+    /// Builds and emits an event, only if someone listens.
+    fn emit(&self, e: impl FnOnce() -> WorkerEvent) {
         if let Some(l) = &self.listener {
-            l(&e);
+            l(&e());
         }
     }
 
@@ -345,9 +473,17 @@ impl Shared {
     }
 
     fn redis_error(&self, e: &DistError) {
-        self.emit(WorkerEvent::RedisError {
+        self.emit(|| WorkerEvent::RedisError {
             message: e.to_string(),
         });
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Held>>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn forget(&self, h: &Held) {
+        self.held().remove(&h.key);
     }
 }
 
@@ -355,8 +491,8 @@ impl Shared {
 pub struct Worker {
     shared: Arc<Shared>,
     joins: Mutex<Vec<JoinHandle<()>>>,
-    wake: Sender<()>,
-    heartbeat: Sender<()>,
+    /// Dropped at shutdown: wakes the keeper and the waker.
+    stop: Mutex<Option<Sender<()>>>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -377,8 +513,10 @@ impl Worker {
             threads: 4,
             lease: Duration::from_secs(30),
             heartbeat: None,
-            poll: Duration::from_millis(100),
+            reap: None,
+            poll: Duration::from_secs(1),
             batch: 64,
+            buffer: None,
             retry: RetryPolicy {
                 max_attempts: 5,
                 backoff_base_ms: 1000,
@@ -395,18 +533,29 @@ impl Worker {
         &self.shared.name
     }
 
-    /// Number of jobs claimed and not yet acked.
+    /// Number of jobs claimed and not yet settled (buffered, running, or
+    /// waiting for their ack).
     pub fn in_flight(&self) -> usize {
-        self.shared.busy.load(Ordering::Acquire)
+        self.shared.held().len()
     }
 
-    /// Stops claiming. Running handlers finish and ack; claimed jobs not
-    /// started yet are released to other workers. Returns at once; see
-    /// [`join`](Self::join).
+    /// The worker's traffic with Redis so far.
+    pub fn stats(&self) -> WorkerStats {
+        let c = self.shared.store.counters();
+        WorkerStats {
+            round_trips: c.round_trips.load(Ordering::Relaxed),
+            commands: c.commands.load(Ordering::Relaxed),
+            claimed: self.shared.claimed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops claiming. Claimed jobs not started yet are handed back to
+    /// other workers at once; running handlers finish and ack. Returns at
+    /// once; see [`join`](Self::join).
     pub fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::Release);
-        let _ = self.wake.try_send(());
-        let _ = self.heartbeat.try_send(());
+        let _ = self.shared.ctl.send(Ctl::Stop);
+        drop(self.stop.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 
     /// Waits until every thread of the worker has ended (call
@@ -426,242 +575,463 @@ impl Drop for Worker {
     }
 }
 
-/// Sleeps `d` unless woken (a handler freed up, or shutdown).
-fn nap(wake: &Receiver<()>, d: Duration) {
-    let _ = wake.recv_timeout(d);
+/// Redis's clock as last read, mapped to the local monotonic clock.
+struct RedisClock {
+    ms: i64,
+    at: Instant,
 }
 
-fn poll_loop(sh: &Shared, jobs: Sender<Fire>, wake: &Receiver<()>) {
+impl RedisClock {
+    fn set(&mut self, ms: i64, at: Instant) {
+        self.ms = ms;
+        self.at = at;
+    }
+
+    /// Redis's clock now, estimated. It lags the true time by the reply's
+    /// transit, so a sleep until a due time never ends early.
+    fn now_ms(&self) -> i64 {
+        self.ms + self.at.elapsed().as_millis() as i64
+    }
+
+    /// The local instant Redis's clock reads `ms`.
+    fn instant_of(&self, ms: i64) -> Instant {
+        self.at + Duration::from_millis(ms.saturating_sub(self.ms).max(0) as u64)
+    }
+}
+
+/// Divides `room` among due shards: shards whose last claim came back
+/// short have little due, so each gets an even share; backlogged ones
+/// (their last claim was full) get whole batches with what is left.
+fn allocate(room: usize, due: &[usize], backlogged: &[bool], batch: usize) -> Vec<(usize, usize)> {
+    let (full, light): (Vec<usize>, Vec<usize>) = due.iter().partition(|&&s| backlogged[s]);
+    let share = (room / light.len().max(1)).clamp(1, batch);
+    let wants = light.iter().map(|&s| (s, share));
+    let mut left = room;
+    let mut asks = Vec::new();
+    for (s, want) in wants.chain(full.iter().map(|&s| (s, batch))) {
+        if left == 0 {
+            break;
+        }
+        let take = want.min(left);
+        asks.push((s, take));
+        left -= take;
+    }
+    asks
+}
+
+fn claim_loop(
+    sh: &Shared,
+    ctl: &Receiver<Ctl>,
+    buf: Sender<Arc<Held>>,
+    buf_rx: &Receiver<Arc<Held>>,
+    done: &Sender<Done>,
+) {
     let mut con = sh.store.conn();
     let n = sh.store.shards.len();
+    let mut heads: Vec<Option<i64>> = vec![None; n];
+    let mut backlogged = vec![false; n];
+    let mut clock = RedisClock {
+        ms: 0,
+        at: Instant::now(),
+    };
+    let mut look_at = Instant::now();
     let mut start = (seed() % n as u64) as usize;
-    // Reaping is paced on Redis's clock: every quarter lease while busy, on
-    // every idle look otherwise.
-    let reap_every = (sh.lease_ms / 4).max(1);
-    let mut last_reap: Option<i64> = None;
-    let mut last_now = 0i64;
-    let mut idle = true;
+    let mut next_key = 0u64;
     let mut backoff = Duration::from_millis(10);
     while !sh.stopped() {
-        let result: Result<Duration, DistError> = (|| {
-            if idle || last_reap.is_none_or(|t| last_now - t >= reap_every) {
-                for s in 0..n {
-                    let (now, reaped) = sh.store.reap(&mut con, s, 1000, sh.retry)?;
-                    last_now = now;
-                    for r in reaped {
-                        sh.emit(WorkerEvent::Reaped {
-                            id: r.id,
-                            due_ms: r.due_ms,
-                            fence: r.fence,
-                            outcome: r.outcome,
-                            at_ms: now,
+        let step = (|| -> Result<Option<Instant>, DistError> {
+            if Instant::now() >= look_at {
+                let (now, h) = sh.store.heads(&mut con)?;
+                clock.set(now, Instant::now());
+                heads = h;
+                look_at = Instant::now() + sh.poll;
+            }
+            let room = sh.capacity - sh.queued.load(Ordering::Acquire).min(sh.capacity);
+            let may_claim = room > 0 && room >= sh.capacity - sh.low_water;
+            let est = clock.now_ms();
+            let due: Vec<usize> = (0..n)
+                .map(|i| (start + i) % n)
+                .filter(|&s| heads[s].is_some_and(|h| h <= est))
+                .collect();
+            if may_claim && !due.is_empty() {
+                start = (start + 1) % n;
+                let asks = allocate(room, &due, &backlogged, sh.batch);
+                let replies = sh.store.claim(&mut con, &asks, sh.lease_ms)?;
+                let at = Instant::now();
+                let mut got = 0;
+                let mut failed = None;
+                for (reply, &(_, limit)) in replies.into_iter().zip(&asks) {
+                    let c = match reply {
+                        Ok(c) => c,
+                        Err(e) => {
+                            failed = Some(e);
+                            continue;
+                        }
+                    };
+                    if c.now > clock.ms {
+                        clock.set(c.now, at);
+                    }
+                    heads[c.shard] = c.head;
+                    backlogged[c.shard] = c.fires.len() >= limit;
+                    got += c.fires.len();
+                    let mut held = sh.held();
+                    for fire in c.fires {
+                        next_key += 1;
+                        let h = Arc::new(Held {
+                            key: next_key,
+                            fire,
+                            claimed_at: at,
+                            lost: AtomicBool::new(false),
+                            settling: AtomicBool::new(false),
                         });
+                        held.insert(next_key, h.clone());
+                        sh.queued.fetch_add(1, Ordering::AcqRel);
+                        // Never blocks: no more than the room was claimed.
+                        let _ = buf.send(h);
                     }
                 }
-                last_reap = Some(last_now);
+                sh.claimed.fetch_add(got as u64, Ordering::Relaxed);
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                // More may be due at once; a claim that found nothing waits
+                // for the next millisecond rather than spinning.
+                return Ok((got == 0).then(|| at + Duration::from_millis(1)));
             }
-            let mut sleep = sh.poll;
-            let mut claimed_any = false;
-            for i in 0..n {
-                let free = sh.threads.saturating_sub(sh.busy.load(Ordering::Acquire));
-                if free == 0 || sh.stopped() {
-                    break;
-                }
-                let s = (start + i) % n;
-                let (slices, head) = sh.store.slices(&mut con, s, 4)?;
-                match head {
-                    None => continue,
-                    // Not due yet by the last Redis time we saw (plus a poll
-                    // interval of slack): skip the claim, sleep until then.
-                    Some(h) if h > last_now + sh.poll.as_millis() as i64 => {
-                        sleep = sleep.min(Duration::from_millis((h - last_now) as u64));
-                        continue;
-                    }
-                    Some(_) => {}
-                }
-                let limit = free.min(sh.batch);
-                let (now, next, fires) =
-                    sh.store
-                        .claim(&mut con, s, &slices, limit, sh.lease_ms, &sh.name)?;
-                last_now = now;
-                if !fires.is_empty() {
-                    claimed_any = true;
-                }
-                for fire in fires {
-                    sh.busy.fetch_add(1, Ordering::AcqRel);
-                    if jobs.send(fire).is_err() {
-                        return Ok(Duration::ZERO);
-                    }
-                }
-                if let Some(next) = next {
-                    let wait = Duration::from_millis((next - now).max(0) as u64);
-                    sleep = sleep.min(wait);
+            let mut until = look_at;
+            if may_claim {
+                if let Some(h) = heads.iter().flatten().min() {
+                    until = until.min(clock.instant_of(*h));
                 }
             }
-            start = (start + 1) % n;
-            idle = !claimed_any;
-            Ok(if claimed_any { Duration::ZERO } else { sleep })
+            Ok(Some(until))
         })();
-        match result {
-            Ok(d) => {
+        let until = match step {
+            Ok(None) => continue,
+            Ok(Some(until)) => {
                 backoff = Duration::from_millis(10);
-                let full = sh.busy.load(Ordering::Acquire) >= sh.threads;
-                if full {
-                    // Wait for a handler to free up (it sends a wake).
-                    nap(wake, sh.poll);
-                } else if !d.is_zero() {
-                    nap(wake, d);
-                }
+                until
             }
             Err(e) => {
                 sh.redis_error(&e);
-                nap(wake, backoff);
+                // Look at everything again once Redis answers.
+                look_at = Instant::now();
                 backoff = (backoff * 2).min(Duration::from_millis(500));
+                Instant::now() + backoff / 2
+            }
+        };
+        match ctl.recv_deadline(until) {
+            Ok(Ctl::Hint(s, due)) => heads[s] = Some(heads[s].map_or(due, |h| h.min(due))),
+            Ok(Ctl::Resync) => look_at = Instant::now(),
+            Ok(Ctl::Room | Ctl::Stop) | Err(_) => {}
+        }
+    }
+    // Shutdown: the handlers end once the buffer is empty; what never
+    // started goes back to Redis at once.
+    drop(buf);
+    while let Ok(h) = buf_rx.try_recv() {
+        sh.queued.fetch_sub(1, Ordering::AcqRel);
+        let _ = done.send(Done {
+            held: h,
+            op: Op::Release,
+        });
+    }
+}
+
+fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
+    while let Ok(h) = jobs.recv() {
+        if sh.queued.fetch_sub(1, Ordering::AcqRel) == sh.low_water + 1 {
+            let _ = sh.ctl.send(Ctl::Room);
+        }
+        if sh.stopped() {
+            let _ = done.send(Done {
+                held: h,
+                op: Op::Release,
+            });
+            continue;
+        }
+        if h.lost.load(Ordering::Acquire) {
+            // Its lease was lost while it waited: someone else runs it.
+            sh.forget(&h);
+            continue;
+        }
+        let fire = &h.fire;
+        sh.emit(|| WorkerEvent::Started {
+            fire: fire.clone(),
+            at_ms: fire.claimed_ms + h.claimed_at.elapsed().as_millis() as i64,
+        });
+        let op = match sh.handlers.get(&fire.kind) {
+            None => Op::Fail(format!("no handler for kind {:?}", fire.kind)),
+            Some(f) => match catch_unwind(AssertUnwindSafe(|| f(fire))) {
+                Ok(Ok(())) => Op::Ack,
+                Ok(Err(e)) => Op::Fail(e.to_string()),
+                Err(p) => Op::Fail(crate::Error::from_panic(&*p).to_string()),
+            },
+        };
+        let _ = done.send(Done { held: h, op });
+    }
+}
+
+/// Most leases settled in one round trip.
+const SETTLE_BATCH: usize = 4096;
+
+/// How long the settler waits for more finished runs after the first: acks
+/// are not urgent (the lease covers them), and a settle costs one script
+/// call per shard, so at a paced load of a few thousand jobs a second over 8
+/// shards this turns about one call per job into one per several. At
+/// saturation batches fill without waiting.
+const SETTLE_LINGER: Duration = Duration::from_millis(5);
+
+fn settle_loop(sh: &Shared, done: &Receiver<Done>) {
+    let mut con = sh.store.conn();
+    while let Ok(first) = done.recv() {
+        let until = Instant::now() + SETTLE_LINGER;
+        let mut batch = vec![first];
+        while batch.len() < SETTLE_BATCH {
+            match done.try_recv() {
+                Ok(d) => batch.push(d),
+                // Shutting down: hand back without waiting.
+                Err(_) if sh.stopped() => break,
+                Err(_) => match done.recv_deadline(until) {
+                    Ok(d) => batch.push(d),
+                    Err(_) => break,
+                },
             }
         }
-    }
-    // Dropping `jobs` lets the handler threads drain and end.
-}
-
-fn handler_loop(sh: &Shared, jobs: &Receiver<Fire>, wake: &Sender<()>) {
-    let mut con = sh.store.conn();
-    while let Ok(fire) = jobs.recv() {
-        if sh.stopped() {
-            release(sh, &mut con, fire);
-        } else {
-            run(sh, &mut con, fire);
-        }
-        sh.busy.fetch_sub(1, Ordering::AcqRel);
-        let _ = wake.try_send(());
+        settle_batch(sh, &mut con, batch);
     }
 }
 
-fn release(sh: &Shared, con: &mut Conn, fire: Fire) {
-    match sh.store.release(con, &fire) {
-        Ok(_) => sh.emit(WorkerEvent::Released { fire }),
-        // The lease will expire and the job be reaped: nothing is lost.
-        Err(e) => sh.redis_error(&e),
+fn settle_batch(sh: &Shared, con: &mut Conn, batch: Vec<Done>) {
+    for d in &batch {
+        d.held.settling.store(true, Ordering::Release);
     }
-}
-
-fn run(sh: &Shared, con: &mut Conn, fire: Fire) {
-    let key = (fire.shard, fire.id.clone());
-    let lost = Arc::new(AtomicBool::new(false));
-    sh.running
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key.clone(), (fire.clone(), lost.clone()));
-    sh.emit(WorkerEvent::Started { fire: fire.clone() });
-    let result: Result<(), String> = match sh.handlers.get(&fire.kind) {
-        None => Err(format!("no handler for kind {:?}", fire.kind)),
-        Some(h) => match catch_unwind(AssertUnwindSafe(|| h(&fire))) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(p) => Err(crate::Error::from_panic(&*p).to_string()),
-        },
-    };
-    sh.running
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&key);
-    // One call to Redis, repeated once on a fresh connection if the first
-    // one failed at the connection level (a dropped connection, a failover).
-    // If the first call was applied and only its reply was lost, the repeat
-    // answers STALE, so a STALE after a retry means "unknown", not "lost".
-    let call = |con: &mut Conn| match &result {
-        Ok(()) => sh.store.ack(con, &fire, sh.retry).map(|(s, now, next)| {
-            let o = match (s.as_str(), next) {
-                ("DONE", _) => AckOutcome::Done,
-                ("NEXT", Some(n)) => AckOutcome::Next(n),
-                ("STALE", _) => AckOutcome::Stale,
-                (other, _) => AckOutcome::Error(format!("unexpected ack reply {other}")),
-            };
-            (o, now)
-        }),
-        Err(why) => sh.store.fail(con, &fire, sh.retry, why).map(|(s, now)| {
-            let o = match s.as_str() {
-                "RETRY" => AckOutcome::Retry,
-                "DEAD" => AckOutcome::Dead,
-                "CANCELLED" => AckOutcome::Cancelled,
-                "STALE" => AckOutcome::Stale,
-                other => AckOutcome::Error(format!("unexpected fail reply {other}")),
-            };
-            (o, now)
-        }),
-    };
-    let (outcome, at_ms) = match call(con) {
-        Ok(r) => r,
+    let items: Vec<(&Fire, &Op)> = batch.iter().map(|d| (&d.held.fire, &d.op)).collect();
+    // One round trip, repeated once on a fresh connection if the first
+    // failed at the connection level (a dropped connection, a failover). If
+    // the first was applied and only its reply was lost, the repeat answers
+    // STALE, so a STALE after a repeat means "unknown", not "lost".
+    let results: Vec<Result<(Settled, i64), String>> = match sh.store.settle(con, &items, sh.retry)
+    {
+        Ok(r) => r
+            .into_iter()
+            .map(|x| x.map_err(|e| e.to_string()))
+            .collect(),
         Err(e) if e.is_connection() => {
             sh.redis_error(&e);
-            match call(con) {
-                Ok((AckOutcome::Stale, now)) => (
-                    AckOutcome::Error(format!(
-                        "{e}; the repeated call was refused, so the first one may have been applied"
-                    )),
-                    now,
-                ),
-                Ok(r) => r,
-                Err(e) => (AckOutcome::Error(e.to_string()), 0),
+            match sh.store.settle(con, &items, sh.retry) {
+                Ok(r) => r
+                    .into_iter()
+                    .map(|x| match x {
+                        Ok((Settled::Stale, _)) => Err(format!(
+                            "{e}; the repeated call was refused, so the first one may have been applied"
+                        )),
+                        x => x.map_err(|e| e.to_string()),
+                    })
+                    .collect(),
+                Err(e) => items.iter().map(|_| Err(e.to_string())).collect(),
             }
         }
-        Err(e) => (AckOutcome::Error(e.to_string()), 0),
+        Err(e) => items.iter().map(|_| Err(e.to_string())).collect(),
     };
-    if matches!(outcome, AckOutcome::Stale) && !lost.swap(true, Ordering::AcqRel) {
-        sh.emit(WorkerEvent::LeaseLost { fire: fire.clone() });
+    drop(items);
+    for (d, r) in batch.into_iter().zip(results) {
+        sh.forget(&d.held);
+        let fire = &d.held.fire;
+        let (outcome, at_ms) = match &r {
+            Ok((s, now)) => (
+                match s {
+                    Settled::Done => AckOutcome::Done,
+                    Settled::Next(t) => AckOutcome::Next(*t),
+                    Settled::Retry => AckOutcome::Retry,
+                    Settled::Dead => AckOutcome::Dead,
+                    Settled::Cancelled => AckOutcome::Cancelled,
+                    Settled::Stale => AckOutcome::Stale,
+                    Settled::Released => AckOutcome::Error("released".into()),
+                },
+                *now,
+            ),
+            Err(e) => (AckOutcome::Error(e.clone()), 0),
+        };
+        match d.op {
+            Op::Release => match r {
+                Ok((Settled::Released | Settled::Cancelled, _)) => {
+                    sh.emit(|| WorkerEvent::Released { fire: fire.clone() })
+                }
+                // Refused: the lease was lost already. Unreachable: the
+                // lease will expire and the job be reaped. Nothing is lost.
+                Ok(_) => {}
+                Err(message) => sh.emit(|| WorkerEvent::RedisError { message }),
+            },
+            Op::Ack | Op::Fail(_) => {
+                if outcome == AckOutcome::Stale && !d.held.lost.swap(true, Ordering::AcqRel) {
+                    sh.emit(|| WorkerEvent::LeaseLost { fire: fire.clone() });
+                }
+                let error = match &d.op {
+                    Op::Fail(why) => Some(why.clone()),
+                    _ => None,
+                };
+                sh.emit(|| WorkerEvent::Finished {
+                    fire: fire.clone(),
+                    outcome,
+                    at_ms,
+                    error,
+                });
+            }
+        }
     }
-    sh.emit(WorkerEvent::Finished {
-        fire,
-        outcome,
-        at_ms,
-        error: result.err(),
-    });
 }
 
-fn heartbeat_loop(sh: &Shared, stop: &Receiver<()>) {
+fn keep_loop(sh: &Shared, stop: &Receiver<()>) {
     let mut con = sh.store.conn();
+    let mut next_beat = Instant::now() + sh.heartbeat;
+    // Reap at once: after an outage of every worker, orphaned leases are
+    // recovered without waiting a whole interval.
+    let mut next_reap = Instant::now();
     loop {
         let stopping = sh.stopped();
-        let running: Vec<(Fire, Arc<AtomicBool>)> = sh
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        if stopping && running.is_empty() && sh.busy.load(Ordering::Acquire) == 0 {
+        if stopping && sh.held().is_empty() {
             return;
         }
-        for (fire, lost) in running {
-            if lost.load(Ordering::Acquire) {
-                continue;
-            }
-            match sh.store.extend(&mut con, &fire, sh.lease_ms, sh.retry) {
-                Ok(true) => {}
-                Ok(false) => {
-                    // A run that ended between the snapshot and the
-                    // extension was acked (its lease is gone for that
-                    // reason); its handler thread reports any real loss.
-                    let key = (fire.shard, fire.id.clone());
-                    let still_running = sh
-                        .running
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(&key)
-                        .is_some_and(|(f, _)| f.fence == fire.fence);
-                    if still_running && !lost.swap(true, Ordering::AcqRel) {
-                        sh.emit(WorkerEvent::LeaseLost { fire });
+        let now = Instant::now();
+        if now >= next_beat {
+            heartbeat(sh, &mut con);
+            next_beat = now + sh.heartbeat;
+        }
+        if !stopping && now >= next_reap {
+            match sh.store.reap(&mut con, 1000, sh.retry) {
+                Ok(per_shard) => {
+                    for r in per_shard {
+                        match r {
+                            Ok(reaped) => {
+                                for r in reaped {
+                                    sh.emit(|| WorkerEvent::Reaped {
+                                        id: r.id,
+                                        due_ms: r.due_ms,
+                                        fence: r.fence,
+                                        outcome: r.outcome,
+                                        at_ms: r.at_ms,
+                                    });
+                                }
+                            }
+                            Err(e) => sh.redis_error(&e),
+                        }
                     }
                 }
                 Err(e) => sh.redis_error(&e),
             }
+            next_reap = now + sh.reap;
         }
-        // Wait one heartbeat, or less once shutting down so the thread ends
-        // soon after the last run.
-        let wait = if stopping {
-            sh.heartbeat.min(Duration::from_millis(20))
+        if stopping {
+            // The last held jobs are being settled: look again soon.
+            std::thread::sleep(Duration::from_millis(10).min(sh.heartbeat));
         } else {
-            sh.heartbeat
-        };
-        let _ = stop.recv_timeout(wait);
+            let _ = stop.recv_deadline(next_beat.min(next_reap));
+        }
+    }
+}
+
+/// Extends the lease of every held job in one round trip; a refusal marks
+/// the job lost.
+fn heartbeat(sh: &Shared, con: &mut Conn) {
+    let held: Vec<Arc<Held>> = sh
+        .held()
+        .values()
+        .filter(|h| !h.lost.load(Ordering::Acquire) && !h.settling.load(Ordering::Acquire))
+        .cloned()
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    let fires: Vec<&Fire> = held.iter().map(|h| &h.fire).collect();
+    match sh.store.extend(con, &fires, sh.lease_ms, sh.retry) {
+        Ok(results) => {
+            for (h, r) in held.iter().zip(results) {
+                match r {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        // A job handed to the settler since the snapshot
+                        // may have no lease any more, rightly.
+                        if !h.settling.load(Ordering::Acquire)
+                            && !h.lost.swap(true, Ordering::AcqRel)
+                        {
+                            sh.emit(|| WorkerEvent::LeaseLost {
+                                fire: h.fire.clone(),
+                            });
+                        }
+                    }
+                    Err(e) => sh.redis_error(&e),
+                }
+            }
+        }
+        Err(e) => sh.redis_error(&e),
+    }
+}
+
+fn wake_loop(sh: &Shared, stop: &Receiver<()>) {
+    let channels: Vec<String> = sh.store.shards.iter().map(|k| k.wake.clone()).collect();
+    let shard_of: HashMap<&str, usize> = channels
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.as_str(), i))
+        .collect();
+    let mut backoff = Duration::from_millis(10);
+    while !sh.stopped() {
+        let r = sh
+            .store
+            .endpoint()
+            .listen(&channels, Duration::from_millis(100), |heard| {
+                match heard {
+                    Heard::Subscribed => {
+                        backoff = Duration::from_millis(10);
+                        let _ = sh.ctl.send(Ctl::Resync);
+                    }
+                    Heard::Message { channel, payload } => {
+                        if let (Some(&s), Ok(due)) =
+                            (shard_of.get(channel.as_str()), payload.parse::<i64>())
+                        {
+                            let _ = sh.ctl.send(Ctl::Hint(s, due));
+                        }
+                    }
+                    Heard::Quiet => {}
+                }
+                !sh.stopped()
+            });
+        if let Err(e) = r {
+            sh.redis_error(&e);
+            let _ = stop.recv_timeout(backoff);
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::allocate;
+
+    #[test]
+    fn allocation_never_exceeds_the_room() {
+        let backlogged = [false, true, false, true];
+        for room in 0..200 {
+            let asks = allocate(room, &[0, 1, 2, 3], &backlogged, 64);
+            assert!(asks.iter().map(|a| a.1).sum::<usize>() <= room);
+            assert!(asks.iter().all(|a| a.1 >= 1 && a.1 <= 64));
+        }
+    }
+
+    #[test]
+    fn light_shards_share_and_backlogged_ones_take_batches() {
+        assert_eq!(
+            allocate(64, &[0, 2], &[false; 4], 64),
+            vec![(0, 32), (2, 32)]
+        );
+        assert_eq!(
+            allocate(64, &[1, 3], &[false, true, false, true], 64),
+            vec![(1, 64)]
+        );
+        assert_eq!(
+            allocate(100, &[0, 1], &[false, true], 64),
+            vec![(0, 64), (1, 36)]
+        );
     }
 }

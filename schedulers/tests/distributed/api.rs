@@ -264,7 +264,7 @@ fn periodic_job_keeps_its_grid_and_cancel_in_flight_is_the_last_run() {
         .unwrap()
         .iter()
         .filter_map(|e| match e {
-            WorkerEvent::Started { fire } => Some(fire.due_ms),
+            WorkerEvent::Started { fire, .. } => Some(fire.due_ms),
             _ => None,
         })
         .collect();
@@ -318,4 +318,151 @@ fn graceful_shutdown_finishes_the_running_job() {
             ..
         })
     ));
+}
+
+#[test]
+fn graceful_stop_hands_the_buffered_jobs_back_at_once() {
+    let Some(redis) = server() else { return };
+    let log: Log = Arc::default();
+    // A lease of a minute: a buffered job left to its lease would wait that
+    // long; handed back, the next worker runs it at once.
+    let slow = |_: &schedulers::distributed::Fire| {
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(())
+    };
+    let w = worker(&redis.url(), "handback", &log)
+        .threads(1)
+        .lease(Duration::from_secs(60))
+        .batch(8)
+        .buffer(8)
+        .handler("slow", slow)
+        .start()
+        .unwrap();
+    let s = RedisScheduler::connect(&redis.url(), config("handback")).unwrap();
+    let ids: Vec<String> = (0..10).map(|i| format!("h-{i}")).collect();
+    for id in &ids {
+        s.schedule_after(id, "slow", &(), Duration::ZERO).unwrap();
+    }
+    assert!(wait_until(Duration::from_secs(10), || {
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, WorkerEvent::Started { .. }))
+    }));
+    assert!(w.in_flight() >= 4, "one running and several buffered");
+    w.shutdown();
+    w.join();
+    let (mut released, mut started) = (Vec::new(), 0);
+    for e in log.lock().unwrap().iter() {
+        match e {
+            WorkerEvent::Released { fire } => released.push(fire.id.clone()),
+            WorkerEvent::Started { .. } => started += 1,
+            _ => {}
+        }
+    }
+    assert!(released.len() >= 3, "{released:?}");
+    assert_eq!(
+        started + released.len() as u64,
+        w.stats().claimed,
+        "every claimed job either ran or came back"
+    );
+    assert_eq!(w.in_flight(), 0);
+    for id in &released {
+        match s.inspect(id).unwrap() {
+            Some(JobInfo::Live {
+                state: JobState::Scheduled,
+                attempt: 0,
+                lease_until_ms: None,
+                run_ms,
+                due_ms,
+                ..
+            }) => assert_eq!(run_ms, due_ms, "{id} is due again at once"),
+            other => panic!("{id} was not handed back: {other:?}"),
+        }
+    }
+    // Another worker runs them all well within the old lease.
+    let log2: Log = Arc::default();
+    let w2 = worker(&redis.url(), "handback", &log2)
+        .handler("slow", slow)
+        .threads(4)
+        .start()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || ids.iter().all(
+        |id| matches!(s.inspect(id), Ok(Some(JobInfo::Tombstone { .. })))
+    )));
+    w2.shutdown();
+    w2.join();
+}
+
+#[test]
+fn an_idle_worker_sleeps_and_wakes_for_an_earlier_job() {
+    let Some(redis) = server() else { return };
+    let log: Log = Arc::default();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    // Looks at the shards only once a minute: a job runs promptly only if
+    // the wake-up message (or the look forced by a resubscription) works.
+    let w = worker(&redis.url(), "wake", &log)
+        .lease(Duration::from_secs(30))
+        .poll_interval(Duration::from_secs(60))
+        .handler("noop", move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .start()
+        .unwrap();
+    let s = RedisScheduler::connect(&redis.url(), config("wake")).unwrap();
+    for i in 0..100 {
+        s.schedule_after(
+            &format!("later-{i}"),
+            "noop",
+            &(),
+            Duration::from_secs(3600),
+        )
+        .unwrap();
+    }
+    // Idle: after its first look and reap, the worker sends nothing while
+    // nothing changes, whatever is pending.
+    std::thread::sleep(Duration::from_millis(300));
+    let before = w.stats().commands;
+    std::thread::sleep(Duration::from_millis(1000));
+    let idle = w.stats().commands - before;
+    assert!(idle <= 2, "an idle worker sent {idle} commands in a second");
+
+    let due = s
+        .schedule_after("soon", "noop", &(), Duration::from_millis(200))
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || ran
+        .load(Ordering::SeqCst)
+        == 1));
+    let started = log.lock().unwrap().iter().find_map(|e| match e {
+        WorkerEvent::Started { fire, at_ms } if fire.id == "soon" => {
+            Some((fire.claimed_ms, *at_ms))
+        }
+        _ => None,
+    });
+    let (claimed, at) = started.unwrap();
+    assert!(
+        claimed >= due && at >= claimed,
+        "due {due}, claimed {claimed}, started {at}"
+    );
+
+    // A lost subscription (messages sent meanwhile are gone for good): the
+    // worker subscribes again and looks at every shard.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut con = client.get_connection().unwrap();
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(killed, 1);
+    s.schedule_after("after-reconnect", "noop", &(), Duration::ZERO)
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || ran
+        .load(Ordering::SeqCst)
+        == 2));
+    w.shutdown();
+    w.join();
 }

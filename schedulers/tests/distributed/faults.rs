@@ -1,6 +1,7 @@
-//! Fault tests with worker processes: kill -9, SIGSTOP past the lease, all
-//! workers down across slice boundaries, a Redis restart, cancel racing
-//! claim, one id scheduled twice, and a fault-free run of 10⁴ jobs.
+//! Fault tests with worker processes: kill -9 (mid-handler, and holding a
+//! full buffer of claimed jobs), SIGSTOP past the lease, all workers down
+//! across slice boundaries, a Redis restart, cancel racing claim, one id
+//! scheduled twice, and a fault-free run of 10⁴ jobs.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
@@ -130,6 +131,90 @@ fn kill9_mid_handler_redoes_the_job_with_the_same_fire_id() {
     );
     let sum = check(&events, &jobs);
     assert!(sum.repeated_fires >= 1);
+}
+
+#[test]
+fn kill9_with_a_full_buffer_runs_every_buffered_job_once_its_lease_lapses() {
+    let Some(redis) = server() else { return };
+    let mut o = WorkerOpts::new("buf");
+    // One slow handler thread and a buffer of 8: the worker holds a running
+    // job and several claimed jobs it has not started.
+    o.threads = 1;
+    o.batch = Some(8);
+    o.buffer = Some(8);
+    let s = RedisScheduler::connect(&redis.url(), o.config()).unwrap();
+    let mut jobs = BTreeMap::new();
+    for i in 0..20 {
+        let id = format!("b-{i}");
+        jobs.insert(id.clone(), slow_job(&s, &id, 200));
+    }
+    let mut a = WorkerProc::spawn(&redis.url(), redis.dir(), "a", &o);
+    assert!(wait_until(Duration::from_secs(10), || a
+        .events()
+        .iter()
+        .any(|e| e.ev == "start")));
+    // Freeze it so no heartbeat moves a lease, read what it holds, kill it.
+    a.signal("STOP");
+    let started: Vec<String> = a
+        .events()
+        .iter()
+        .filter(|e| e.ev == "start")
+        .map(|e| e.id.clone())
+        .collect();
+    let mut leases = BTreeMap::new();
+    for id in jobs.keys() {
+        if let Some(JobInfo::Live {
+            lease_until_ms: Some(until),
+            ..
+        }) = s.inspect(id).unwrap()
+        {
+            leases.insert(id.clone(), until);
+        }
+    }
+    a.kill9();
+    let buffered: Vec<&String> = leases.keys().filter(|id| !started.contains(id)).collect();
+    assert!(
+        buffered.len() >= 4,
+        "the killed worker held claimed jobs it had not started: leases {leases:?}, started {started:?}"
+    );
+
+    let mut b = WorkerProc::spawn(&redis.url(), redis.dir(), "b", &o);
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let ev = b.events();
+            jobs.keys()
+                .filter(|id| !a.events().iter().any(|e| e.ev == "end" && &e.id == *id))
+                .all(|id| done(&ev, id))
+        }),
+        "every job the killed worker held runs elsewhere"
+    );
+    b.stop();
+    let events = all_events(&[&a, &b]);
+    let sum = check(&events, &jobs);
+    for id in &buffered {
+        // Only the survivor ran it (the checker allows a repeat only after a
+        // recorded loss, which a starved machine can cause).
+        let runs = starts_of(&events, id);
+        assert!(
+            !runs.is_empty() && runs.iter().all(|r| r.worker == "b"),
+            "{id} was never started by the killed worker: {runs:?}"
+        );
+        assert!(
+            runs[0].claimed > leases[*id],
+            "{id} ran at {} before the killed worker's lease lapsed at {}",
+            runs[0].claimed,
+            leases[*id]
+        );
+        assert!(
+            events.iter().any(|e| e.ev == "reaped" && &e.id == *id),
+            "the lapsed lease of {id} is recorded"
+        );
+    }
+    eprintln!(
+        "buffered at the kill: {}, repeated fires {}",
+        buffered.len(),
+        sum.repeated_fires
+    );
 }
 
 #[test]

@@ -89,6 +89,10 @@ pub struct WorkerOpts {
     pub poll_ms: u64,
     pub backoff_ms: u64,
     pub max_attempts: u32,
+    /// Jobs claimed per call and local buffer size (the library's defaults
+    /// when `None`).
+    pub batch: Option<u64>,
+    pub buffer: Option<u64>,
 }
 
 impl WorkerOpts {
@@ -103,6 +107,8 @@ impl WorkerOpts {
             poll_ms: 20,
             backoff_ms: 50,
             max_attempts: 10,
+            batch: None,
+            buffer: None,
         }
     }
 
@@ -153,6 +159,8 @@ impl WorkerProc {
                 "--max-attempts",
                 &n(o.max_attempts.into()),
             ])
+            .args(o.batch.iter().flat_map(|b| ["--batch".to_owned(), n(*b)]))
+            .args(o.buffer.iter().flat_map(|b| ["--buffer".to_owned(), n(*b)]))
             .arg("--history")
             .arg(&history)
             .stdin(Stdio::piped())

@@ -13,6 +13,8 @@
 //!   `ScheduledThreadPoolExecutor`.
 //! - [`java`]: the Java originals (JDK `Timer`, `ScheduledThreadPoolExecutor`,
 //!   Netty's `HashedWheelTimer`), each in a child JVM running the same specs.
+//! - [`crate::distributed::bullmq`]: BullMQ, the Redis scheduler's peer on
+//!   the distributed workload, through a Node harness.
 //!
 //! A peer joins with one line in [`all`].
 
@@ -44,6 +46,7 @@ pub fn all() -> Vec<Subject> {
     ]
     .into_iter()
     .chain(java::subjects()) // the Java originals, each in a child JVM
+    .chain(crate::distributed::bullmq::subjects()) // the Redis scheduler's peer
     .collect()
 }
 

@@ -7,9 +7,10 @@
 //! exceeds the run's noise, then a "pick it when" table computed from the
 //! run. Then the charts (lateness percentiles per workload, cost per call,
 //! batch cost, CPU per timer and memory against pending count, periodic
-//! jitter), each algorithm against its Java original ([`originals`]), every
-//! figure of every workload with its ratio to the best peer, and every
-//! repeat that did not go well. The HTML comes from an askama template
+//! jitter; for distributed jobs the backlog drain rate, the paced lateness
+//! and Redis's cost per job), each algorithm against its Java original
+//! ([`originals`]), every figure of every workload with its ratio to the
+//! best peer, and every repeat that did not go well. The HTML comes from an askama template
 //! (`workbench/templates/report.html`, auto-escaped).
 
 pub mod charts;
@@ -190,37 +191,15 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
 
     // Lateness percentiles, one chart per workload.
     for w in &timeline {
-        if !has(results, w, Metric::LatenessP50) {
-            continue;
+        if has(results, w, Metric::LatenessP50) {
+            out.push(percentiles_chart(
+                results,
+                w,
+                &Metric::LATENESS,
+                format!("lateness-{w}"),
+                format!("{w}: lateness percentiles (fire time − deadline)"),
+            ));
         }
-        let mut series = subjects_series(results, |s, _| {
-            Metric::LATENESS
-                .iter()
-                .enumerate()
-                .map(|(i, (m, _))| (i as f64, results.value(s, w, *m, None)))
-                .collect()
-        });
-        // An early fire counts as 0 lateness: say so where it happened.
-        for s in &mut series {
-            if results
-                .value(&s.name, w, Metric::Early, None)
-                .is_some_and(|e| e > 0.0)
-            {
-                s.name.push_str(" (fires early)");
-            }
-        }
-        let title = format!("{w}: lateness percentiles (fire time − deadline)");
-        let x = XAxis::Categories(
-            Metric::LATENESS
-                .iter()
-                .map(|(m, _)| m.name().trim_start_matches("lateness_").to_owned())
-                .collect(),
-        );
-        out.push(Chart {
-            id: format!("lateness-{w}"),
-            title: title.clone(),
-            svg: charts::lines(&title, "percentile", "lateness (µs, log)", &x, &series),
-        });
     }
 
     // Per-call costs and whole-process CPU per timer, across timelines.
@@ -340,6 +319,63 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
         }
     }
 
+    // Distributed jobs: capacity, paced lateness, Redis's cost per job.
+    for w in results
+        .workloads
+        .iter()
+        .filter(|w| has(results, &w.name, Metric::DrainJobsPerS))
+    {
+        let w = w.name.as_str();
+        let bars_of = |cats: &[(&str, Metric)]| {
+            let cats: Vec<(&str, Metric)> = cats
+                .iter()
+                .copied()
+                .filter(|(_, m)| has(results, w, *m))
+                .collect();
+            let series = subjects_series(results, |s, _| {
+                cats.iter()
+                    .enumerate()
+                    .map(|(i, (_, m))| (i as f64, results.value(s, w, *m, None)))
+                    .collect()
+            });
+            let names: Vec<String> = cats.iter().map(|(n, _)| (*n).to_owned()).collect();
+            (names, series)
+        };
+        let title = format!("{w}: backlog drain, jobs/s (capacity; higher is better)");
+        let (names, series) = bars_of(&[("drain", Metric::DrainJobsPerS)]);
+        out.push(Chart {
+            id: format!("{w}-drain"),
+            title: title.clone(),
+            svg: charts::bars(&title, "jobs/s (log)", &names, &series),
+        });
+        if has(results, w, Metric::PacedP50) {
+            out.push(percentiles_chart(
+                results,
+                w,
+                &Metric::PACED,
+                format!("{w}-paced"),
+                format!("{w}: lateness at the paced load (start − due, ms resolution)"),
+            ));
+        }
+        let (names, series) = bars_of(&[
+            ("Redis CPU µs\ndrain", Metric::RedisCpuDrain),
+            ("Redis CPU µs\npaced", Metric::RedisCpuPaced),
+            ("Redis calls\ndrain", Metric::RedisCallsDrain),
+            ("Redis calls\npaced", Metric::RedisCallsPaced),
+            ("round trips\ndrain", Metric::RoundTripsDrain),
+            ("round trips\npaced", Metric::RoundTripsPaced),
+        ]);
+        if !names.is_empty() {
+            let title =
+                format!("{w}: Redis's cost per job (INFO cpu, commandstats; workers' round trips)");
+            out.push(Chart {
+                id: format!("{w}-redis-cost"),
+                title: title.clone(),
+                svg: charts::bars(&title, "per job (log)", &names, &series),
+            });
+        }
+    }
+
     // Periodic jitter.
     let mut jcats = Vec::new();
     for w in &timeline {
@@ -369,6 +405,46 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
         });
     }
     out
+}
+
+/// A line chart of workload `w`'s lateness percentiles (`percentiles`: the
+/// metrics with their quantiles), one line per subject.
+fn percentiles_chart(
+    results: &Results,
+    w: &str,
+    percentiles: &[(Metric, f64)],
+    id: String,
+    title: String,
+) -> Chart {
+    let mut series = subjects_series(results, |s, _| {
+        percentiles
+            .iter()
+            .enumerate()
+            .map(|(i, (m, _))| (i as f64, results.value(s, w, *m, None)))
+            .collect()
+    });
+    // An early fire counts as 0 lateness: say so where it happened.
+    for s in &mut series {
+        if results
+            .value(&s.name, w, Metric::Early, None)
+            .is_some_and(|e| e > 0.0)
+        {
+            s.name.push_str(" (fires early)");
+        }
+    }
+    let x = XAxis::Categories(
+        percentiles
+            .iter()
+            .map(|(m, _)| {
+                m.name()
+                    .rsplit_once('_')
+                    .map_or(m.name(), |(_, p)| p)
+                    .to_owned()
+            })
+            .collect(),
+    );
+    let svg = charts::lines(&title, "percentile", "lateness (µs, log)", &x, &series);
+    Chart { id, title, svg }
 }
 
 fn short(w: &str) -> &str {

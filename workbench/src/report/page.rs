@@ -283,7 +283,8 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
             (
                 "repeats",
                 format!(
-                    "{} per subject and workload, each after one discarded warm-up run",
+                    "{} per subject and workload; a subject that runs timers in process or in a JVM first does one discarded \
+                     warm-up run (the distributed subjects start fresh processes and a fresh Redis for every measurement)",
                     results.repeats
                 ),
             ),

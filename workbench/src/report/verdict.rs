@@ -17,7 +17,7 @@ pub struct Entry {
     pub spread: f64,
 }
 
-/// The verdict on one workload.
+/// The verdict on one workload by one figure.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
     /// The workload.
@@ -92,14 +92,15 @@ fn best_of<'a>(metric: Metric, recs: impl Iterator<Item = &'a Record>) -> Option
         })
 }
 
-/// The verdict on every workload, in the results' order.
+/// The verdict on every workload, in the results' order: one per figure
+/// the workload is judged by.
 pub fn verdicts(results: &Results) -> Vec<Verdict> {
     let noise = results.noise().unwrap_or(0.0);
     results
         .workloads
         .iter()
-        .map(|w| {
-            let metric = w.verdict;
+        .flat_map(|w| w.verdict.iter().map(move |m| (w, *m)))
+        .map(|(w, metric)| {
             let size = if w.sweep {
                 common_size(results, &w.name, metric)
             } else {
@@ -183,7 +184,8 @@ pub struct Pick {
     pub subject: String,
     /// What it is.
     pub about: String,
-    /// Workloads where it is the best of ours, with what they model.
+    /// Workloads where it is the best of ours, with what they model (with
+    /// the figure, on a workload judged by several).
     pub wins: Vec<(String, String)>,
     /// Of those, where it is also ahead of every peer beyond the noise.
     pub ahead_of_peers: Vec<String>,
@@ -200,23 +202,22 @@ pub fn picks(results: &Results, verdicts: &[Verdict]) -> Vec<Pick> {
             let mine = verdicts
                 .iter()
                 .filter(|v| v.ours.as_ref().is_some_and(|o| o.subject == s.name));
-            let models = |w: &str| {
-                results
-                    .workloads
-                    .iter()
-                    .find(|x| x.name == w)
-                    .map_or_else(String::new, |x| x.models.clone())
+            let workload = |w: &str| results.workloads.iter().find(|x| x.name == w);
+            let models = |w: &str| workload(w).map_or_else(String::new, |x| x.models.clone());
+            let name = |v: &Verdict| match workload(&v.workload) {
+                Some(w) if w.verdict.len() > 1 => format!("{} ({})", v.workload, v.metric.label()),
+                _ => v.workload.clone(),
             };
             Pick {
                 subject: s.name.clone(),
                 about: s.about.clone(),
                 wins: mine
                     .clone()
-                    .map(|v| (v.workload.clone(), models(&v.workload)))
+                    .map(|v| (name(v), models(&v.workload)))
                     .collect(),
                 ahead_of_peers: mine
                     .filter(|v| v.peer.is_some() && v.ours_ahead && v.beyond_noise)
-                    .map(|v| v.workload.clone())
+                    .map(name)
                     .collect(),
             }
         })
@@ -249,7 +250,7 @@ mod test {
             seed: 1,
             summary: vec![],
             sweep: false,
-            verdict,
+            verdict: vec![verdict],
         };
         Results {
             subjects: vec![
@@ -349,5 +350,37 @@ mod test {
         let v = verdicts(&r);
         assert!(v[0].ours_ahead);
         assert!(!v[0].beyond_noise, "{v:?}");
+    }
+
+    #[test]
+    fn a_workload_judged_by_two_figures_has_a_verdict_row_for_each() {
+        let mut r = results(&[
+            ("heap", "jobs", Metric::DrainJobsPerS, &[30e3, 31e3, 29e3]),
+            ("netty", "jobs", Metric::DrainJobsPerS, &[10e3, 10e3, 10e3]),
+            ("heap", "jobs", Metric::PacedP99, &[2000.0, 2000.0, 2000.0]),
+            ("netty", "jobs", Metric::PacedP99, &[80e3, 81e3, 79e3]),
+        ]);
+        r.workloads = vec![WorkloadInfo {
+            name: "jobs".into(),
+            description: String::new(),
+            models: "jobs models".into(),
+            seed: 0,
+            summary: vec![],
+            sweep: false,
+            verdict: vec![Metric::DrainJobsPerS, Metric::PacedP99],
+        }];
+        let v = verdicts(&r);
+        assert_eq!(
+            v.iter().map(|v| v.metric).collect::<Vec<_>>(),
+            [Metric::DrainJobsPerS, Metric::PacedP99]
+        );
+        assert!(v.iter().all(|v| v.ours_ahead && v.beyond_noise));
+        assert!((v[0].factor.unwrap() - 3.0).abs() < 1e-9);
+        assert!((v[1].factor.unwrap() - 40.0).abs() < 1e-9);
+        let p = picks(&r, &v);
+        assert_eq!(
+            p[0].ahead_of_peers,
+            ["jobs (drain jobs/s)", "jobs (paced p99)"]
+        );
     }
 }

@@ -311,6 +311,20 @@ impl Driver<'_> {
         self.once_ok - self.cancel_ok
     }
 
+    /// Whether every one-shot timer that should fire has. The hit counter
+    /// alone can run ahead: a subject whose cancel or reset races a fire on
+    /// another thread may run a timer twice (tokio's multi-thread runtime,
+    /// where `abort` cannot stop a task already running), and the run must
+    /// not stop while another timer is still pending, nor count it missed.
+    fn all_fired(&self) -> bool {
+        self.plan.meta.iter().enumerate().all(|(id, m)| {
+            self.w.groups[m.group as usize].kind.is_periodic()
+                || self.cancelled[id]
+                || self.deadline[id] == u64::MAX
+                || self.probe.fired_at(m.slot as usize).is_some()
+        })
+    }
+
     fn last_deadline(&self) -> u64 {
         self.plan
             .meta
@@ -361,8 +375,8 @@ impl App for Driver<'_> {
             }
         };
         let now = measure::now();
-        (self.probe.fired() < self.expected() && now < give_up)
-            .then(|| (now + Duration::from_millis(1)).min(give_up))
+        let waiting = self.probe.fired() < self.expected() || !self.all_fired();
+        (waiting && now < give_up).then(|| (now + Duration::from_millis(1)).min(give_up))
     }
 }
 
@@ -669,5 +683,74 @@ mod test {
             .max()
             .unwrap();
         assert!((1.7e9..2.3e9).contains(&(last as f64)), "{last}");
+    }
+
+    use crate::runner::Refused;
+
+    /// Runs timer 0 twice at once (as a reset racing its fire can) and
+    /// timer 1 on a thread 50 ms after its deadline.
+    struct Twice;
+
+    impl Timers for Twice {
+        fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
+            if id == 0 {
+                fire.hit();
+                fire.hit();
+            } else {
+                let at = measure::now() + delay + Duration::from_millis(50);
+                std::thread::spawn(move || {
+                    measure::wait_until(at);
+                    fire.hit();
+                });
+            }
+            Ok(())
+        }
+
+        fn schedule_periodic(
+            &mut self,
+            _: usize,
+            _: Kind,
+            _: Duration,
+            _: Duration,
+            _: Fire,
+        ) -> Result<(), Refused> {
+            Err(Refused::because("one-shots only"))
+        }
+
+        fn cancel(&mut self, _: usize) -> bool {
+            false
+        }
+
+        fn reset(&mut self, _: usize, _: Duration) -> bool {
+            false
+        }
+
+        fn drive(&mut self, app: &mut dyn App) {
+            crate::runner::drive_threaded(self, app);
+        }
+
+        fn shutdown(self: Box<Self>) {}
+    }
+
+    #[test]
+    fn a_timer_run_twice_does_not_end_the_wait_for_one_still_pending() {
+        let w = Workload::parse(
+            r#"
+            name = "t"
+            description = "d"
+            seed = 1
+            grace = "5s"
+            [[group]]
+            name = "g"
+            count = 2
+            delay = { dist = "fixed", value = "1ms" }
+        "#,
+        )
+        .unwrap();
+        let make: TimersFactory = std::sync::Arc::new(|_| Box::new(Twice) as Box<dyn Timers>);
+        let out = run(&make, &w, &RunContext::quiet(0.0)).unwrap();
+        let get = |m| out.iter().find(|x| x.metric == m).map(|x| x.value);
+        assert_eq!(get(Metric::Missed), Some(0.0));
+        assert_eq!(get(Metric::Fired), Some(2.0));
     }
 }

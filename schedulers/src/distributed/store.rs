@@ -1,0 +1,660 @@
+//! The operations on a schedule in Redis: each builds its script calls,
+//! sends them (the worker's batch operations pipelined over the shards, one
+//! round trip for all), and decodes the replies. Shared by
+//! [`RedisScheduler`](super::RedisScheduler) and the worker.
+
+use redis::Value;
+
+use super::conn::{Call, Conn, Endpoint, IoCounters};
+use super::job::{CancelOutcome, Fire, Job, JobInfo, JobState, When};
+use super::keys::{shard_of, slice_of, ShardKeys};
+use super::scripts::scripts;
+use super::{Config, DistError};
+
+/// Most jobs one batch script call handles: Lua's `unpack` takes a few
+/// thousand values, and a call must stay short (Redis runs one at a time).
+pub(crate) const MAX_BATCH: usize = 1000;
+
+/// One result per item of a batch operation; the outer error of such an
+/// operation is a failed round trip (any subset of the items may have been
+/// applied).
+pub(crate) type PerItem<T> = Vec<Result<T, DistError>>;
+
+/// Internal handle on a schedule: config, keys and script calls.
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    pub(crate) config: Config,
+    pub(crate) shards: Vec<ShardKeys>,
+    endpoint: Endpoint,
+}
+
+/// Parameters of the retry policy the scripts apply.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetryPolicy {
+    pub(crate) max_attempts: i64,
+    pub(crate) backoff_base_ms: i64,
+    pub(crate) backoff_max_ms: i64,
+}
+
+/// A lease lost by the reaper's doing.
+#[derive(Debug, Clone)]
+pub(crate) struct Reaped {
+    pub(crate) id: String,
+    pub(crate) due_ms: i64,
+    pub(crate) fence: i64,
+    pub(crate) outcome: String,
+    pub(crate) at_ms: i64,
+}
+
+/// What one shard's claim returned.
+#[derive(Debug)]
+pub(crate) struct Claimed {
+    pub(crate) shard: usize,
+    /// Redis's clock when the claim ran.
+    pub(crate) now: i64,
+    /// The earliest run time left in the shard.
+    pub(crate) head: Option<i64>,
+    pub(crate) fires: Vec<Fire>,
+}
+
+/// How a lease ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// The run succeeded.
+    Ack,
+    /// The run failed, for this reason.
+    Fail(String),
+    /// The job was never started: hand it back.
+    Release,
+}
+
+/// What [`Store::settle`] did with one lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Settled {
+    Done,
+    Next(i64),
+    Retry,
+    Dead,
+    Cancelled,
+    Released,
+    Stale,
+}
+
+impl Store {
+    pub(crate) fn new(url: &str, config: Config) -> Result<Store, DistError> {
+        config.validate()?;
+        let endpoint = Endpoint::new(url, config.io_timeout)?;
+        let shards = (0..config.shards)
+            .map(|s| ShardKeys::new(&config.namespace, s))
+            .collect();
+        Ok(Store {
+            config,
+            shards,
+            endpoint,
+        })
+    }
+
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    pub(crate) fn conn(&self) -> Conn {
+        self.endpoint.conn()
+    }
+
+    pub(crate) fn counters(&self) -> &IoCounters {
+        self.endpoint.counters()
+    }
+
+    pub(crate) fn keys_of(&self, id: &str) -> &ShardKeys {
+        &self.shards[shard_of(id, self.config.shards) as usize]
+    }
+
+    /// An `EVALSHA` of `script` on shard `k`: its seven fixed keys, then
+    /// `extra` keys, the prefix and slice length, then what `args` adds.
+    fn call(
+        &self,
+        script: &'static redis::Script,
+        k: &ShardKeys,
+        extra: Option<&str>,
+        args: impl FnOnce(&mut redis::Cmd),
+    ) -> Call {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash())
+            .arg(7 + usize::from(extra.is_some()))
+            .arg(&k.fixed()[..])
+            .arg(extra)
+            .arg(&k.prefix)
+            .arg(self.config.slice_ms);
+        args(&mut cmd);
+        Call { script, cmd }
+    }
+
+    pub(crate) fn now_ms(&self, con: &mut Conn) -> Result<i64, DistError> {
+        let (s, us): (i64, i64) = con.query(&redis::cmd("TIME"))?;
+        Ok(s * 1000 + us / 1000)
+    }
+
+    /// The schedule call of `job` due at `due` (absolute ms, Redis clock).
+    fn schedule_call(&self, job: &Job, due: i64) -> Result<Call, DistError> {
+        // Lua numbers are doubles: keep times well inside 2^53.
+        if !(0..(1i64 << 52)).contains(&due) {
+            return Err(DistError::DelayOverflow);
+        }
+        let k = self.keys_of(&job.id);
+        let sl = slice_of(due, self.config.slice_ms);
+        Ok(
+            self.call(&scripts().schedule, k, Some(&k.slice(sl)), |cmd| {
+                cmd.arg(&job.id)
+                    .arg(&job.kind)
+                    .arg(&job.payload)
+                    .arg(due)
+                    .arg(job.period_ms)
+                    .arg(sl);
+            }),
+        )
+    }
+
+    fn schedule_result(job: &Job, due: i64, reply: &Value) -> Result<i64, DistError> {
+        let (status, _, _) = status_reply(reply)?;
+        match status.as_str() {
+            "OK" => Ok(due),
+            "EXISTS" => Err(DistError::AlreadyScheduled(job.id.clone())),
+            "TOMBSTONE" => Err(DistError::Tombstoned(job.id.clone())),
+            other => Err(DistError::Protocol(format!("schedule: {other}"))),
+        }
+    }
+
+    /// The due time of `job` if it is scheduled at Redis time `now`.
+    fn due_of(job: &Job, now: i64) -> Result<i64, DistError> {
+        match job.when {
+            When::AtMs(ms) => Ok(ms),
+            When::After(d) => {
+                let d = i64::try_from(d.as_millis()).map_err(|_| DistError::DelayOverflow)?;
+                now.checked_add(d).ok_or(DistError::DelayOverflow)
+            }
+        }
+    }
+
+    /// Schedules `job`; returns its first due time (ms, Redis clock).
+    pub(crate) fn schedule(&self, con: &mut Conn, job: &Job) -> Result<i64, DistError> {
+        let due = match job.when {
+            When::AtMs(ms) => ms,
+            When::After(_) => Self::due_of(job, self.now_ms(con)?)?,
+        };
+        let reply = con.call(&self.schedule_call(job, due)?)?;
+        Self::schedule_result(job, due, &reply)
+    }
+
+    /// Schedules many jobs, 1000 per round trip; one result per job.
+    pub(crate) fn schedule_many(
+        &self,
+        con: &mut Conn,
+        jobs: &[Job],
+    ) -> Result<PerItem<i64>, DistError> {
+        let now = self.now_ms(con)?;
+        let mut out = Vec::with_capacity(jobs.len());
+        for chunk in jobs.chunks(1000) {
+            let mut calls = Vec::with_capacity(chunk.len());
+            let mut pending = Vec::with_capacity(chunk.len());
+            for job in chunk {
+                match Self::due_of(job, now)
+                    .and_then(|due| Ok((due, self.schedule_call(job, due)?)))
+                {
+                    Ok((due, call)) => {
+                        calls.push(call);
+                        pending.push(Ok(due));
+                    }
+                    Err(e) => pending.push(Err(e)),
+                }
+            }
+            let mut replies = con.calls(&calls)?.into_iter();
+            for (job, due) in chunk.iter().zip(pending) {
+                out.push(due.and_then(|due| {
+                    let reply = replies
+                        .next()
+                        .ok_or_else(|| DistError::Protocol("short pipeline reply".into()))??;
+                    Self::schedule_result(job, due, &reply)
+                }));
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn cancel(&self, con: &mut Conn, id: &str) -> Result<CancelOutcome, DistError> {
+        let ttl = self.config.tombstone_ms;
+        let reply = con.call(&self.call(&scripts().cancel, self.keys_of(id), None, |c| {
+            c.arg(id).arg(ttl);
+        }))?;
+        let (status, _, _) = status_reply(&reply)?;
+        match status.as_str() {
+            "CANCELLED" => Ok(CancelOutcome::Cancelled),
+            "INFLIGHT" => Ok(CancelOutcome::InFlight),
+            "GONE" => Ok(CancelOutcome::AlreadyGone),
+            "NOTFOUND" => Ok(CancelOutcome::NotFound),
+            other => Err(DistError::Protocol(format!("cancel: {other}"))),
+        }
+    }
+
+    pub(crate) fn inspect(&self, con: &mut Conn, id: &str) -> Result<Option<JobInfo>, DistError> {
+        let reply = con.call(&self.call(&scripts().inspect, self.keys_of(id), None, |c| {
+            c.arg(id);
+        }))?;
+        let items = array(&reply)?;
+        let now = int(items.first())?;
+        let meta = opt_str(items.get(1))?;
+        let payload = opt_str(items.get(2))?.unwrap_or_else(|| "null".into());
+        let tomb = opt_str(items.get(3))?;
+        if let Some(meta) = meta {
+            let m: serde_json::Value = serde_json::from_str(&meta)?;
+            let num = |f: &str| {
+                m.get(f)
+                    .and_then(serde_json::Value::as_f64)
+                    .map(|x| x as i64)
+            };
+            let state = match m.get("st").and_then(|v| v.as_str()) {
+                Some("s") => JobState::Scheduled,
+                Some("l") => JobState::Leased,
+                Some("d") => JobState::Dead,
+                other => return Err(DistError::Protocol(format!("state {other:?}"))),
+            };
+            return Ok(Some(JobInfo::Live {
+                kind: m
+                    .get("k")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
+                payload,
+                state,
+                due_ms: num("due").unwrap_or_default(),
+                run_ms: num("run").unwrap_or_default(),
+                period_ms: num("per").unwrap_or_default(),
+                attempt: num("att").unwrap_or_default(),
+                fence: num("fen").unwrap_or_default(),
+                lease_until_ms: num("lu"),
+                cancel_requested: num("can") == Some(1),
+                last_error: m.get("err").and_then(|v| v.as_str()).map(str::to_owned),
+            }));
+        }
+        match tomb {
+            Some(t) => {
+                let until: f64 = t
+                    .parse()
+                    .map_err(|_| DistError::Protocol(format!("tombstone {t}")))?;
+                let until = until as i64;
+                Ok((until > now).then_some(JobInfo::Tombstone { until_ms: until }))
+            }
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn dead_letters(&self, con: &mut Conn) -> Result<Vec<(String, i64)>, DistError> {
+        let mut pipe = redis::pipe();
+        for k in &self.shards {
+            pipe.cmd("ZRANGE")
+                .arg(&k.dead)
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES");
+        }
+        let per_shard: Vec<Vec<(String, f64)>> = con.pipeline(&pipe)?;
+        Ok(per_shard
+            .into_iter()
+            .flatten()
+            .map(|(id, t)| (id, t as i64))
+            .collect())
+    }
+
+    /// Redis's clock and the earliest run time of every shard, in one round
+    /// trip.
+    pub(crate) fn heads(&self, con: &mut Conn) -> Result<(i64, Vec<Option<i64>>), DistError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("TIME");
+        for k in &self.shards {
+            pipe.cmd("ZRANGE")
+                .arg(&k.idx)
+                .arg(0)
+                .arg(0)
+                .arg("WITHSCORES");
+        }
+        let mut replies: Vec<Value> = con.pipeline(&pipe)?;
+        let heads = replies.split_off(1.min(replies.len()));
+        let (secs, micros): (i64, i64) =
+            redis::from_redis_value(replies.pop().unwrap_or(Value::Nil))
+                .map_err(redis::RedisError::from)?;
+        let heads: Vec<Vec<(String, f64)>> = heads
+            .into_iter()
+            .map(|v| redis::from_redis_value(v).map_err(redis::RedisError::from))
+            .collect::<Result<_, _>>()?;
+        let now = secs * 1000 + micros / 1000;
+        Ok((
+            now,
+            heads
+                .into_iter()
+                .map(|h| h.first().map(|(_, s)| *s as i64))
+                .collect(),
+        ))
+    }
+
+    /// Claims, in one round trip, up to `limit` due jobs from each
+    /// `(shard, limit)` of `asks`. One result per ask.
+    pub(crate) fn claim(
+        &self,
+        con: &mut Conn,
+        asks: &[(usize, usize)],
+        lease_ms: i64,
+    ) -> Result<PerItem<Claimed>, DistError> {
+        let calls: Vec<Call> = asks
+            .iter()
+            .map(|&(s, limit)| {
+                self.call(&scripts().claim, &self.shards[s], None, |c| {
+                    c.arg(limit.min(MAX_BATCH)).arg(lease_ms);
+                })
+            })
+            .collect();
+        let replies = con.calls(&calls)?;
+        Ok(asks
+            .iter()
+            .zip(replies)
+            .map(|(&(shard, _), reply)| {
+                let reply = reply?;
+                let items = array(&reply)?;
+                let now = int(items.first())?;
+                let head = int(items.get(1))?;
+                let fires = items
+                    .iter()
+                    .skip(2)
+                    .map(|it| {
+                        let f = array(it)?;
+                        Ok(Fire {
+                            id: string(f.first())?,
+                            kind: string(f.get(1))?,
+                            payload: string(f.get(2))?,
+                            due_ms: int(f.get(3))?,
+                            fence: int(f.get(4))?,
+                            attempt: int(f.get(5))?,
+                            period_ms: int(f.get(6))?,
+                            claimed_ms: now,
+                            shard: shard as u32,
+                        })
+                    })
+                    .collect::<Result<_, DistError>>()?;
+                Ok(Claimed {
+                    shard,
+                    now,
+                    head: (head >= 0).then_some(head),
+                    fires,
+                })
+            })
+            .collect())
+    }
+
+    /// Groups `items` by shard into calls of at most [`MAX_BATCH`] items;
+    /// returns the calls and, per call, the positions of its items.
+    fn batches<T>(
+        &self,
+        items: &[T],
+        shard: impl Fn(&T) -> usize,
+        mut call: impl FnMut(usize, &[&T]) -> Call,
+    ) -> (Vec<Call>, Vec<Vec<usize>>) {
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
+        for (i, it) in items.iter().enumerate() {
+            by_shard[shard(it)].push(i);
+        }
+        let mut calls = Vec::new();
+        let mut positions = Vec::new();
+        for (s, idx) in by_shard.iter().enumerate() {
+            for chunk in idx.chunks(MAX_BATCH) {
+                let group: Vec<&T> = chunk.iter().map(|&i| &items[i]).collect();
+                calls.push(call(s, &group));
+                positions.push(chunk.to_vec());
+            }
+        }
+        (calls, positions)
+    }
+
+    /// Extends the leases of `fires` in one round trip. Per fire: `Ok(true)`
+    /// extended, `Ok(false)` refused (the lease is lost), `Err` unknown.
+    pub(crate) fn extend(
+        &self,
+        con: &mut Conn,
+        fires: &[&Fire],
+        lease_ms: i64,
+        p: RetryPolicy,
+    ) -> Result<PerItem<bool>, DistError> {
+        let ttl = self.config.tombstone_ms;
+        let (calls, positions) = self.batches(
+            fires,
+            |f| f.shard as usize,
+            |s, group| {
+                self.call(&scripts().extend, &self.shards[s], None, |c| {
+                    c.arg(lease_ms)
+                        .arg(ttl)
+                        .arg(p.max_attempts)
+                        .arg(p.backoff_base_ms)
+                        .arg(p.backoff_max_ms);
+                    for f in group {
+                        c.arg(&f.id).arg(f.fence);
+                    }
+                })
+            },
+        );
+        let replies = con.calls(&calls)?;
+        let mut out: Vec<Result<bool, DistError>> = (0..fires.len()).map(|_| Ok(true)).collect();
+        for (reply, pos) in replies.into_iter().zip(positions) {
+            let lost: Result<Vec<i64>, DistError> = reply.and_then(|v| {
+                let items = array(&v)?;
+                match items.get(2) {
+                    Some(l) => array(l)?.iter().map(|x| int(Some(x))).collect(),
+                    None => Err(DistError::Protocol("extend: short reply".into())),
+                }
+            });
+            match lost {
+                Ok(lost) => {
+                    for j in lost {
+                        if let Some(&i) = usize::try_from(j - 1).ok().and_then(|j| pos.get(j)) {
+                            out[i] = Ok(false);
+                        }
+                    }
+                }
+                Err(e) => fail_all(&mut out, &pos, &e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Ends the leases of `items` (fire, how) in one round trip. Per item:
+    /// what happened and Redis's clock then, or an error.
+    pub(crate) fn settle(
+        &self,
+        con: &mut Conn,
+        items: &[(&Fire, &Op)],
+        p: RetryPolicy,
+    ) -> Result<PerItem<(Settled, i64)>, DistError> {
+        let ttl = self.config.tombstone_ms;
+        // Acks first in every call (the script takes them as pairs).
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| *items[i].1 != Op::Ack);
+        let sorted: Vec<(&Fire, &Op)> = order.iter().map(|&i| items[i]).collect();
+        let (calls, positions) = self.batches(
+            &sorted,
+            |(f, _)| f.shard as usize,
+            |s, group| {
+                self.call(&scripts().settle, &self.shards[s], None, |c| {
+                    c.arg(ttl)
+                        .arg(p.max_attempts)
+                        .arg(p.backoff_base_ms)
+                        .arg(p.backoff_max_ms)
+                        .arg(group.iter().filter(|(_, op)| **op == Op::Ack).count());
+                    for (f, op) in group {
+                        c.arg(&f.id).arg(f.fence);
+                        match op {
+                            Op::Ack => {}
+                            Op::Fail(why) => {
+                                c.arg("f").arg(why);
+                            }
+                            Op::Release => {
+                                c.arg("r").arg("");
+                            }
+                        }
+                    }
+                })
+            },
+        );
+        // Positions in `sorted` back to positions in `items`.
+        let positions: Vec<Vec<usize>> = positions
+            .into_iter()
+            .map(|p| p.into_iter().map(|i| order[i]).collect())
+            .collect();
+        let replies = con.calls(&calls)?;
+        let mut out: Vec<Result<(Settled, i64), DistError>> = (0..items.len())
+            .map(|_| Err(DistError::Protocol("settle: no reply".into())))
+            .collect();
+        for (reply, pos) in replies.into_iter().zip(positions) {
+            let decoded = reply.and_then(|v| {
+                let a = array(&v)?;
+                let now = int(a.first())?;
+                a.iter()
+                    .skip(1)
+                    .map(|r| {
+                        let r = array(r)?;
+                        let next = int(r.get(1))?;
+                        let s = match string(r.first())?.as_str() {
+                            "DONE" => Settled::Done,
+                            "NEXT" => Settled::Next(next),
+                            "RETRY" => Settled::Retry,
+                            "DEAD" => Settled::Dead,
+                            "CANCELLED" => Settled::Cancelled,
+                            "RELEASED" => Settled::Released,
+                            "STALE" => Settled::Stale,
+                            other => return Err(DistError::Protocol(format!("settle: {other}"))),
+                        };
+                        Ok((s, now))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            match decoded {
+                Ok(v) if v.len() == pos.len() => {
+                    for (i, r) in pos.into_iter().zip(v) {
+                        out[i] = Ok(r);
+                    }
+                }
+                Ok(v) => {
+                    let e = DistError::Protocol(format!(
+                        "settle: {} replies for {} leases",
+                        v.len(),
+                        pos.len()
+                    ));
+                    fail_all(&mut out, &pos, &e);
+                }
+                Err(e) => fail_all(&mut out, &pos, &e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reaps expired leases of every shard, up to `limit` each, in one round
+    /// trip.
+    pub(crate) fn reap(
+        &self,
+        con: &mut Conn,
+        limit: usize,
+        p: RetryPolicy,
+    ) -> Result<PerItem<Vec<Reaped>>, DistError> {
+        let ttl = self.config.tombstone_ms;
+        let calls: Vec<Call> = self
+            .shards
+            .iter()
+            .map(|k| {
+                self.call(&scripts().reap, k, None, |c| {
+                    c.arg(limit)
+                        .arg(ttl)
+                        .arg(p.max_attempts)
+                        .arg(p.backoff_base_ms)
+                        .arg(p.backoff_max_ms);
+                })
+            })
+            .collect();
+        Ok(con
+            .calls(&calls)?
+            .into_iter()
+            .map(|reply| {
+                let reply = reply?;
+                let items = array(&reply)?;
+                let now = int(items.first())?;
+                items
+                    .iter()
+                    .skip(1)
+                    .map(|it| {
+                        let f = array(it)?;
+                        Ok(Reaped {
+                            id: string(f.first())?,
+                            due_ms: int(f.get(1))?,
+                            fence: int(f.get(2))?,
+                            outcome: string(f.get(3))?,
+                            at_ms: now,
+                        })
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+}
+
+/// Marks the items at `pos` failed by `e` (one failed script call of a
+/// batch).
+fn fail_all<T>(out: &mut [Result<T, DistError>], pos: &[usize], e: &DistError) {
+    for &i in pos {
+        out[i] = Err(DistError::Protocol(e.to_string()));
+    }
+}
+
+fn array(v: &Value) -> Result<&[Value], DistError> {
+    match v {
+        Value::Array(a) => Ok(a),
+        other => Err(DistError::Protocol(format!(
+            "expected an array, got {other:?}"
+        ))),
+    }
+}
+
+fn int(v: Option<&Value>) -> Result<i64, DistError> {
+    match v {
+        Some(Value::Int(i)) => Ok(*i),
+        Some(Value::BulkString(b)) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+            .map(|f| f as i64)
+            .ok_or_else(|| DistError::Protocol("expected a number".into())),
+        other => Err(DistError::Protocol(format!(
+            "expected an integer, got {other:?}"
+        ))),
+    }
+}
+
+fn string(v: Option<&Value>) -> Result<String, DistError> {
+    match v {
+        Some(Value::BulkString(b)) => Ok(String::from_utf8_lossy(b).into_owned()),
+        Some(Value::SimpleString(s)) => Ok(s.clone()),
+        Some(Value::Int(i)) => Ok(i.to_string()),
+        other => Err(DistError::Protocol(format!(
+            "expected a string, got {other:?}"
+        ))),
+    }
+}
+
+fn opt_str(v: Option<&Value>) -> Result<Option<String>, DistError> {
+    match v {
+        None | Some(Value::Nil) => Ok(None),
+        v => string(v).map(Some),
+    }
+}
+
+fn status_reply(v: &Value) -> Result<(String, i64, Option<i64>), DistError> {
+    let a = array(v)?;
+    let third = match a.get(2) {
+        Some(x) => Some(int(Some(x))?),
+        None => None,
+    };
+    Ok((string(a.first())?, int(a.get(1))?, third))
+}

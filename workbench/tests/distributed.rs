@@ -1,0 +1,179 @@
+//! The distributed workload end to end, through the same suite as every
+//! other workload: the workbench binary is the Redis worker, and a tiny
+//! spec runs both shapes for ours and for BullMQ, the ceiling and the idle
+//! worker; the report gives the figures, the charts and the verdict rows.
+//!
+//! Without `redis-server`, Node or the BullMQ packages the test skips with
+//! one line, except under CI (`CI` set), where `scripts/test` installs them
+//! and a missing piece fails.
+
+use std::path::PathBuf;
+
+use workbench::distributed::{self, bullmq};
+use workbench::record::{Metric, Results, RunStatus, SubjectKind};
+use workbench::report;
+use workbench::spec::Workload;
+use workbench::subjects;
+use workbench::suite::Suite;
+
+fn ci() -> bool {
+    std::env::var_os("CI").is_some()
+}
+
+/// Says why (part of) the test does not run, or fails under CI.
+fn skip(why: &str) {
+    assert!(!ci(), "under CI the distributed workload must run: {why}");
+    // The real stderr, so the skip shows in the test output.
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("SKIPPED: {why}\n").as_bytes(),
+    );
+}
+
+const TINY: &str = r#"
+    name = "tiny-jobs"
+    description = "300 jobs drained, 200 paced over 300 ms"
+    models = "a test"
+    seed = 0
+    verdict = ["drain_jobs_per_s", "paced_p99"]
+    [distributed]
+    drain = 300
+    paced = 200
+    window = "300ms"
+    threads = 2
+    shards = 2
+    idle = "1s"
+"#;
+
+fn run(names: &[&str]) -> Results {
+    let _ = distributed::WORKER_EXE.set(PathBuf::from(env!("CARGO_BIN_EXE_workbench")));
+    let subjects = names
+        .iter()
+        .map(|n| subjects::find(n).unwrap_or_else(|| panic!("no subject {n}")))
+        .collect();
+    let suite = Suite {
+        subjects,
+        workloads: vec![Workload::parse(TINY).unwrap()],
+        repeats: 1,
+        run_id: "test".into(),
+        env: workbench::env::detect("test"),
+        progress: false,
+        notes: vec![],
+    };
+    suite.check().unwrap();
+    let mut updates = 0;
+    let mut results = suite.run(&mut |r| {
+        assert!(r.partial);
+        updates += 1;
+    });
+    assert_eq!(updates, names.len(), "results after every finished run");
+    let notes = distributed::notes(&results);
+    results.notes.extend(notes);
+    results
+}
+
+#[test]
+fn the_suite_runs_ours_and_bullmq_on_both_shapes_and_reports_them() {
+    if schedulers::distributed::find_redis_server().is_none() {
+        return skip("redis-server is not installed");
+    }
+    let bull = bullmq::Harness::find();
+    if let Err(why) = &bull {
+        skip(&format!("BullMQ: {why}"));
+    }
+    let mut names = vec!["redis-1w", "redis-2w"];
+    if bull.is_ok() {
+        names.extend(["bullmq-1w", "bullmq-2w"]);
+    }
+    let results = run(&names);
+    for r in &results.runs {
+        assert_eq!(r.status, RunStatus::Ok, "{r:?}");
+        assert!(r.load >= 0.0);
+    }
+    let value = |subject: &str, m: Metric| {
+        results
+            .value(subject, "tiny-jobs", m, None)
+            .unwrap_or_else(|| panic!("no {m} for {subject}: {:?}", results.records))
+    };
+    for s in &names {
+        assert!(value(s, Metric::DrainJobsPerS) > 0.0, "{s}");
+        let (p50, p99, max) = (
+            value(s, Metric::PacedP50),
+            value(s, Metric::PacedP99),
+            value(s, Metric::PacedMax),
+        );
+        assert!(
+            0.0 <= p50 && p50 <= p99 && p99 <= max,
+            "{s}: {p50} {p99} {max}"
+        );
+        for m in [
+            Metric::RedisCpuDrain,
+            Metric::RedisCpuPaced,
+            Metric::RedisCallsDrain,
+            Metric::RedisCallsPaced,
+        ] {
+            assert!(value(s, m) > 0.0, "{s} {m}");
+        }
+        assert_eq!(value(s, Metric::Missed), 0.0, "{s}");
+    }
+    for s in ["redis-1w", "redis-2w"] {
+        assert!(value(s, Metric::RoundTripsDrain) > 0.0);
+        assert!(value(s, Metric::RoundTripsPaced) > 0.0);
+    }
+    // The ceiling and the idle worker once, on one worker.
+    assert!(value("redis-1w", Metric::ClaimCeiling) > 0.0);
+    assert!(value("redis-1w", Metric::IdleRoundTrips) >= 0.0);
+    assert!(results
+        .value("redis-2w", "tiny-jobs", Metric::ClaimCeiling, None)
+        .is_none());
+    assert!(
+        results
+            .notes
+            .iter()
+            .any(|n| n.contains("claim-script ceiling")),
+        "{:?}",
+        results.notes
+    );
+    if bull.is_ok() {
+        assert!(
+            results.notes.iter().any(|n| n.contains("BullMQ")),
+            "{:?}",
+            results.notes
+        );
+        assert!(results
+            .subjects
+            .iter()
+            .any(|s| s.name == "bullmq-2w" && s.kind == SubjectKind::Peer));
+    }
+
+    // The report: a verdict row per figure, the charts, the table.
+    let verdicts = report::verdict::verdicts(&results);
+    assert_eq!(
+        verdicts.iter().map(|v| v.metric).collect::<Vec<_>>(),
+        [Metric::DrainJobsPerS, Metric::PacedP99]
+    );
+    assert!(verdicts.iter().all(|v| v.ours.is_some()));
+    assert_eq!(verdicts[0].peer.is_some(), bull.is_ok());
+    let ids: Vec<String> = report::charts_of(&results)
+        .into_iter()
+        .map(|c| {
+            assert!(c.svg.is_ok(), "{}: {:?}", c.id, c.svg);
+            c.id
+        })
+        .collect();
+    for id in ["tiny-jobs-drain", "tiny-jobs-paced", "tiny-jobs-redis-cost"] {
+        assert!(ids.iter().any(|i| i == id), "{id} not in {ids:?}");
+    }
+    let dir = std::env::temp_dir().join(format!("workbench-distributed-{}", std::process::id()));
+    report::write(&results, &dir).unwrap();
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    for text in ["drain jobs/s", "paced p99", "redis-1w", "claim ceiling"] {
+        assert!(html.contains(text), "{text} not on the page");
+    }
+    if bull.is_ok() {
+        assert!(html.contains("bullmq-1w"));
+    }
+    let back = report::read_results(&dir.join("results.json")).unwrap();
+    assert_eq!(back.workloads[0].verdict, results.workloads[0].verdict);
+    let _ = std::fs::remove_dir_all(&dir);
+}
