@@ -8,6 +8,7 @@
 //! [`ManualClock::advance`] returns only once those schedulers have finished
 //! reacting, so a test can assert right after it without sleeping.
 
+use std::cell::Cell;
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -174,7 +175,7 @@ impl ManualClock {
         for driver in self.drivers() {
             driver.wake();
         }
-        if crate::task::inside_task() {
+        if inside_task() {
             self.wait_for_drivers(|d, now| d.is_caught_up(now));
         } else {
             self.settle();
@@ -354,6 +355,15 @@ impl Timebase {
         self.epoch.checked_add(Duration::from_nanos(ticks))
     }
 
+    /// The deadline at instant `at` (due at once if already past), or a
+    /// delay-overflow error if it is beyond the time range.
+    pub(crate) fn deadline_at(&self, at: Instant) -> Result<u64, Error> {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos())
+            .ok()
+            .filter(|&t| t < NEVER)
+            .ok_or_else(|| Error::new(Kind::DelayOverflow))
+    }
+
     /// The deadline `delay` after `now`, or a delay-overflow error.
     pub(crate) fn deadline(now: u64, delay: Duration) -> Result<u64, Error> {
         u64::try_from(delay.as_nanos())
@@ -381,6 +391,30 @@ pub(crate) fn reduce_timer_slack() {
     {
         let _ = nix::sys::prctl::set_timerslack(1);
     }
+}
+
+thread_local! {
+    static INSIDE_TASK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the current thread as running a task, for [`inside_task`].
+pub(crate) struct InsideTask(bool);
+
+impl InsideTask {
+    pub(crate) fn enter() -> InsideTask {
+        InsideTask(INSIDE_TASK.with(|c| c.replace(true)))
+    }
+}
+
+impl Drop for InsideTask {
+    fn drop(&mut self) {
+        INSIDE_TASK.with(|c| c.set(self.0));
+    }
+}
+
+/// True on a thread that is running a scheduled task right now.
+pub(crate) fn inside_task() -> bool {
+    INSIDE_TASK.with(Cell::get)
 }
 
 #[cfg(test)]

@@ -215,3 +215,107 @@ impl fmt::Debug for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A task the scheduler did not take, handed back with the reason, so the
+/// caller can run it elsewhere (the JDK's `RejectedExecutionHandler` use
+/// case, crossbeam's `SendError<T>` habit).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedulers::{HeapTimer, Scheduler, Task};
+///
+/// let timer = HeapTimer::new()?;
+/// timer.shutdown();
+/// let rejected = timer.submit(Duration::from_secs(1), Task::once(|| "late")).unwrap_err();
+/// assert!(rejected.is_shutdown());
+/// // Run it on the caller's thread instead.
+/// rejected.into_task().unwrap().run();
+/// # Ok::<(), schedulers::Error>(())
+/// ```
+pub struct Rejected {
+    error: Error,
+    /// Behind a mutex only so that `Rejected` is `Sync`, as errors carried
+    /// across threads (`anyhow`, `Box<dyn Error + Send + Sync>`) must be.
+    task: std::sync::Mutex<Option<crate::Task>>,
+}
+
+impl Rejected {
+    pub(crate) fn new(error: Error, task: Option<crate::Task>) -> Rejected {
+        Rejected {
+            error,
+            task: std::sync::Mutex::new(task),
+        }
+    }
+
+    /// Why the task was refused.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+
+    /// The task that was refused: `None` only when it could not be made at
+    /// all (a zero period).
+    pub fn into_task(self) -> Option<crate::Task> {
+        self.task
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The reason, dropping the task.
+    pub fn into_error(self) -> Error {
+        self.error
+    }
+
+    /// As [`Error::is_shutdown`].
+    pub fn is_shutdown(&self) -> bool {
+        self.error.is_shutdown()
+    }
+
+    /// As [`Error::is_pending_limit`].
+    pub fn is_pending_limit(&self) -> bool {
+        self.error.is_pending_limit()
+    }
+
+    /// As [`Error::is_delay_overflow`].
+    pub fn is_delay_overflow(&self) -> bool {
+        self.error.is_delay_overflow()
+    }
+
+    /// As [`Error::is_zero_period`].
+    pub fn is_zero_period(&self) -> bool {
+        self.error.is_zero_period()
+    }
+}
+
+impl From<Error> for Rejected {
+    fn from(error: Error) -> Rejected {
+        Rejected::new(error, None)
+    }
+}
+
+impl From<Rejected> for Error {
+    fn from(rejected: Rejected) -> Error {
+        rejected.error
+    }
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task rejected: {}", self.error)
+    }
+}
+
+impl fmt::Debug for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::error::Error for Rejected {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}

@@ -1,24 +1,54 @@
-//! Where expired tasks run: inline on the timer thread, or on a worker pool.
-//!
-//! A scheduler hands its due tasks over with [`Executor::dispatch`]. On a
-//! pool they wait in the scheduler's own [`Handoff`] queue, in order, and
-//! the worker that starts one claims it then: until that moment the task is
-//! pending, so a cancel, a reset or `shutdown_now` still reaches it even
-//! when every worker is busy.
+//! Where expired tasks run: inline on the timer thread, on a worker pool of
+//! the crate's own, on a caller's rayon pool or tokio runtime, or through
+//! any function.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire};
 use std::sync::{Arc, Mutex};
 
-use crossbeam_channel::{unbounded, Receiver, Sender};
+use crossbeam_channel::{unbounded, Sender};
 
 use crate::clock::{lock, Clock};
 use crate::error::{Error, Setting};
-use crate::scheduler::{spawn, Base, Core};
-use crate::task::{Ran, TaskRef};
 
-type Work = Box<dyn FnOnce() + Send>;
+/// One due task on its way to a thread: run it with [`Job::run`].
+///
+/// What [`Executor::from_fn`] hands its function. The task is claimed when
+/// the job runs, not before, so until then it can still be cancelled, reset
+/// or abandoned (the job then does nothing). A job dropped without being
+/// run (a runtime shutting down, say) runs its task on the dropping thread
+/// instead: a task is never lost silently.
+pub struct Job {
+    work: Option<Box<dyn FnOnce() + Send>>,
+    active: Arc<Active>,
+}
+
+impl Job {
+    /// Runs the task on the calling thread (catching its panic, which its
+    /// handle reports).
+    pub fn run(mut self) {
+        self.run_now();
+    }
+
+    fn run_now(&mut self) {
+        if let Some(work) = self.work.take() {
+            work();
+            self.active.done();
+        }
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.run_now();
+    }
+}
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Job")
+    }
+}
 
 /// Where a scheduler runs the tasks that come due.
 ///
@@ -26,6 +56,17 @@ type Work = Box<dyn FnOnce() + Send>;
 ///   and Netty's wheel do. Cheapest, but a slow task delays every later one.
 /// - [`Executor::pool`]: on a fixed pool of worker threads, as Kafka's
 ///   `SystemTimer` does, so a slow task does not hold up the timer.
+/// - `Executor::rayon` (feature `rayon`, on by default): on a caller's
+///   `rayon::ThreadPool`, for CPU-heavy tasks.
+/// - `Executor::tokio` (feature `tokio`): as blocking tasks on a tokio
+///   runtime.
+/// - [`Executor::from_fn`]: through any function that runs a [`Job`].
+///
+/// Whatever the executor, the contract holds: a task is claimed when a
+/// thread starts it (so a task waiting for a busy executor can still be
+/// cancelled), runs of a periodic task never overlap (the next run is
+/// scheduled when the previous one ends), and a panic is reported on the
+/// task's handle.
 ///
 /// An executor can be cloned and shared by several schedulers; the pool's
 /// threads exit when the last clone is dropped and its queue is drained.
@@ -38,7 +79,10 @@ type Work = Box<dyn FnOnce() + Send>;
 /// let pool = Executor::pool(4)?;
 /// assert!(!pool.is_inline());
 /// assert!(Executor::inline().is_inline());
-/// assert!(Executor::pool(0).unwrap_err().is_invalid_pool_size());
+/// let custom = Executor::from_fn(|job| {
+///     std::thread::spawn(move || job.run());
+/// });
+/// assert!(!custom.is_inline());
 /// # Ok::<(), schedulers::Error>(())
 /// ```
 #[derive(Clone)]
@@ -46,23 +90,35 @@ pub struct Executor {
     kind: Kind,
 }
 
+type Spawn = Arc<dyn Fn(Job) + Send + Sync>;
+
 #[derive(Clone)]
 enum Kind {
     Inline,
-    Pool(Arc<Pool>),
+    /// Every other kind: jobs go through a function, counted while out.
+    Spawn {
+        name: &'static str,
+        spawn: Spawn,
+        active: Arc<Active>,
+    },
 }
 
-struct Pool {
-    sender: Sender<Work>,
-    shared: Arc<PoolShared>,
-    threads: usize,
-}
-
-struct PoolShared {
-    /// Jobs queued or running.
-    active: AtomicUsize,
-    /// Clocks of the schedulers using the pool, told when it goes idle.
+/// Jobs handed out and not yet finished, and the clocks to tell when the
+/// count drops to zero (a virtual clock waits for that).
+#[derive(Default)]
+struct Active {
+    count: AtomicUsize,
     clocks: Mutex<Vec<Arc<dyn Clock>>>,
+}
+
+impl Active {
+    fn done(&self) {
+        if self.count.fetch_sub(1, AcqRel) == 1 {
+            for clock in lock(&self.clocks).iter() {
+                clock.on_idle();
+            }
+        }
+    }
 }
 
 impl Executor {
@@ -71,43 +127,80 @@ impl Executor {
         Executor { kind: Kind::Inline }
     }
 
-    /// Runs tasks on `threads` worker threads, named `schedulers-worker-N`.
+    fn spawning(name: &'static str, spawn: Spawn) -> Executor {
+        Executor {
+            kind: Kind::Spawn {
+                name,
+                spawn,
+                active: Arc::default(),
+            },
+        }
+    }
+
+    /// Runs tasks on `threads` worker threads of its own, named
+    /// `schedulers-worker-N`, fed by one crossbeam channel.
     ///
     /// # Errors
     ///
-    /// [`Error::is_invalid_pool_size`] for zero threads;
-    /// [`Error::is_thread_spawn`] if the operating system refuses to start
-    /// one (those already started then exit).
+    /// [`Error::is_invalid_pool_size`](crate::Error::is_invalid_pool_size)
+    /// if `threads` is zero; [`Error::is_thread_spawn`](crate::Error::is_thread_spawn)
+    /// if the operating system refuses to start one (those already started
+    /// exit).
     pub fn pool(threads: usize) -> Result<Executor, Error> {
         if threads == 0 {
             return Err(Error::invalid(
                 Setting::PoolSize,
-                "0 threads would never run a task",
+                "0 workers would never run a task",
             ));
         }
-        let (sender, receiver) = unbounded::<Work>();
-        let shared = Arc::new(PoolShared {
-            active: AtomicUsize::new(0),
-            clocks: Mutex::new(Vec::new()),
-        });
+        let (sender, receiver) = unbounded::<Job>();
         for i in 0..threads {
-            let receiver: Receiver<Work> = receiver.clone();
-            let shared = shared.clone();
-            // On failure `sender` drops, so the workers started exit.
-            spawn(format!("schedulers-worker-{i}"), move || {
-                for work in receiver.iter() {
-                    work();
-                    shared.done();
-                }
+            let receiver = receiver.clone();
+            crate::builder::spawn(format!("schedulers-worker-{i}"), move || {
+                receiver.iter().for_each(Job::run)
             })?;
         }
-        Ok(Executor {
-            kind: Kind::Pool(Arc::new(Pool {
-                sender,
-                shared,
-                threads,
-            })),
-        })
+        let sender = Mutex::new(sender);
+        Ok(Executor::spawning(
+            "pool",
+            Arc::new(move |job: Job| {
+                let sender: Sender<Job> = lock(&sender).clone();
+                // The workers hold the receiver for as long as the
+                // executor lives, so the send cannot fail.
+                if let Err(returned) = sender.send(job) {
+                    returned.into_inner().run();
+                }
+            }),
+        ))
+    }
+
+    /// Runs tasks on a caller's rayon pool (`ThreadPool::spawn`), for
+    /// CPU-heavy tasks that should share the application's compute threads.
+    #[cfg(feature = "rayon")]
+    pub fn rayon(pool: Arc<rayon::ThreadPool>) -> Executor {
+        Executor::spawning(
+            "rayon",
+            Arc::new(move |job: Job| pool.spawn(move || job.run())),
+        )
+    }
+
+    /// Runs tasks as blocking tasks on a tokio runtime
+    /// (`Handle::spawn_blocking`), so they may block without stalling the
+    /// runtime's workers.
+    #[cfg(feature = "tokio")]
+    pub fn tokio(handle: tokio::runtime::Handle) -> Executor {
+        Executor::spawning(
+            "tokio",
+            Arc::new(move |job: Job| {
+                drop(handle.spawn_blocking(move || job.run()));
+            }),
+        )
+    }
+
+    /// Runs tasks through `spawn`, which must run each [`Job`] once, on any
+    /// thread, now or later.
+    pub fn from_fn(spawn: impl Fn(Job) + Send + Sync + 'static) -> Executor {
+        Executor::spawning("fn", Arc::new(spawn))
     }
 
     /// True for [`Executor::inline`].
@@ -115,56 +208,23 @@ impl Executor {
         matches!(self.kind, Kind::Inline)
     }
 
-    /// Lets a virtual clock know when this pool goes idle.
+    /// Lets a virtual clock know when this executor goes idle.
     pub(crate) fn bind(&self, clock: &Arc<dyn Clock>) {
-        if let Kind::Pool(pool) = &self.kind {
-            lock(&pool.shared.clocks).push(clock.clone());
+        if let Kind::Spawn { active, .. } = &self.kind {
+            lock(&active.clocks).push(clock.clone());
         }
     }
 
-    /// Starts `due` tasks in order: one after the other on this thread
-    /// (inline), or through the scheduler's [`Handoff`] queue on the pool,
-    /// where each is claimed by the worker that starts it.
-    pub(crate) fn dispatch<S: Dispatch>(&self, scheduler: &Arc<S>, due: impl Iterator<Item = Due>) {
-        let Kind::Pool(_) = &self.kind else {
-            due.for_each(|d| start(scheduler.as_ref(), d));
-            return;
-        };
-        let handoff = scheduler.handoff();
-        let handed = {
-            let mut waiting = lock(&handoff.waiting);
-            let before = waiting.len();
-            waiting.extend(due);
-            waiting.len() - before
-        };
-        handoff.in_flight.fetch_add(handed, AcqRel);
-        for _ in 0..handed {
-            let scheduler = scheduler.clone();
-            self.execute(move || {
-                let handoff = scheduler.handoff();
-                let next = lock(&handoff.waiting).pop_front();
-                if let Some(due) = next {
-                    start(scheduler.as_ref(), due);
-                }
-                if handoff.in_flight.fetch_sub(1, AcqRel) == 1 {
-                    scheduler.drained();
-                }
-            });
-        }
-    }
-
-    /// Runs `work` here or hands it to the pool.
-    fn execute(&self, work: impl FnOnce() + Send + 'static) {
+    /// Runs `work` here or hands it on.
+    pub(crate) fn execute(&self, work: impl FnOnce() + Send + 'static) {
         match &self.kind {
             Kind::Inline => work(),
-            Kind::Pool(pool) => {
-                pool.shared.active.fetch_add(1, AcqRel);
-                if let Err(returned) = pool.sender.send(Box::new(work)) {
-                    // Unreachable while `pool` holds a receiver-backed
-                    // channel; run it here rather than lose it.
-                    pool.shared.done();
-                    (returned.into_inner())();
-                }
+            Kind::Spawn { spawn, active, .. } => {
+                active.count.fetch_add(1, AcqRel);
+                spawn(Job {
+                    work: Some(Box::new(work)),
+                    active: active.clone(),
+                });
             }
         }
     }
@@ -173,98 +233,7 @@ impl Executor {
     pub(crate) fn is_idle(&self) -> bool {
         match &self.kind {
             Kind::Inline => true,
-            Kind::Pool(pool) => pool.shared.active.load(Acquire) == 0,
-        }
-    }
-}
-
-/// A due task on its way to a thread: the queue entry a worker will claim.
-#[derive(Debug)]
-pub(crate) struct Due {
-    pub(crate) cell: TaskRef,
-    pub(crate) seq: u64,
-}
-
-/// What [`Executor::dispatch`] needs from a scheduler.
-pub(crate) trait Dispatch: Core {
-    /// The scheduler's queue of tasks handed to a pool.
-    fn handoff(&self) -> &Handoff;
-
-    /// Takes back a periodic task whose run just ended, to run next at
-    /// `deadline` under entry `seq` (or to stop, by the shutdown policy).
-    /// Already counted as pending again.
-    fn again(&self, cell: TaskRef, deadline: u64, seq: u64);
-
-    /// Told when the last task handed to the pool is finished with.
-    fn drained(&self);
-}
-
-/// Claims and runs one due task, then gives a periodic one back to its
-/// scheduler. A task cancelled, moved or abandoned while it waited fails the
-/// claim and is skipped.
-fn start<S: Dispatch + ?Sized>(scheduler: &S, due: Due) {
-    let Due { cell, seq } = due;
-    if !cell.claim(seq) {
-        return;
-    }
-    let base = scheduler.base();
-    base.fire();
-    // The run's own deadline, not its tick: fixed-rate runs stay on their
-    // exact grid.
-    let scheduled = cell.deadline();
-    if let Ran::Again { deadline, seq } =
-        cell.run_claimed(scheduled, || base.now(), || base.next_seq())
-    {
-        base.repend();
-        scheduler.again(cell, deadline, seq);
-    }
-}
-
-/// A scheduler's due tasks handed to a pool and not yet started, in order,
-/// plus a count of hand-offs not yet finished with.
-#[derive(Debug, Default)]
-pub(crate) struct Handoff {
-    waiting: Mutex<VecDeque<Due>>,
-    in_flight: AtomicUsize,
-}
-
-impl Handoff {
-    /// Hand-offs whose worker has not finished with them yet.
-    pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight.load(Acquire)
-    }
-
-    /// Applies `shutdown`'s policy to the tasks still waiting: drops (and
-    /// cancels) those the policy drops, returning them to be freed outside
-    /// any lock; a due one-shot stays and runs.
-    pub(crate) fn shutdown(&self, base: &Base) -> Vec<TaskRef> {
-        let mut dropped = Vec::new();
-        lock(&self.waiting).retain(|d| {
-            if !d.cell.is_live(d.seq) || !base.drops_at_shutdown(&d.cell) {
-                return true;
-            }
-            let outcome = d.cell.cancel();
-            if outcome.stopped() {
-                base.count_cancel(outcome);
-            }
-            dropped.push(d.cell.clone());
-            false
-        });
-        dropped
-    }
-
-    /// Takes every task still waiting (`shutdown_now`), in order.
-    pub(crate) fn take_waiting(&self) -> Vec<Due> {
-        lock(&self.waiting).drain(..).collect()
-    }
-}
-
-impl PoolShared {
-    fn done(&self) {
-        if self.active.fetch_sub(1, AcqRel) == 1 {
-            for clock in lock(&self.clocks).iter() {
-                clock.on_idle();
-            }
+            Kind::Spawn { active, .. } => active.count.load(Acquire) == 0,
         }
     }
 }
@@ -279,10 +248,10 @@ impl fmt::Debug for Executor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             Kind::Inline => f.write_str("Executor::Inline"),
-            Kind::Pool(pool) => f
-                .debug_struct("Executor::Pool")
-                .field("threads", &pool.threads)
-                .field("active", &pool.shared.active.load(Acquire))
+            Kind::Spawn { name, active, .. } => f
+                .debug_struct("Executor")
+                .field("kind", name)
+                .field("active", &active.count.load(Acquire))
                 .finish(),
         }
     }

@@ -2,15 +2,18 @@
 //! [`ScheduledFuture`].
 
 use std::fmt;
-use std::marker::PhantomData;
-use std::ops::Deref;
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use crate::clock::Timebase;
-use crate::error::Error;
-use crate::scheduler::Core;
-use crate::task::{CancelOutcome, TaskRef};
+use crate::core::Key;
+use crate::error::{Error, Kind};
+use crate::shared::{Shared, When};
+use crate::slot;
+use crate::task::Output;
 
 /// A handle to one scheduled task: cancel it, move it, ask about it, wait
 /// for it. Cloning gives another handle to the same task; dropping every
@@ -20,11 +23,11 @@ use crate::task::{CancelOutcome, TaskRef};
 ///
 /// ```
 /// use std::time::Duration;
-/// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
+/// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
 ///
 /// let clock = ManualClock::new();
 /// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
-/// let handle = timer.schedule(Duration::from_secs(30), || {}).unwrap();
+/// let handle = timer.submit(Duration::from_secs(30), Task::once(|| {})).unwrap();
 /// assert_eq!(handle.remaining(), Duration::from_secs(30));
 ///
 /// // A heartbeat arrived: push the idle timeout out again.
@@ -37,15 +40,15 @@ use crate::task::{CancelOutcome, TaskRef};
 /// assert!(!handle.cancel()); // only the first cancel stops anything
 /// # Ok::<(), schedulers::Error>(())
 /// ```
-#[derive(Clone)]
 pub struct TaskHandle {
-    cell: TaskRef,
-    core: Arc<dyn Core>,
+    shared: Arc<Shared>,
+    key: Key,
 }
 
 impl TaskHandle {
-    pub(crate) fn new(cell: TaskRef, core: Arc<dyn Core>) -> TaskHandle {
-        TaskHandle { cell, core }
+    /// A handle that owns one of the slot's references.
+    pub(crate) fn new(shared: Arc<Shared>, key: Key) -> TaskHandle {
+        TaskHandle { shared, key }
     }
 
     /// Stops every future run of the task. Returns true iff this call
@@ -53,50 +56,37 @@ impl TaskHandle {
     /// or it is periodic and running now (its next run will not happen).
     /// A one-shot task that already started cannot be cancelled.
     ///
-    /// A successful cancel lets go of the task's closure (and whatever it
-    /// captured) at once, or when the run under way ends, even while
-    /// handles to the task live on.
+    /// A successful cancel drops the task's closure (and what it captured)
+    /// at once, unless the task is running.
     pub fn cancel(&self) -> bool {
-        let outcome = self.cell.cancel();
-        if outcome.stopped() {
-            self.core.base().count_cancel(outcome);
-            self.core.cancelled(&self.cell, outcome);
-            if outcome == CancelOutcome::WasPending {
-                self.cell.release();
-            }
-        }
-        outcome.stopped()
-    }
-
-    /// Lets go of the closure of a task that will never run (one returned by
-    /// `shutdown_now`); outside the scheduler's locks.
-    pub(crate) fn bury(&self) {
-        self.cell.bury();
+        self.shared.cancel(self.key)
     }
 
     /// True if a cancel stopped the task.
     pub fn is_cancelled(&self) -> bool {
-        self.cell.is_cancelled()
+        matches!(
+            self.shared.state(self.key),
+            slot::CANCELLED | slot::RUNNING_CANCELLED
+        )
     }
 
     /// True once the task will never run again: it completed, panicked or
     /// was cancelled.
     pub fn is_done(&self) -> bool {
-        self.cell.is_done()
+        matches!(
+            self.shared.state(self.key),
+            slot::DONE | slot::PANICKED | slot::CANCELLED
+        )
     }
 
     /// True while the task waits for its next run.
     pub fn is_pending(&self) -> bool {
-        self.cell.is_pending()
+        self.shared.state(self.key) == slot::SCHEDULED
     }
 
     /// Time left until the next run: zero once it is due, running or over.
     pub fn remaining(&self) -> Duration {
-        if !self.cell.is_pending() {
-            return Duration::ZERO;
-        }
-        let now = self.core.base().now();
-        Duration::from_nanos(self.cell.deadline().saturating_sub(now))
+        self.shared.remaining(self.key)
     }
 
     /// Moves the next run to `delay` from now, earlier or later (go-zero's
@@ -109,14 +99,46 @@ impl TaskHandle {
     /// [`Error::is_delay_overflow`] if the new deadline does not fit the
     /// time range.
     pub fn reset(&self, delay: Duration) -> Result<bool, Error> {
-        let base = self.core.base();
-        let deadline = Timebase::deadline(base.now(), delay)?;
-        let seq = base.next_seq();
-        if !self.cell.reseq(seq, deadline) {
-            return Ok(false);
-        }
-        self.core.requeue(&self.cell, deadline, seq);
-        Ok(true)
+        self.shared.reset(self.key, When::After(delay))
+    }
+
+    /// As [`TaskHandle::reset`], to `deadline`, an instant of the
+    /// scheduler's clock (at once if it has passed).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_delay_overflow`] if `deadline` is beyond the time range.
+    pub fn reset_at(&self, deadline: Instant) -> Result<bool, Error> {
+        self.shared.reset(self.key, When::At(deadline))
+    }
+
+    /// The deadline of the next run, while the task waits for it; `None`
+    /// once it is due, running or over.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.shared.deadline_instant(self.key)
+    }
+
+    /// A guard that cancels the task when dropped, as tokio-util's
+    /// `AbortOnDropHandle`: for a timeout that must not outlive the request
+    /// it guards.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::{HeapTimer, Scheduler, Task};
+    ///
+    /// let timer = HeapTimer::new()?;
+    /// let timeout = timer.submit(Duration::from_secs(30), Task::once(|| ())).unwrap();
+    /// {
+    ///     let _guard = timeout.clone().cancel_on_drop();
+    ///     // ... the request completes in time ...
+    /// }
+    /// assert!(timeout.is_cancelled());
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn cancel_on_drop(self) -> CancelOnDrop {
+        CancelOnDrop(Some(self))
     }
 
     /// Blocks until the task will never run again.
@@ -127,7 +149,7 @@ impl TaskHandle {
     /// [`Error::is_abandoned`] if it did not complete normally. A periodic
     /// task only ever ends with an error: cancelled or panicked.
     pub fn wait(&self) -> Result<(), Error> {
-        self.cell.wait(None)
+        self.shared.wait_for_end(self.key, None)
     }
 
     /// As [`TaskHandle::wait`], giving up after `timeout` of real time.
@@ -136,18 +158,76 @@ impl TaskHandle {
     ///
     /// As [`TaskHandle::wait`], or [`Error::is_timeout`].
     pub fn wait_timeout(&self, timeout: Duration) -> Result<(), Error> {
-        self.cell.wait(Some(timeout))
+        self.shared.wait_for_end(self.key, Some(timeout))
+    }
+}
+
+/// Two handles are equal when they name the same task.
+impl PartialEq for TaskHandle {
+    fn eq(&self, other: &TaskHandle) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared) && self.key == other.key
+    }
+}
+
+impl Eq for TaskHandle {}
+
+impl Hash for TaskHandle {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.shared) as usize).hash(state);
+        self.key.hash(state);
+    }
+}
+
+impl Clone for TaskHandle {
+    fn clone(&self) -> TaskHandle {
+        self.shared.acquire(self.key);
+        TaskHandle::new(self.shared.clone(), self.key)
+    }
+}
+
+impl Drop for TaskHandle {
+    fn drop(&mut self) {
+        self.shared.release(self.key);
     }
 }
 
 impl fmt::Debug for TaskHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("TaskHandle").field(&self.cell).finish()
+        f.debug_struct("TaskHandle")
+            .field("key", &self.key)
+            .field("state", &slot::name(self.shared.state(self.key)))
+            .finish()
+    }
+}
+
+/// Cancels its task when dropped; see [`TaskHandle::cancel_on_drop`].
+#[derive(Debug)]
+pub struct CancelOnDrop(Option<TaskHandle>);
+
+impl CancelOnDrop {
+    /// The guarded handle.
+    pub fn handle(&self) -> &TaskHandle {
+        self.0.as_ref().expect("present until dropped or detached")
+    }
+
+    /// Disarms the guard: the task is left to run, and its handle returned.
+    pub fn detach(mut self) -> TaskHandle {
+        self.0.take().expect("present until dropped or detached")
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.cancel();
+        }
     }
 }
 
 /// A handle to a one-shot task whose value can be waited for, like Java's
-/// `ScheduledFuture`. Derefs to [`TaskHandle`] for cancel, reset and the rest.
+/// `ScheduledFuture`: block on it with [`ScheduledFuture::get`], or `.await`
+/// it from any async runtime (it is a [`Future`]). Cancel, reset and the
+/// rest go through [`ScheduledFuture::handle`].
 ///
 /// # Examples
 ///
@@ -163,19 +243,24 @@ impl fmt::Debug for TaskHandle {
 /// let err = boom.get().unwrap_err();
 /// assert!(err.is_panic());
 /// assert_eq!(err.panic_message(), Some("no luck"));
+///
+/// let never = timer.schedule(Duration::from_secs(60), || ()).unwrap();
+/// assert!(never.handle().cancel());
 /// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct ScheduledFuture<T> {
     handle: TaskHandle,
-    _value: PhantomData<fn() -> T>,
+    output: Arc<Output<T>>,
 }
 
 impl<T: Send + 'static> ScheduledFuture<T> {
-    pub(crate) fn new(handle: TaskHandle) -> ScheduledFuture<T> {
-        ScheduledFuture {
-            handle,
-            _value: PhantomData,
-        }
+    pub(crate) fn new(handle: TaskHandle, output: Arc<Output<T>>) -> ScheduledFuture<T> {
+        ScheduledFuture { handle, output }
+    }
+
+    /// The task's handle: cancel, reset, ask about it.
+    pub fn handle(&self) -> &TaskHandle {
+        &self.handle
     }
 
     /// Blocks until the task finished and returns its value.
@@ -200,13 +285,11 @@ impl<T: Send + 'static> ScheduledFuture<T> {
         self.take()
     }
 
-    fn take(self) -> Result<T, Error> {
-        match self.handle.cell.take_output().map(|v| v.downcast::<T>()) {
-            Some(Ok(v)) => Ok(*v),
-            // `ScheduledFuture<T>` is only made for cells built with a `T`
-            // job, and `get` consumes the only typed handle.
-            _ => unreachable!("a completed task's value is taken once, with its own type"),
-        }
+    fn take(&self) -> Result<T, Error> {
+        // A task that completed stored its value before it was marked done.
+        self.output
+            .take()
+            .ok_or_else(|| Error::new(Kind::Panicked("the value was already taken".into())))
     }
 
     /// The untyped handle, for code that does not need the value.
@@ -215,17 +298,28 @@ impl<T: Send + 'static> ScheduledFuture<T> {
     }
 }
 
-impl<T> Deref for ScheduledFuture<T> {
-    type Target = TaskHandle;
-    fn deref(&self) -> &TaskHandle {
-        &self.handle
+/// Resolves when the task has ended: with its value, or with the error
+/// [`ScheduledFuture::get`] would give. Runtime-agnostic: the scheduler's
+/// thread wakes the future's waker.
+impl<T: Send + 'static> Future for ScheduledFuture<T> {
+    type Output = Result<T, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Some(value) = self.output.take() {
+            return Poll::Ready(Ok(value));
+        }
+        match self.handle.shared.poll_end(self.handle.key, cx.waker()) {
+            None => Poll::Pending,
+            Some(Ok(())) => Poll::Ready(self.take()),
+            Some(Err(e)) => Poll::Ready(Err(e)),
+        }
     }
 }
 
 impl<T> fmt::Debug for ScheduledFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("ScheduledFuture")
-            .field(&self.handle.cell)
+            .field(&self.handle)
             .finish()
     }
 }

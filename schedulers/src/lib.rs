@@ -6,10 +6,16 @@
 //!
 //! | Scheduler | Original | Structure | schedule / cancel / expire | Pick it when |
 //! |---|---|---|---|---|
-//! | [`HeapTimer`] | `java.util.Timer` | one thread, binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | few thousand timers, short tasks, lowest lateness |
+//! | [`HeapTimer`] | `java.util.Timer` | one thread, indexed binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | up to ~10^5 timers, short tasks, lowest lateness |
 //! | [`ScheduledThreadPool`] | `ScheduledThreadPoolExecutor` | N workers, indexed binary heap, one lock, leader/follower hand-off | O(log n) / O(1) lazy or O(log n) with `remove_on_cancel` / O(log n) | tasks that block or take long, several at once |
-//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker ticking a ring of slots (timers carry rounds), lock-free submit and cancel queues, slab with index-linked slots; inline or pool executor | O(1) / O(1) / O(1) per timer, plus one slot per tick | many timers (1e4–1e6; more with a bigger ring), mostly cancelled or reset (I/O, ack and idle timeouts), a tick (1 ms default) of lateness is fine; each pending timer is read once per revolution |
-//! | [`HierarchicalWheelTimer`] | Kafka `SystemTimer` | timing wheels with lazy overflow wheels, buckets in a delay queue, driver sleeps until the next bucket, worker pool | O(1) / O(1) unlink / O(levels) cascade | very many timers, mostly cancelled or far away; idle cost independent of count; 1-tick lateness |
+//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker, a ring of slots (timers carry rounds) with an occupancy bitmap; fires at the exact deadline | O(1) / O(1) lazy / O(1) | many timers (10^4–10^6+), mostly cancelled or reset (I/O, ack and idle timeouts) |
+//! | [`HierarchicalWheelTimer`] | Kafka `SystemTimer` | timing wheels with lazy overflow levels, buckets in a delay queue; the driver sleeps until the next bucket | O(1) / O(1) lazy / O(levels) cascade | very many timers, mostly far away or cancelled; idle cost independent of their number |
+//!
+//! Timers live in their scheduler's slab: a handle is 16 bytes (the
+//! scheduler and a slot index), a pending timer 40–52 bytes, a cancel one
+//! CAS on the timer's state word, and a closure that captures nothing
+//! allocates nothing. The pure data structures are public in [`core`], for
+//! an event loop that drives its own timers.
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
@@ -21,7 +27,17 @@
 //!
 //! | Feature | Default | Adds |
 //! |---|---|---|
-//! | `redis` | off | [`distributed`]: a durable, multi-node scheduler on Redis (jobs as data, leases with fencing, at-least-once, catch-up after outages, exact cancel), the `schedulers-redis-worker` binary and its load benchmark. Pulls in `redis`, `serde` and `serde_json` (the `redis` crate is why the workspace needs Rust 1.88). |
+//! | `rayon` | on | `Executor::rayon`: run due tasks on a caller's rayon thread pool. |
+//! | `tokio` | off | `Executor::tokio`: run due tasks on a tokio runtime's blocking pool. ([`ScheduledFuture`] is a `Future` without this feature.) |
+//! | `redis` | off | `schedulers::distributed`: a durable, multi-node scheduler on Redis (jobs as data, leases with fencing, at-least-once, catch-up after outages, exact cancel), the `schedulers-redis-worker` binary and its load benchmark. Pulls in `redis`, `serde` and `serde_json` (the `redis` crate is why the workspace needs Rust 1.88). |
+//!
+//! # Guides
+//!
+//! - [`coming_from_java`]: `Timer`, `ScheduledExecutorService`, Netty's and
+//!   Kafka's timers, call by call.
+//! - [`coming_from_tokio`]: when to use this crate and when `tokio::time`.
+//! - The crate's `examples/`: ack timeouts, idle connections, a periodic job
+//!   and its shutdown, awaiting from tokio, rayon, choosing at run time.
 //!
 //! # Hello, timer
 //!
@@ -70,14 +86,19 @@
 //! assert_eq!(*log.lock().unwrap(), ["a", "b"]);
 //! # Ok::<(), schedulers::Error>(())
 //! ```
-// Without the feature there is no module to link to: the link leads to the
-// table that says how to get it.
-#![cfg_attr(
-    not(feature = "redis"),
-    doc = "\n[`distributed`]: #crate-features \"needs the redis feature\""
-)]
 
+mod builder;
 mod clock;
+pub mod core;
+/// Java's `Timer`, `ScheduledExecutorService`, Netty's and Kafka's timers,
+/// call by call.
+pub mod coming_from_java {
+    #![doc = include_str!("../docs/coming-from-java.md")]
+}
+/// When to use this crate and when `tokio::time`, and how the two mix.
+pub mod coming_from_tokio {
+    #![doc = include_str!("../docs/coming-from-tokio.md")]
+}
 #[cfg(feature = "redis")]
 pub mod distributed;
 mod error;
@@ -86,18 +107,31 @@ mod handle;
 pub mod hashed_wheel;
 pub mod heap_timer;
 pub mod hierarchical;
+mod metrics;
 mod scheduler;
+mod shared;
+mod slab;
+mod slot;
 mod sync;
 mod task;
 pub mod thread_pool;
+mod timer_thread;
+mod waiters;
 
+pub use builder::{OnShutdown, ShutdownPolicy};
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
-pub use error::Error;
-pub use executor::Executor;
-pub use handle::{ScheduledFuture, TaskHandle};
+pub use error::{Error, Rejected};
+pub use executor::{Executor, Job};
+pub use handle::{CancelOnDrop, ScheduledFuture, TaskHandle};
 pub use hashed_wheel::{HashedWheelTimer, HashedWheelTimerBuilder};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
-pub use scheduler::{Metrics, Scheduler, SchedulerExt};
-pub use task::Task;
+pub use metrics::Metrics;
+pub use scheduler::{Scheduler, SchedulerExt};
+pub use task::{Task, TaskContext};
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -1,15 +1,14 @@
 //! The contract every scheduler keeps: the object-safe [`Scheduler`] trait,
-//! the generic [`SchedulerExt`] layer over it, and [`Metrics`].
+//! the generic [`SchedulerExt`] layer over it, and the delegation every
+//! scheduler shares.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::clock::{Clock, Timebase};
-use crate::error::{Error, Kind, Setting};
+use crate::error::Rejected;
 use crate::handle::{ScheduledFuture, TaskHandle};
-use crate::task::{CancelOutcome, Task, TaskRef};
+use crate::metrics::Metrics;
+use crate::task::Task;
 
 /// A scheduled executor: runs tasks after a delay, once or periodically.
 ///
@@ -35,7 +34,7 @@ use crate::task::{CancelOutcome, Task, TaskRef};
 ///   live on;
 /// - tasks due at the same deadline (or, on a wheel, in the same tick) start
 ///   in submission order;
-/// - bad input is a typed [`Error`], never a panic.
+/// - bad input is a typed [`Error`](crate::Error), never a panic.
 ///
 /// # Examples
 ///
@@ -55,11 +54,20 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`Error::is_shutdown`] after [`Scheduler::shutdown`];
-    /// [`Error::is_delay_overflow`] if the deadline does not fit the time
-    /// range; [`Error::is_pending_limit`] if the scheduler already holds its
+    /// Hands the task back ([`Rejected::into_task`]) with the reason:
+    /// [`Error::is_shutdown`](crate::Error::is_shutdown) after [`Scheduler::shutdown`];
+    /// [`Error::is_delay_overflow`](crate::Error::is_delay_overflow) if the deadline does not fit the time
+    /// range; [`Error::is_pending_limit`](crate::Error::is_pending_limit) if the scheduler already holds its
     /// configured limit of pending tasks.
-    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Error>;
+    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Rejected>;
+
+    /// Schedules `task` to first run at `deadline`, an instant of the
+    /// scheduler's clock (at once if it has passed).
+    ///
+    /// # Errors
+    ///
+    /// As [`Scheduler::submit`].
+    fn submit_at(&self, deadline: Instant, task: Task) -> Result<TaskHandle, Rejected>;
 
     /// Takes no new work. Pending one-shot tasks still run; periodic tasks
     /// stop (their handles report cancelled). Returns at once; see
@@ -67,7 +75,7 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
     fn shutdown(&self);
 
     /// Takes no new work and drops every pending task, returning handles to
-    /// those that never ran (they report [`Error::is_abandoned`] when waited
+    /// those that never ran (they report [`Error::is_abandoned`](crate::Error::is_abandoned) when waited
     /// on). A task that is running finishes; periodic ones do not repeat.
     fn shutdown_now(&self) -> Vec<TaskHandle>;
 
@@ -115,12 +123,30 @@ pub trait SchedulerExt: Scheduler {
     /// # Errors
     ///
     /// As [`Scheduler::submit`].
-    fn schedule<F, T>(&self, delay: Duration, f: F) -> Result<ScheduledFuture<T>, Error>
+    fn schedule<F, T>(&self, delay: Duration, f: F) -> Result<ScheduledFuture<T>, Rejected>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.submit(delay, Task::once(f)).map(ScheduledFuture::new)
+        let (task, output) = Task::with_output(f);
+        self.submit(delay, task)
+            .map(|handle| ScheduledFuture::new(handle, output))
+    }
+
+    /// Runs `f` once at `deadline`, an instant of the scheduler's clock;
+    /// the returned future yields its value.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scheduler::submit`].
+    fn schedule_at<F, T>(&self, deadline: Instant, f: F) -> Result<ScheduledFuture<T>, Rejected>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (task, output) = Task::with_output(f);
+        self.submit_at(deadline, task)
+            .map(|handle| ScheduledFuture::new(handle, output))
     }
 
     /// Runs `f` after `initial`, then every `period` after that first
@@ -130,309 +156,135 @@ pub trait SchedulerExt: Scheduler {
     ///
     /// # Errors
     ///
-    /// [`Error::is_zero_period`] if `period` is zero, else as
+    /// [`Error::is_zero_period`](crate::Error::is_zero_period) if `period` is zero, else as
     /// [`Scheduler::submit`].
     fn schedule_at_fixed_rate<F>(
         &self,
         initial: Duration,
         period: Duration,
         f: F,
-    ) -> Result<TaskHandle, Error>
+    ) -> Result<TaskHandle, Rejected>
     where
         F: FnMut() + Send + 'static,
     {
         self.submit(initial, Task::fixed_rate(period, f)?)
     }
 
+    /// As [`SchedulerExt::schedule_at_fixed_rate`], starting at `start`,
+    /// an instant of the scheduler's clock (`java.util.Timer`'s
+    /// `scheduleAtFixedRate(task, firstTime, period)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerExt::schedule_at_fixed_rate`].
+    fn schedule_at_fixed_rate_from<F>(
+        &self,
+        start: Instant,
+        period: Duration,
+        f: F,
+    ) -> Result<TaskHandle, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.submit_at(start, Task::fixed_rate(period, f)?)
+    }
+
     /// Runs `f` after `initial`, then `delay` after the end of each run.
     ///
     /// # Errors
     ///
-    /// [`Error::is_zero_period`] if `delay` is zero, else as
+    /// [`Error::is_zero_period`](crate::Error::is_zero_period) if `delay` is zero, else as
     /// [`Scheduler::submit`].
     fn schedule_with_fixed_delay<F>(
         &self,
         initial: Duration,
         delay: Duration,
         f: F,
-    ) -> Result<TaskHandle, Error>
+    ) -> Result<TaskHandle, Rejected>
     where
         F: FnMut() + Send + 'static,
     {
         self.submit(initial, Task::fixed_delay(delay, f)?)
     }
+
+    /// As [`SchedulerExt::schedule_with_fixed_delay`], starting at `start`,
+    /// an instant of the scheduler's clock.
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerExt::schedule_with_fixed_delay`].
+    fn schedule_with_fixed_delay_from<F>(
+        &self,
+        start: Instant,
+        delay: Duration,
+        f: F,
+    ) -> Result<TaskHandle, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.submit_at(start, Task::fixed_delay(delay, f)?)
+    }
 }
 
 impl<S: Scheduler + ?Sized> SchedulerExt for S {}
 
-/// A scheduler's counters at one moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Metrics {
-    /// Tasks waiting for their next run (not counting ones running now).
-    pub pending: usize,
-    /// Runs started: a periodic task counts once per run.
-    pub fired: u64,
-    /// Successful cancels.
-    pub cancelled: u64,
-}
-
-/// What a scheduler's handles need from it: its shared state plus the two
-/// queue operations that differ between algorithms.
-pub(crate) trait Core: Send + Sync + 'static {
-    fn base(&self) -> &Base;
-
-    /// Queues a pending cell again at a new entry (after a reset moved it).
-    fn requeue(&self, cell: &TaskRef, deadline: u64, seq: u64);
-
-    /// Told after a cancel that stopped a future run; the counters are
-    /// already updated. The stale entry may be removed now or later.
-    fn cancelled(&self, cell: &TaskRef, outcome: CancelOutcome);
-}
-
-/// The state every scheduler shares: time, sequence numbers, counters,
-/// the pending limit and the shutdown flag.
-#[derive(Debug)]
-pub(crate) struct Base {
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) timebase: Timebase,
-    seq: AtomicU64,
-    /// Signed: a periodic task re-armed by its runner can be cancelled a
-    /// moment before the driver counts it pending again.
-    pending: AtomicIsize,
-    fired: AtomicU64,
-    cancelled: AtomicU64,
-    pending_limit: usize,
-    shutdown: AtomicBool,
-    /// Set by `shutdown_now`: nothing runs or repeats any more.
-    stopped: AtomicBool,
-    /// Whether periodic tasks keep running after `shutdown` (default false).
-    pub(crate) keep_periodic: bool,
-    /// Whether pending one-shot tasks still run after `shutdown` (default true).
-    pub(crate) run_delayed: bool,
-}
-
-impl Base {
-    pub(crate) fn new(common: &Common) -> Base {
-        let clock = common.clock.clone();
-        let timebase = Timebase::new(clock.now());
-        Base {
-            keep_periodic: common.keep_periodic,
-            run_delayed: common.run_delayed,
-            clock,
-            timebase,
-            seq: AtomicU64::new(0),
-            pending: AtomicIsize::new(0),
-            fired: AtomicU64::new(0),
-            cancelled: AtomicU64::new(0),
-            pending_limit: common.pending_limit.unwrap_or(usize::MAX),
-            shutdown: AtomicBool::new(false),
-            stopped: AtomicBool::new(false),
-        }
-    }
-
-    /// Now, in ticks (nanoseconds since the scheduler started).
-    pub(crate) fn now(&self) -> u64 {
-        self.timebase.ticks(self.clock.now())
-    }
-
-    /// A fresh sequence number: orders ties and names queue entries.
-    pub(crate) fn next_seq(&self) -> u64 {
-        self.seq.fetch_add(1, Relaxed)
-    }
-
-    /// Admits a new task due `delay` from now: checks shutdown, the delay
-    /// and the pending limit, then counts it as pending and arms its cell.
-    /// Returns `(deadline, seq)` for the queue entry.
-    pub(crate) fn admit(&self, cell: &TaskRef, delay: Duration) -> Result<(u64, u64), Error> {
-        if self.is_shutdown() {
-            return Err(Error::new(Kind::Shutdown));
-        }
-        let deadline = Timebase::deadline(self.now(), delay)?;
-        let limit = isize::try_from(self.pending_limit).unwrap_or(isize::MAX);
-        if self.pending.fetch_add(1, Relaxed) >= limit {
-            self.pending.fetch_sub(1, Relaxed);
-            return Err(Error::new(Kind::PendingLimit(self.pending_limit)));
-        }
-        let seq = self.next_seq();
-        cell.arm(deadline, seq);
-        Ok((deadline, seq))
-    }
-
-    /// A cell left the pending set without running (it was dropped).
-    pub(crate) fn unpend(&self) {
-        self.pending.fetch_sub(1, Relaxed);
-    }
-
-    /// A pending task was claimed to run.
-    pub(crate) fn fire(&self) {
-        self.pending.fetch_sub(1, Relaxed);
-        self.fired.fetch_add(1, Relaxed);
-    }
-
-    /// A periodic task went back to waiting.
-    pub(crate) fn repend(&self) {
-        self.pending.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn count_cancel(&self, outcome: CancelOutcome) {
-        if outcome == CancelOutcome::WasPending {
-            self.pending.fetch_sub(1, Relaxed);
-        }
-        self.cancelled.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn is_shutdown(&self) -> bool {
-        self.shutdown.load(SeqCst)
-    }
-
-    /// Sets the shutdown flag; true for the first caller.
-    pub(crate) fn start_shutdown(&self) -> bool {
-        !self.shutdown.swap(true, SeqCst)
-    }
-
-    /// Sets the shutdown and stopped flags (`shutdown_now`): from now on
-    /// [`Base::drops_at_shutdown`] drops every task, whatever the policy.
-    pub(crate) fn start_shutdown_now(&self) {
-        self.stopped.store(true, SeqCst);
-        self.shutdown.store(true, SeqCst);
-    }
-
-    pub(crate) fn metrics(&self) -> Metrics {
-        Metrics {
-            pending: usize::try_from(self.pending.load(Relaxed)).unwrap_or(0),
-            fired: self.fired.load(Relaxed),
-            cancelled: self.cancelled.load(Relaxed),
-        }
-    }
-
-    /// Decides, at shutdown, whether a queued task is dropped (cancelled):
-    /// everything after `shutdown_now`; otherwise periodic tasks unless kept,
-    /// and one-shots not yet due unless delayed tasks are kept (the JDK's
-    /// `onShutdown`: a one-shot already due still runs).
-    pub(crate) fn drops_at_shutdown(&self, cell: &TaskRef) -> bool {
-        if self.stopped.load(SeqCst) {
-            true
-        } else if cell.is_periodic() {
-            !self.keep_periodic
-        } else {
-            !self.run_delayed && cell.deadline() > self.now()
-        }
-    }
-}
-
-/// The settings every scheduler's builder has.
-#[derive(Clone, Debug)]
-pub(crate) struct Common {
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) pending_limit: Option<usize>,
-    pub(crate) keep_periodic: bool,
-    pub(crate) run_delayed: bool,
-    pub(crate) thread_name: String,
-}
-
-impl Common {
-    pub(crate) fn new(thread_name: &str) -> Common {
-        Common {
-            clock: Arc::new(crate::clock::SystemClock),
-            pending_limit: None,
-            keep_periodic: false,
-            run_delayed: true,
-            thread_name: thread_name.to_owned(),
-        }
-    }
-}
-
-impl Common {
-    /// Checks the settings every builder shares.
-    pub(crate) fn validate(&self) -> Result<(), Error> {
-        if self.pending_limit == Some(0) {
-            return Err(Error::invalid(
-                Setting::PendingLimit,
-                "0 would refuse every task; leave it unset for no limit",
-            ));
-        }
-        if self.thread_name.contains('\0') {
-            return Err(Error::invalid(
-                Setting::ThreadName,
-                format!("{:?} contains a NUL byte", self.thread_name),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Starts a named thread, or says why the operating system would not.
-pub(crate) fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<(), Error> {
-    std::thread::Builder::new()
-        .name(name.clone())
-        .spawn(body)
-        .map(drop)
-        .map_err(|e| Error::spawn(&format!("thread {name:?}"), &e))
-}
-
-/// A wheel's tick in nanoseconds, if it is at least `min` and one turn of
-/// `slots` ticks fits the time range (`u64` nanoseconds, 584 years): the
-/// rule Netty applies (`tickDuration * ticksPerWheel` must fit a `long`).
-pub(crate) fn wheel_tick(tick: Duration, min: Duration, slots: usize) -> Result<u64, Error> {
-    if tick < min {
-        return Err(Error::invalid(
-            Setting::Tick,
-            format!("{tick:?} is shorter than the shortest tick, {min:?}"),
-        ));
-    }
-    u64::try_from(tick.as_nanos())
-        .ok()
-        .filter(|&ns| ns.checked_mul(slots as u64).is_some())
-        .ok_or_else(|| {
-            Error::invalid(
-                Setting::Tick,
-                format!("{tick:?} times {slots} slots does not fit the time range of 584 years"),
-            )
-        })
-}
-
-/// The builder methods every scheduler shares; expects a `common: Common` field.
-macro_rules! common_builder_methods {
+/// The `Scheduler` methods every scheduler delegates to its [`Shared`](crate::shared::Shared)
+/// state, written once; expects a `shared: Arc<Shared>` field.
+macro_rules! shared_scheduler_methods {
     () => {
-        /// The clock the scheduler reads: [`SystemClock`](crate::SystemClock)
-        /// by default, a [`ManualClock`](crate::ManualClock) for tests and
-        /// simulations.
-        pub fn clock(mut self, clock: impl crate::Clock) -> Self {
-            self.common.clock = std::sync::Arc::new(clock);
-            self
+        crate::scheduler::shared_scheduler_methods!(submit);
+        crate::scheduler::shared_scheduler_methods!(tail);
+    };
+    (submit) => {
+        fn submit(
+            &self,
+            delay: std::time::Duration,
+            task: crate::Task,
+        ) -> Result<crate::TaskHandle, crate::Rejected> {
+            let key = self
+                .shared
+                .submit(crate::shared::When::After(delay), task)?;
+            Ok(self.accepted(key))
         }
 
-        /// The most tasks that may wait at once; beyond it `submit` fails
-        /// with [`Error::is_pending_limit`](crate::Error::is_pending_limit).
-        /// Unlimited by default; zero is refused by `build`
-        /// ([`Error::is_invalid_pending_limit`](crate::Error::is_invalid_pending_limit)).
-        pub fn pending_limit(mut self, limit: usize) -> Self {
-            self.common.pending_limit = Some(limit);
-            self
+        fn submit_at(
+            &self,
+            deadline: std::time::Instant,
+            task: crate::Task,
+        ) -> Result<crate::TaskHandle, crate::Rejected> {
+            let key = self
+                .shared
+                .submit(crate::shared::When::At(deadline), task)?;
+            Ok(self.accepted(key))
+        }
+    };
+    (tail) => {
+        fn shutdown(&self) {
+            self.shared.shutdown()
         }
 
-        /// The name of the scheduler's thread (a prefix where it has several).
-        /// A name with a NUL byte is refused by `build`
-        /// ([`Error::is_invalid_thread_name`](crate::Error::is_invalid_thread_name)).
-        pub fn thread_name(mut self, name: impl Into<String>) -> Self {
-            self.common.thread_name = name.into();
-            self
+        fn shutdown_now(&self) -> Vec<crate::TaskHandle> {
+            let keys = self.shared.shutdown_now();
+            keys.into_iter()
+                .map(|key| crate::TaskHandle::new(self.shared.clone(), key))
+                .collect()
         }
 
-        /// Whether periodic tasks keep running after `shutdown` (default
-        /// false, as Java's `ScheduledThreadPoolExecutor`).
-        pub fn continue_existing_periodic_tasks_after_shutdown(mut self, keep: bool) -> Self {
-            self.common.keep_periodic = keep;
-            self
+        fn is_shutdown(&self) -> bool {
+            self.shared.is_shutdown()
         }
 
-        /// Whether pending one-shot tasks still run after `shutdown`
-        /// (default true, as Java's `ScheduledThreadPoolExecutor`).
-        pub fn execute_existing_delayed_tasks_after_shutdown(mut self, run: bool) -> Self {
-            self.common.run_delayed = run;
-            self
+        fn is_terminated(&self) -> bool {
+            self.shared.is_terminated()
+        }
+
+        fn await_termination(&self, timeout: std::time::Duration) -> bool {
+            self.shared.await_termination(timeout)
+        }
+
+        fn metrics(&self) -> crate::Metrics {
+            self.shared.metrics()
         }
     };
 }
-pub(crate) use common_builder_methods;
+pub(crate) use shared_scheduler_methods;

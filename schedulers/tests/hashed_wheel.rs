@@ -1,7 +1,8 @@
-//! HashedWheelTimer against the conformance suite, with a granularity of
-//! one tick: with tasks run inline on the worker (Netty's way), on a pool of
-//! one worker (the busy-worker cases keep it busy while tasks come due
-//! behind it), and on a pool of four.
+//! HashedWheelTimer against the conformance suite: exact by default (a
+//! granularity of zero: every task starts at its deadline in virtual time),
+//! with tasks run inline on the worker (Netty's way) and on a pool of one
+//! worker (the busy-worker cases keep it busy while tasks come due behind
+//! it); on a pool of four; and in Netty's tick mode, one tick late at most.
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use schedulers::{Executor, HashedWheelTimer};
 /// The tick every instance below uses: the granularity of the suite.
 const TICK: Duration = Duration::from_millis(1);
 
-crate::conformance!(conformance, TICK, |o| {
+crate::conformance!(conformance, Duration::ZERO, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
         .tick(TICK)
@@ -21,7 +22,7 @@ crate::conformance!(conformance, TICK, |o| {
     Box::new(b.build().unwrap())
 });
 
-crate::conformance!(conformance_busy_single_worker, TICK, |o| {
+crate::conformance!(conformance_busy_single_worker, Duration::ZERO, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
         .tick(TICK)
@@ -44,3 +45,47 @@ crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
     }
     Box::new(b.build().unwrap())
 });
+
+crate::conformance!(conformance_tick_mode, TICK, |o| {
+    let mut b = HashedWheelTimer::builder()
+        .clock(o.clock)
+        .precise(false)
+        .tick(TICK)
+        .wheel_size(512);
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build().unwrap())
+});
+
+/// With only far timers pending, the worker sleeps until the first is due,
+/// not from tick to tick as Netty's does (issue: no idle ticking).
+#[test]
+fn far_timers_do_not_wake_the_worker_every_tick() {
+    use schedulers::{Clock, ManualClock, Scheduler, Task};
+    let clock = ManualClock::new();
+    let timer = HashedWheelTimer::builder()
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let start = clock.now();
+    let hour = Duration::from_secs(3600);
+    let handles: Vec<_> = (0..100_000u64)
+        .map(|i| {
+            let delay = hour + Duration::from_millis(i * 36 % 3_600_000);
+            timer.submit(delay, Task::once(|| ())).unwrap()
+        })
+        .collect();
+    clock.advance(Duration::ZERO);
+    let next = timer.next_expiration().expect("timers pending");
+    assert!(
+        next >= start + hour,
+        "the worker plans to wake before the first deadline"
+    );
+    let woken = timer.driver_wakeups();
+    clock.advance(hour - Duration::from_secs(1));
+    assert_eq!(timer.metrics().fired, 0);
+    // One advance wakes it once (the clock's own wake-up), not once a tick.
+    assert!(timer.driver_wakeups() - woken <= 2);
+    drop(handles);
+}

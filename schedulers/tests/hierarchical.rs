@@ -1,50 +1,56 @@
-//! HierarchicalWheelTimer against the conformance suite: a 1 ms tick, so
-//! tasks may start up to one tick late; on a pool of one worker (Kafka's
-//! default; the busy-worker cases keep it busy while tasks come due behind
-//! it), inline on the driver, and on a pool of four.
+//! HierarchicalWheelTimer against the conformance suite: exact by default
+//! (a granularity of zero), on a pool of one worker (Kafka's way; the
+//! busy-worker cases keep it busy while tasks come due behind it), inline
+//! on deep wheels, on a pool of four, and in Kafka's tick mode (one tick
+//! late at most).
 
 use std::time::Duration;
 
 use schedulers::{Executor, HierarchicalWheelTimer};
 
-crate::conformance!(
-    conformance_busy_single_worker,
-    Duration::from_millis(1),
-    |o| {
-        let mut b = HierarchicalWheelTimer::builder()
-            .clock(o.clock)
-            .tick(Duration::from_millis(1))
-            .executor(Executor::pool(1).unwrap());
-        if let Some(limit) = o.pending_limit {
-            b = b.pending_limit(limit);
-        }
-        Box::new(b.build().unwrap())
+const TICK: Duration = Duration::from_millis(1);
+
+crate::conformance!(conformance_busy_single_worker, Duration::ZERO, |o| {
+    let mut b = HierarchicalWheelTimer::builder()
+        .clock(o.clock)
+        .tick(TICK)
+        .executor(Executor::pool(1).unwrap());
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
     }
-);
+    Box::new(b.build().unwrap())
+});
 
 // The whole contract again on a deep hierarchy (2 buckets per wheel, so a
 // 1 h timer cascades through ~22 levels) with tasks run inline on the driver.
-crate::conformance!(
-    conformance_tiny_wheels_inline,
-    Duration::from_millis(1),
-    |o| {
-        let mut b = HierarchicalWheelTimer::builder()
-            .clock(o.clock)
-            .tick(Duration::from_millis(1))
-            .wheel_size(2)
-            .executor(Executor::inline());
-        if let Some(limit) = o.pending_limit {
-            b = b.pending_limit(limit);
-        }
-        Box::new(b.build().unwrap())
-    }
-);
-
-crate::conformance_multi_worker!(conformance_four_workers, Duration::from_millis(1), |o| {
+crate::conformance!(conformance_tiny_wheels_inline, Duration::ZERO, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
-        .tick(Duration::from_millis(1))
+        .tick(TICK)
+        .wheel_size(2)
+        .executor(Executor::inline());
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build().unwrap())
+});
+
+crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
+    let mut b = HierarchicalWheelTimer::builder()
+        .clock(o.clock)
+        .tick(TICK)
         .executor(Executor::pool(4).unwrap());
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build().unwrap())
+});
+
+crate::conformance!(conformance_tick_mode, TICK, |o| {
+    let mut b = HierarchicalWheelTimer::builder()
+        .clock(o.clock)
+        .precise(false)
+        .tick(TICK);
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
@@ -53,7 +59,7 @@ crate::conformance_multi_worker!(conformance_four_workers, Duration::from_millis
 
 mod on_the_system_clock {
     //! Real-time smoke tests with generous bounds: precision is tested in
-    //! virtual time and measured by the examples, not here.
+    //! virtual time and measured by the workbench, not here.
 
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use std::sync::Arc;
@@ -108,7 +114,8 @@ mod on_the_system_clock {
             .unwrap();
         for ms in [50, 5, 1] {
             let soon = timer.schedule(Duration::from_millis(ms), || ()).unwrap();
-            soon.wait_timeout(Duration::from_secs(30))
+            soon.handle()
+                .wait_timeout(Duration::from_secs(30))
                 .expect("the driver was not woken");
         }
         assert_eq!(timer.metrics().pending, 1);

@@ -3,10 +3,13 @@
 // Test helpers are `pub` so the suite macro can reach them from any module.
 #![allow(unreachable_pub)]
 
+mod async_handles;
 mod builders;
 mod conformance;
 #[cfg(feature = "redis")]
 mod distributed;
+#[cfg(all(feature = "rayon", feature = "tokio"))]
+mod executors;
 mod hashed_wheel;
 mod heap_timer;
 mod hierarchical;

@@ -143,7 +143,7 @@ fn purge() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        if seed.is_multiple_of(2) && h.cancel() {
+        if seed.is_multiple_of(2) && h.handle().cancel() {
             cancelled += 1;
         }
     }
@@ -164,7 +164,7 @@ fn cancelled_tasks_are_purged_automatically() {
         .collect();
     for _ in 0..50_000 {
         let h = t.schedule(Duration::from_secs(100), || ()).unwrap();
-        assert!(h.cancel());
+        assert!(h.handle().cancel());
     }
     clock.settle();
     let left = t.purge();
@@ -192,7 +192,7 @@ fn a_throwing_task_does_not_kill_the_timer() {
     .unwrap();
     clock.advance(Duration::from_secs(2));
     assert_eq!(runs.load(SeqCst), 1, "the pending task was not dropped");
-    assert!(pending.unwrap().is_done());
+    assert!(pending.unwrap().handle().is_done());
     assert!(
         t.schedule(Duration::ZERO, || ()).is_ok(),
         "the timer still takes work"

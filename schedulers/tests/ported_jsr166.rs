@@ -79,7 +79,7 @@ fn test_schedule1() {
     let c = clock.clone();
     let f = p.schedule(ms(12), move || (true, c.elapsed())).unwrap();
     clock.advance(ms(11));
-    assert!(!f.is_done(), "not before the delay");
+    assert!(!f.handle().is_done(), "not before the delay");
     clock.advance(ms(1));
     let (value, at) = f.get().unwrap();
     assert!(value);
@@ -336,8 +336,8 @@ fn test_get_queue() {
     started_rx.recv_timeout(WAIT).unwrap();
     let queued: Vec<_> = (0..3).map(|i| p.schedule(ms(i), || ()).unwrap()).collect();
     assert_eq!(p.queue_len(), 3, "the running task is not in the queue");
-    assert!(!running.is_pending());
-    assert!(queued.iter().all(|f| f.is_pending()));
+    assert!(!running.handle().is_pending());
+    assert!(queued.iter().all(|f| f.handle().is_pending()));
     release.send(()).unwrap();
     clock.advance(ms(2));
     assert_eq!(p.queue_len(), 0);
@@ -362,16 +362,19 @@ fn test_remove() {
     started_rx.recv_timeout(WAIT).unwrap();
     let queued: Vec<_> = (1..=5).map(|i| p.schedule(ms(i), || ()).unwrap()).collect();
     assert_eq!(p.queue_len(), 5);
-    assert!(!running.cancel(), "a running one-shot cannot be removed");
-    assert!(queued[3].cancel());
-    assert!(!queued[3].cancel(), "removed once");
+    assert!(
+        !running.handle().cancel(),
+        "a running one-shot cannot be removed"
+    );
+    assert!(queued[3].handle().cancel());
+    assert!(!queued[3].handle().cancel(), "removed once");
     assert_eq!(p.queue_len(), 4);
-    assert!(queued[0].cancel());
+    assert!(queued[0].handle().cancel());
     assert_eq!(p.queue_len(), 3);
     release.send(()).unwrap();
     clock.advance(ms(5));
     assert_eq!(
-        [1, 2, 4].map(|i| queued[i].is_done() && !queued[i].is_cancelled()),
+        [1, 2, 4].map(|i| queued[i].handle().is_done() && !queued[i].handle().is_cancelled()),
         [true; 3]
     );
 }
@@ -385,8 +388,8 @@ fn test_purge() {
         .map(|i| p.schedule(LONG_DELAY + ms(i), || ()).unwrap())
         .collect();
     assert_eq!(p.queue_len(), 5);
-    assert!(tasks[4].cancel());
-    assert!(tasks[3].cancel());
+    assert!(tasks[4].handle().cancel());
+    assert!(tasks[3].handle().cancel());
     assert_eq!(
         p.queue_len(),
         5,
@@ -472,8 +475,9 @@ fn test_shutdown_now_delayed_tasks() {
 }
 
 /// `testShutdown_cancellation`, the whole policy matrix: every combination
-/// of `execute_existing_delayed_tasks_after_shutdown`,
-/// `continue_existing_periodic_tasks_after_shutdown`, `remove_on_cancel`,
+/// of the shutdown policy for one-shots (the JDK's
+/// `executeExistingDelayedTasksAfterShutdown`) and for periodic tasks
+/// (`continueExistingPeriodicTasksAfterShutdown`), `remove_on_cancel`,
 /// an initial delay of 0 or 1 ms, 1 or 2 rounds before a periodic task
 /// blocks, and (with periodic tasks kept) whether they are left to continue
 /// or cancelled by hand.
@@ -529,8 +533,7 @@ fn shutdown_cancellation(
     let pool_size = 4;
     let p = ScheduledThreadPool::builder()
         .pool_size(pool_size)
-        .execute_existing_delayed_tasks_after_shutdown(delayed_policy)
-        .continue_existing_periodic_tasks_after_shutdown(periodic_policy)
+        .shutdown_policy(policy(delayed_policy, periodic_policy))
         .remove_on_cancel(remove_policy)
         .build()
         .unwrap();
@@ -744,7 +747,7 @@ fn jtreg_delay_overflow() {
             let clock = ManualClock::new();
             let p = ScheduledThreadPool::builder()
                 .pool_size(1)
-                .execute_existing_delayed_tasks_after_shutdown(false)
+                .shutdown_policy(policy(false, false))
                 .clock(clock.clone())
                 .build()
                 .unwrap();
@@ -883,7 +886,7 @@ fn jtreg_basic_cancel() {
         let mut most = 0;
         for _ in 0..100_000 {
             let f = p.schedule(Duration::from_secs(3600), || ()).unwrap();
-            assert!(f.cancel());
+            assert!(f.handle().cancel());
             most = most.max(p.queue_len());
         }
         if remove_on_cancel {
@@ -903,4 +906,12 @@ fn jtreg_basic_cancel() {
         assert_eq!(p.metrics().pending, 0);
         assert_eq!(p.metrics().cancelled, 100_000);
     }
+}
+
+/// The JDK's two shutdown-policy booleans as a [`ShutdownPolicy`].
+fn policy(run_delayed: bool, continue_periodic: bool) -> schedulers::ShutdownPolicy {
+    use schedulers::OnShutdown::{Cancel, Run};
+    schedulers::ShutdownPolicy::default()
+        .one_shot(if run_delayed { Run } else { Cancel })
+        .periodic(if continue_periodic { Run } else { Cancel })
 }

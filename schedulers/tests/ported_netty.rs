@@ -10,9 +10,11 @@ use schedulers::{Executor, HashedWheelTimer, ManualClock, Scheduler, SchedulerEx
 
 use crate::conformance::{ms, secs, Counter};
 
+/// A wheel in Netty's tick mode: a timer fires at the end of its tick.
 fn wheel(clock: &ManualClock, tick: Duration, slots: usize) -> HashedWheelTimer {
     HashedWheelTimer::builder()
         .clock(clock.clone())
+        .precise(false)
         .tick(tick)
         .wheel_size(slots)
         .build()
@@ -58,8 +60,8 @@ fn schedule_timeout_should_not_run_before_delay() {
     let timeout = timer.schedule(secs(10), move || r.bump()).unwrap();
     clock.advance(secs(3));
     assert_eq!(runs.get(), 0);
-    assert!(!timeout.is_done());
-    assert!(timeout.cancel());
+    assert!(!timeout.handle().is_done());
+    assert!(timeout.handle().cancel());
 }
 
 /// `testScheduleTimeoutShouldRunAfterDelay`: a 2 s timeout runs within 3 s
@@ -76,7 +78,7 @@ fn schedule_timeout_should_run_after_delay() {
     let timeout = timer.schedule(secs(2), move || r.bump()).unwrap();
     clock.advance(secs(3));
     assert_eq!(runs.get(), 1);
-    assert!(timeout.is_done());
+    assert!(timeout.handle().is_done());
 }
 
 /// `testStopTimer`: once every timeout fired, `stop()` (here
@@ -226,7 +228,7 @@ fn capacity_is_freed_when_existing_timeout_is_cancelled() {
         .unwrap();
     timer.schedule(secs(5), || ()).unwrap();
     let second = timer.schedule(secs(5), || ()).unwrap();
-    assert!(second.cancel());
+    assert!(second.handle().cancel());
     timer.schedule(ms(1), || ()).unwrap();
     assert!(timer.schedule(ms(1), || ()).unwrap_err().is_pending_limit());
 }
@@ -244,7 +246,7 @@ fn capacity_is_freed_when_existing_timeout_is_executed() {
     timer.schedule(secs(5), || ()).unwrap();
     let fires = timer.schedule(ms(100), || ()).unwrap();
     clock.advance(ms(101));
-    assert!(fires.is_done());
+    assert!(fires.handle().is_done());
     timer.schedule(ms(1), || ()).unwrap();
     assert!(timer.schedule(ms(1), || ()).unwrap_err().is_pending_limit());
 }
@@ -262,9 +264,9 @@ fn report_pending_timeouts() {
     let t2 = timer.schedule(secs(6000), || ()).unwrap();
     let fires = timer.schedule(ms(90), || ()).unwrap();
     assert_eq!(timer.metrics().pending, 3);
-    assert!(t1.cancel() && t2.cancel());
+    assert!(t1.handle().cancel() && t2.handle().cancel());
     clock.advance(ms(91));
-    assert!(fires.is_done());
+    assert!(fires.handle().is_done());
     assert_eq!(timer.metrics().pending, 0);
 }
 
@@ -290,7 +292,7 @@ fn overflow() {
         .unwrap();
     clock.advance(secs(10 * 365 * 24 * 3600));
     assert_eq!(runs.get(), 0);
-    assert!(far.cancel());
+    assert!(far.handle().cancel());
 }
 
 /// `testStopTimerCancelsPendingTasks`: what `stop()` returns never runs.
@@ -325,7 +327,7 @@ fn pending_counted_correctly_when_cancelled_within_goal_tick() {
     let r = runs.clone();
     let t = timer.schedule(ms(15), move || r.bump()).unwrap();
     clock.advance(ms(12)); // inside the goal tick (10, 20] ms
-    assert!(t.cancel());
+    assert!(t.handle().cancel());
     clock.advance(ms(20));
     assert_eq!(runs.get(), 0);
     assert_eq!(timer.metrics().pending, 0);

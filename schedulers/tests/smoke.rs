@@ -55,3 +55,16 @@ fn heap_timer_periodic_and_shutdown_on_the_system_clock() {
     assert!(timer.await_termination(Duration::from_secs(30)));
     assert!(timer.is_terminated());
 }
+
+/// A handle is two words (the scheduler and a slot), and every public type
+/// that crosses threads does.
+#[test]
+fn handles_are_small_and_errors_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    assert_eq!(std::mem::size_of::<schedulers::TaskHandle>(), 16);
+    send_sync::<schedulers::TaskHandle>();
+    send_sync::<schedulers::ScheduledFuture<u8>>();
+    send_sync::<schedulers::Error>();
+    send_sync::<schedulers::Rejected>();
+    send_sync::<schedulers::Executor>();
+}

@@ -70,7 +70,13 @@ fn child() -> ExitCode {
     let pool = ScheduledThreadPool::new(2).expect("no thread starts before the first task");
     expect(
         "ScheduledThreadPool::schedule",
-        pool.schedule(Duration::from_millis(1), || ()).map(drop),
+        pool.schedule(Duration::from_millis(1), || ())
+            .map(drop)
+            .map_err(|rejected| {
+                let error = rejected.error().clone();
+                assert!(rejected.into_task().is_some(), "the task comes back");
+                error
+            }),
     );
     let m = pool.metrics();
     if m.pending != 0 || pool.queue_len() != 0 {

@@ -711,7 +711,7 @@ mod stress {
             .collect();
         assert_eq!(pool.pool_size(), 3, "never more than the pool size");
         clock.advance(Duration::from_secs(1));
-        assert!(hs.iter().chain(&more).all(|h| h.is_done()));
+        assert!(hs.iter().chain(&more).all(|h| h.handle().is_done()));
         assert_eq!(pool.completed_task_count(), 7);
         pool.shutdown();
         assert!(pool.await_termination(Duration::from_secs(30)));

@@ -62,6 +62,12 @@ pub enum Unit {
     /// A ratio (1 = as expected).
     #[serde(rename = "ratio")]
     Ratio,
+    /// Milliseconds of CPU per second of wall time.
+    #[serde(rename = "ms/s")]
+    MillisPerSecond,
+    /// Events (wake-ups) per second.
+    #[serde(rename = "/s")]
+    TimesPerSecond,
     /// Durable jobs per second.
     #[serde(rename = "jobs/s")]
     JobsPerSecond,
@@ -92,6 +98,8 @@ impl Unit {
             Unit::PerSecond => "fires/s",
             Unit::Count => "count",
             Unit::Ratio => "ratio",
+            Unit::MillisPerSecond => "ms/s",
+            Unit::TimesPerSecond => "/s",
             Unit::JobsPerSecond => "jobs/s",
             Unit::MicrosPerJob => "µs/job",
             Unit::CallsPerJob => "calls/job",
@@ -199,6 +207,14 @@ metrics! {
     /// CPU time of the process minus the thread that drives the workload:
     /// what the subject's own threads burned, ms.
     CpuBackground = "cpu_background", Millis, Lower;
+    /// Background CPU per second over the longest stretch of a timeline
+    /// with no event (a second or more), ms/s: what the subject's threads
+    /// cost while it only holds timers.
+    CpuBackgroundPerS = "cpu_background_per_s", MillisPerSecond, Lower;
+    /// Times per second the subject's threads were switched in over that
+    /// quiet stretch (context switches of every thread but the
+    /// application's, from /proc): how often it wakes up while idle.
+    WakeupsPerS = "wakeups_per_s", TimesPerSecond, Lower;
     /// The measured cost of two clock reads around an empty operation, ns:
     /// subtracted from every `*_call` cost, and reported.
     TimingOverhead = "timing_overhead", Nanos, Neither;

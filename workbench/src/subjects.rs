@@ -67,14 +67,29 @@ pub const SCHEDULERS: &[Algorithm] = &[
     },
     Algorithm {
         name: "wheel",
-        about: "HashedWheelTimer: Netty-style flat wheel with rounds, 1 ms tick",
+        about: "HashedWheelTimer: Netty-style flat wheel with rounds, 1 ms tick, fires at the exact deadline",
         make: || Ok(Box::new(HashedWheelTimer::new()?)),
     },
     Algorithm {
+        name: "wheel-tick",
+        about: "HashedWheelTimer in Netty's tick mode (precise(false)): fires at the end of its 1 ms tick",
+        make: || Ok(Box::new(HashedWheelTimer::builder().precise(false).build()?)),
+    },
+    Algorithm {
         name: "hier",
-        about:
-            "HierarchicalWheelTimer: Kafka-style timing wheels + delay queue of buckets, 1 ms tick",
+        about: "HierarchicalWheelTimer: Kafka-style timing wheels + delay queue of buckets, 1 ms tick, exact deadline, tasks on the driver",
         make: || Ok(Box::new(HierarchicalWheelTimer::new()?)),
+    },
+    Algorithm {
+        name: "hier-kafka",
+        about: "HierarchicalWheelTimer as Kafka runs it: tick mode (precise(false)), tasks on a 1-thread pool",
+        make: || {
+            let timer = HierarchicalWheelTimer::builder()
+                .precise(false)
+                .executor(schedulers::Executor::pool(1)?)
+                .build()?;
+            Ok(Box::new(timer))
+        },
     },
 ];
 

@@ -31,6 +31,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../workloads/periodic-fixed-delay.toml"),
     ),
     ("scale.toml", include_str!("../workloads/scale.toml")),
+    ("idle.toml", include_str!("../workloads/idle.toml")),
     (
         "distributed.toml",
         include_str!("../workloads/distributed.toml"),

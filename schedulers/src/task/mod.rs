@@ -1,430 +1,185 @@
-//! The task cell: one allocation per scheduled task, shared by the
-//! scheduler's queue and the user's handle.
+//! What a timer runs: [`Task`], the type-erased closure the scheduler
+//! stores in its slot, and how a run ends.
 //!
-//! The cell holds the task's [`State`] word (the claim / cancel / reset /
-//! finish protocol, in `state.rs`, with its ground rules), the deadline of
-//! its pending run, how it repeats, a word free for the scheduler, and the
-//! user's closure.
+//! A closure is boxed once, when the task is made; a closure that captures
+//! nothing is a zero-sized box and allocates nothing. A one-shot closure is
+//! consumed by its run; a periodic one comes back for the next. A task that
+//! returns a value gets an output cell only when a
+//! [`ScheduledFuture`](crate::ScheduledFuture) asks for one.
 
-mod state;
-
-#[cfg(all(test, loom))]
-mod model;
-
-use std::any::Any;
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::clock::{lock, nanos, Clock as _, SystemClock, NEVER};
+use crate::clock::{lock, nanos, InsideTask};
 use crate::error::{Error, Kind};
-pub(crate) use state::CancelOutcome;
-use state::{End, Phase, Rearm, State};
 
-/// The user's closure, type-erased.
+/// How a task repeats: nanoseconds for the periodic kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Repeat {
+    Once,
+    FixedRate(u64),
+    FixedDelay(u64),
+}
+
+/// A closure as the scheduler stores it.
 pub(crate) trait Job: Send {
-    /// Runs the closure once. A one-shot job keeps its output for `take_output`.
-    fn run(&mut self);
-    /// The value a one-shot job produced, boxed (free for `()`).
-    fn take_output(&mut self) -> Option<Box<dyn Any + Send>>;
-    /// For a periodic job: true if its next run counts from the end of the
-    /// last (fixed delay), false if from the last scheduled start (fixed
-    /// rate). Kept in the type, so the cell stores a whole 64-bit period.
-    fn counts_from_end(&self) -> bool {
-        false
-    }
-    /// Drops the closure: the task will never run again.
-    fn release(&mut self);
-    /// Drops the closure and any value left uncollected.
-    fn clear(&mut self);
-}
+    /// Runs once: a periodic job hands itself back for its next run.
+    fn run(self: Box<Self>) -> Option<Box<dyn Job>>;
 
-struct OnceJob<F, T> {
-    f: Option<F>,
-    output: Option<T>,
-}
+    fn repeat(&self) -> Repeat;
 
-impl<F: FnOnce() -> T + Send, T: Send + 'static> Job for OnceJob<F, T> {
-    fn run(&mut self) {
-        if let Some(f) = self.f.take() {
-            self.output = Some(f());
-        }
-    }
-    fn take_output(&mut self) -> Option<Box<dyn Any + Send>> {
-        self.output
-            .take()
-            .map(|v| Box::new(v) as Box<dyn Any + Send>)
-    }
-    fn release(&mut self) {
-        self.f = None;
-    }
-    fn clear(&mut self) {
-        self.f = None;
-        self.output = None;
-    }
-}
-
-/// A periodic closure (`None` once released); `FROM_END` is fixed delay
-/// (see `Job::counts_from_end`).
-struct PeriodicJob<F, const FROM_END: bool>(Option<F>);
-
-impl<F: FnMut() + Send, const FROM_END: bool> Job for PeriodicJob<F, FROM_END> {
-    fn run(&mut self) {
-        if let Some(f) = &mut self.0 {
-            f();
-        }
-    }
-    fn take_output(&mut self) -> Option<Box<dyn Any + Send>> {
+    /// Why the task failed, for a slot that holds a failure instead of a
+    /// closure.
+    fn failure(&self) -> Option<&Error> {
         None
     }
-    fn counts_from_end(&self) -> bool {
-        FROM_END
+}
+
+struct Once<F>(F);
+
+impl<F: FnOnce() + Send> Job for Once<F> {
+    fn run(self: Box<Self>) -> Option<Box<dyn Job>> {
+        (self.0)();
+        None
     }
-    fn release(&mut self) {
-        self.0 = None;
-    }
-    fn clear(&mut self) {
-        self.0 = None;
+    fn repeat(&self) -> Repeat {
+        Repeat::Once
     }
 }
 
-/// What a job leaves behind: why it failed, if it did, then the job itself.
-struct Slot<J: ?Sized> {
-    failure: Option<Box<Error>>,
-    job: J,
+struct Periodic<F> {
+    repeat: Repeat,
+    f: F,
 }
 
-/// One scheduled task. See the module docs for the state machine.
-pub(crate) struct TaskCell<J: ?Sized + Job = dyn Job> {
-    state: State,
-    /// Deadline of the pending run, in the scheduler's ticks.
-    deadline: AtomicU64,
-    /// Nanoseconds between runs (or from the end of one to the next start);
-    /// 0 for a one-shot task. A whole `u64`, so a period is never clamped.
-    period: u64,
-    /// Free for the scheduler: where the live entry sits (heap index, slab key).
-    pub(crate) slot: AtomicU64,
-    job: Mutex<Slot<J>>,
+impl<F: FnMut() + Send + 'static> Job for Periodic<F> {
+    fn run(mut self: Box<Self>) -> Option<Box<dyn Job>> {
+        (self.f)();
+        Some(self)
+    }
+    fn repeat(&self) -> Repeat {
+        self.repeat
+    }
 }
 
-/// A shared reference to a type-erased task cell.
-pub(crate) type TaskRef = Arc<TaskCell>;
+/// What a periodic task's closure may do about its own future runs.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
+///
+/// let clock = ManualClock::new();
+/// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
+/// let mut left = 3;
+/// let countdown = Task::fixed_rate_with(Duration::from_secs(1), move |run| {
+///     left -= 1;
+///     if left == 0 {
+///         run.stop(); // Netty's `timeout.cancel()` from inside `run`
+///     }
+/// })
+/// .unwrap();
+/// let handle = timer.submit(Duration::ZERO, countdown).unwrap();
+/// clock.advance(Duration::from_secs(10));
+/// assert!(handle.is_done() && !handle.is_cancelled());
+/// assert!(handle.wait().is_ok()); // it ended by itself
+/// # Ok::<(), schedulers::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct TaskContext {
+    stop: Cell<bool>,
+}
 
-/// What happened when a claimed task ran.
-#[derive(Debug, PartialEq, Eq)]
+impl TaskContext {
+    /// No run after this one: the task ends, completed, when this run does.
+    pub fn stop(&self) {
+        self.stop.set(true);
+    }
+
+    /// True once [`TaskContext::stop`] was called in this run.
+    pub fn is_stopped(&self) -> bool {
+        self.stop.get()
+    }
+}
+
+struct PeriodicWith<F> {
+    repeat: Repeat,
+    f: F,
+}
+
+impl<F: FnMut(&TaskContext) + Send + 'static> Job for PeriodicWith<F> {
+    fn run(mut self: Box<Self>) -> Option<Box<dyn Job>> {
+        let context = TaskContext::default();
+        (self.f)(&context);
+        if context.is_stopped() {
+            None
+        } else {
+            Some(self)
+        }
+    }
+    fn repeat(&self) -> Repeat {
+        self.repeat
+    }
+}
+
+/// Kept in the slot of a task that panicked, so its handles can report it.
+pub(crate) struct Failure(pub(crate) Error);
+
+impl Job for Failure {
+    fn run(self: Box<Self>) -> Option<Box<dyn Job>> {
+        None
+    }
+    fn repeat(&self) -> Repeat {
+        Repeat::Once
+    }
+    fn failure(&self) -> Option<&Error> {
+        Some(&self.0)
+    }
+}
+
+/// How a run ended.
 pub(crate) enum Ran {
-    /// It will not run again (completed, panicked or cancelled while running).
-    Finished,
-    /// A periodic task to re-queue at `deadline` under sequence `seq`.
-    Again { deadline: u64, seq: u64 },
+    /// A one-shot task finished.
+    Done,
+    /// A periodic task finished this run; here it is for the next.
+    Again(Box<dyn Job>),
+    /// The task panicked.
+    Panicked(Error),
 }
 
-impl TaskCell {
-    fn with_job<J: Job + 'static>(period: u64, job: J) -> TaskRef {
-        Arc::new(TaskCell {
-            state: State::new(),
-            deadline: AtomicU64::new(0),
-            period,
-            slot: AtomicU64::new(0),
-            job: Mutex::new(Slot { failure: None, job }),
-        })
-    }
-
-    pub(crate) fn is_periodic(&self) -> bool {
-        self.period != 0
-    }
-
-    /// Deadline of the pending run, in ticks.
-    pub(crate) fn deadline(&self) -> u64 {
-        self.deadline.load(Relaxed)
-    }
-
-    /// True while the cell is waiting in a queue at entry `seq`.
-    pub(crate) fn is_live(&self, seq: u64) -> bool {
-        self.state.is_live(seq)
-    }
-
-    /// Makes a fresh cell pending at `deadline` under `seq`. Only for a cell
-    /// no queue has seen yet.
-    pub(crate) fn arm(&self, deadline: u64, seq: u64) {
-        self.deadline.store(deadline, Relaxed);
-        self.state.arm(seq);
-    }
-
-    /// Takes the right to run entry `seq`, as a thread starts it. False if
-    /// the entry is stale (cancelled, reset, abandoned, or already claimed).
-    pub(crate) fn claim(&self, seq: u64) -> bool {
-        self.state.claim(seq)
-    }
-
-    /// Runs a task this thread claimed for the run scheduled at `scheduled`.
-    ///
-    /// Catches a panic; `now` gives the end time for fixed-delay tasks and
-    /// `next_seq` the sequence for the next entry of a periodic task.
-    pub(crate) fn run_claimed(
-        &self,
-        scheduled: u64,
-        now: impl FnOnce() -> u64,
-        next_seq: impl FnOnce() -> u64,
-    ) -> Ran {
-        let (failed, from_end) = {
-            let mut slot = lock(&self.job);
-            let _guard = InsideTask::enter();
-            let failed = match catch_unwind(AssertUnwindSafe(|| slot.job.run())) {
-                Ok(()) => false,
-                Err(payload) => {
-                    slot.failure = Some(Box::new(Error::from_panic(payload.as_ref())));
-                    contain(move || drop(payload));
-                    true
-                }
-            };
-            (failed, slot.job.counts_from_end())
-        };
-        if failed {
-            self.ended(self.state.finish(End::Panicked));
-            self.release();
-            return Ran::Finished;
-        }
-        if !self.is_periodic() {
-            self.ended(self.state.finish(End::Done));
-            return Ran::Finished;
-        }
-        // Past the time range the next run is "never", where it stays.
-        let from = if from_end { now() } else { scheduled };
-        let next = from.checked_add(self.period).unwrap_or(NEVER);
-        let seq = next_seq();
-        self.deadline.store(next, Relaxed);
-        match self.state.rearm(seq) {
-            (Rearm::Again, _) => Ran::Again {
-                deadline: next,
-                seq,
-            },
-            (Rearm::Cancelled, ended) => {
-                self.ended(ended);
-                self.release();
-                Ran::Finished
-            }
-        }
-    }
-
-    /// Stops every future run. True iff this call did it: the task was
-    /// pending, or periodic and running (its next run is stopped).
-    pub(crate) fn cancel(&self) -> CancelOutcome {
-        let (outcome, ended) = self.state.cancel(self.is_periodic());
-        self.ended(ended);
-        outcome
-    }
-
-    /// Drops the closure of a task that will never run again, so that a
-    /// handle kept alive does not keep what the closure captured (as the
-    /// JDK's `FutureTask` drops its callable). Call it outside any lock: the
-    /// closure's destructors are user code. A panicking one is contained.
-    ///
-    /// If the job is locked, whoever holds it lets go instead: a run ending
-    /// (which releases a task it finds over), another release, or this very
-    /// release re-entered by the closure's own destructors (which may drop
-    /// the last reference to the scheduler, whose shutdown buries the cell).
-    pub(crate) fn release(&self) {
-        let mut slot = match self.job.try_lock() {
-            Ok(slot) => slot,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => return,
-        };
-        contain(|| slot.job.release());
-    }
-
-    /// Lets go of a cell a scheduler took out of its queues: if the task is
-    /// over without a value to keep (cancelled, abandoned, panicked), its
-    /// closure goes now. Call it outside any lock, as [`TaskCell::release`].
-    pub(crate) fn bury(&self) {
-        if matches!(
-            self.state.phase(),
-            Phase::Cancelled | Phase::Abandoned | Phase::Panicked
-        ) {
-            self.release();
-        }
-    }
-
-    /// [`TaskCell::bury`] for each cell, then lets go of it.
-    pub(crate) fn bury_all(cells: impl IntoIterator<Item = TaskRef>) {
-        for cell in cells {
-            cell.bury();
-        }
-    }
-
-    /// Moves a pending task to a new entry `seq` at `deadline`. False if the
-    /// task is not pending (running, finished, cancelled).
-    pub(crate) fn reseq(&self, seq: u64, deadline: u64) -> bool {
-        if !self.state.reseq(seq) {
-            return false;
-        }
-        self.deadline.store(deadline, Relaxed);
-        true
-    }
-
-    /// Marks a pending task as dropped by `shutdown_now`. True iff it was pending.
-    pub(crate) fn abandon(&self) -> bool {
-        match self.state.abandon() {
-            Some(ended) => {
-                self.ended(ended);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Wakes the threads waiting for this task, if the transition says so.
-    fn ended(&self, ended: state::Ended) {
-        if ended.wake {
-            let bucket = bucket_of(self);
-            let _guard = lock(&bucket.mutex);
-            bucket.cond.notify_all();
-        }
-    }
-
-    pub(crate) fn is_cancelled(&self) -> bool {
-        matches!(
-            self.state.phase(),
-            Phase::Cancelled | Phase::RunningCancelled
-        )
-    }
-
-    pub(crate) fn is_done(&self) -> bool {
-        matches!(
-            self.state.phase(),
-            Phase::Done | Phase::Panicked | Phase::Cancelled
-        )
-    }
-
-    pub(crate) fn is_pending(&self) -> bool {
-        self.state.phase() == Phase::Scheduled
-    }
-
-    /// Blocks until the task has finished for good, or `timeout` (real
-    /// time) runs out.
-    pub(crate) fn wait(&self, timeout: Option<Duration>) -> Result<(), Error> {
-        let bucket = bucket_of(self);
-        let give_up = timeout.and_then(|t| SystemClock.now().checked_add(t));
-        let mut guard = lock(&bucket.mutex);
-        loop {
-            let phase = self.state.add_waiter();
-            if phase.is_final() {
-                return self.outcome(phase);
-            }
-            guard = match (timeout, give_up) {
-                (None, _) => bucket.cond.wait(guard).unwrap_or_else(|e| e.into_inner()),
-                (Some(_), Some(end)) => {
-                    let left = end.saturating_duration_since(SystemClock.now());
-                    if left.is_zero() {
-                        return Err(Error::new(Kind::Timeout));
-                    }
-                    bucket
-                        .cond
-                        .wait_timeout(guard, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-                // A timeout too large for `Instant` is no timeout.
-                (Some(_), None) => bucket.cond.wait(guard).unwrap_or_else(|e| e.into_inner()),
-            };
-        }
-    }
-
-    fn outcome(&self, phase: Phase) -> Result<(), Error> {
-        match phase {
-            Phase::Done => Ok(()),
-            Phase::Cancelled => Err(Error::new(Kind::Cancelled)),
-            Phase::Abandoned => Err(Error::new(Kind::Abandoned)),
-            _ => Err(lock(&self.job)
-                .failure
-                .as_deref()
-                .cloned()
-                .unwrap_or_else(|| Error::new(Kind::Panicked("unknown".into())))),
-        }
-    }
-
-    /// The value of a finished one-shot task (taken once).
-    pub(crate) fn take_output(&self) -> Option<Box<dyn Any + Send>> {
-        lock(&self.job).job.take_output()
+/// Runs a claimed job on this thread, catching a panic (from the closure,
+/// or from dropping what it returned).
+pub(crate) fn run(job: Box<dyn Job>) -> Ran {
+    let _inside = InsideTask::enter();
+    match catch_unwind(AssertUnwindSafe(|| job.run())) {
+        Ok(Some(job)) => Ran::Again(job),
+        Ok(None) => Ran::Done,
+        Err(payload) => Ran::Panicked(Error::from_panic(payload.as_ref())),
     }
 }
 
-impl<J: ?Sized + Job> Drop for TaskCell<J> {
-    /// The closure or an uncollected value may panic as it drops, on
-    /// whichever thread lets go of the cell last (often a scheduler's):
-    /// contained like a task's panic.
-    fn drop(&mut self) {
-        let slot = self.job.get_mut().unwrap_or_else(PoisonError::into_inner);
-        contain(|| slot.job.clear());
+/// Drops something that may hold user code (a closure and what it
+/// captured) without letting a panicking destructor unwind into the
+/// scheduler. Returns the panic, if there was one.
+pub(crate) fn drop_contained<T>(value: T) -> Option<Error> {
+    catch_unwind(AssertUnwindSafe(move || drop(value)))
+        .err()
+        .map(|payload| Error::from_panic(payload.as_ref()))
+}
+
+/// The value of a one-shot task, for its [`ScheduledFuture`](crate::ScheduledFuture).
+pub(crate) struct Output<T> {
+    value: Mutex<Option<T>>,
+}
+
+impl<T> Output<T> {
+    pub(crate) fn take(&self) -> Option<T> {
+        lock(&self.value).take()
     }
-}
-
-/// Runs `f`, which drops user values, containing a panic the way a task's
-/// panic is contained: the panic hook has reported it, and the thread (a
-/// scheduler's, or the caller of `cancel`) carries on. A panic payload whose
-/// own destructor panics is leaked rather than dropped.
-fn contain(f: impl FnOnce()) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-        if let Err(nested) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-            std::mem::forget(nested);
-        }
-    }
-}
-
-impl fmt::Debug for TaskCell {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Task")
-            .field("state", &self.state.phase())
-            .field("period", &Duration::from_nanos(self.period))
-            .field("deadline", &self.deadline())
-            .finish()
-    }
-}
-
-/// Waiters park in one of a few shared buckets chosen by the cell's address,
-/// so a cell pays no memory for a condition variable it rarely needs.
-struct Bucket {
-    mutex: Mutex<()>,
-    cond: Condvar,
-}
-
-static BUCKETS: [Bucket; 64] = [const {
-    Bucket {
-        mutex: Mutex::new(()),
-        cond: Condvar::new(),
-    }
-}; 64];
-
-fn bucket_of(cell: &TaskCell) -> &'static Bucket {
-    let addr = cell as *const TaskCell as *const u8 as usize;
-    &BUCKETS[(addr >> 6) % BUCKETS.len()]
-}
-
-thread_local! {
-    static INSIDE_TASK: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Marks the current thread as running a task, for [`inside_task`].
-struct InsideTask(bool);
-
-impl InsideTask {
-    fn enter() -> InsideTask {
-        InsideTask(INSIDE_TASK.with(|c| c.replace(true)))
-    }
-}
-
-impl Drop for InsideTask {
-    fn drop(&mut self) {
-        INSIDE_TASK.with(|c| c.set(self.0));
-    }
-}
-
-/// True on a thread that is running a scheduled task right now.
-pub(crate) fn inside_task() -> bool {
-    INSIDE_TASK.with(Cell::get)
 }
 
 /// A task ready to be handed to any [`Scheduler`](crate::Scheduler): the
@@ -444,26 +199,54 @@ pub(crate) fn inside_task() -> bool {
 /// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct Task {
-    pub(crate) cell: TaskRef,
+    pub(crate) job: Box<dyn Job>,
+    /// The closure has drop glue, so a cancel drops it at once.
+    pub(crate) needs_drop: bool,
 }
 
 impl Task {
-    /// A one-shot task. Its value can be waited for through
-    /// [`ScheduledFuture`](crate::ScheduledFuture).
+    fn new<J: Job + 'static>(job: J) -> Task {
+        Task {
+            needs_drop: std::mem::needs_drop::<J>(),
+            job: Box::new(job),
+        }
+    }
+
+    /// A one-shot task; its value, if any, is dropped. Use
+    /// [`SchedulerExt::schedule`](crate::SchedulerExt::schedule) to get the
+    /// value back through a [`ScheduledFuture`](crate::ScheduledFuture).
     pub fn once<F, T>(f: F) -> Task
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: 'static,
+    {
+        Task::new(Once(move || {
+            f();
+        }))
+    }
+
+    /// Runs the task once on the calling thread, now: what a caller does
+    /// with a task a scheduler refused (the JDK's `CallerRunsPolicy`). A
+    /// periodic task runs once. A panic propagates to the caller.
+    pub fn run(self) {
+        let _ = self.job.run();
+    }
+
+    /// A one-shot task whose value lands in an output cell.
+    pub(crate) fn with_output<F, T>(f: F) -> (Task, Arc<Output<T>>)
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        Task {
-            cell: TaskCell::with_job(
-                0,
-                OnceJob {
-                    f: Some(f),
-                    output: None,
-                },
-            ),
-        }
+        let output = Arc::new(Output {
+            value: Mutex::new(None),
+        });
+        let cell = output.clone();
+        let task = Task::new(Once(move || {
+            let value = f();
+            *lock(&cell.value) = Some(value);
+        }));
+        (task, output)
     }
 
     /// A task that starts every `period`, counted from its first scheduled
@@ -476,10 +259,8 @@ impl Task {
     where
         F: FnMut() + Send + 'static,
     {
-        let period = positive(period)?;
-        Ok(Task {
-            cell: TaskCell::with_job(period, PeriodicJob::<F, false>(Some(f))),
-        })
+        let repeat = Repeat::FixedRate(positive(period)?);
+        Ok(Task::new(Periodic { repeat, f }))
     }
 
     /// A task that starts `delay` after its previous run ended.
@@ -491,15 +272,39 @@ impl Task {
     where
         F: FnMut() + Send + 'static,
     {
-        let delay = positive(delay)?;
-        Ok(Task {
-            cell: TaskCell::with_job(delay, PeriodicJob::<F, true>(Some(f))),
-        })
+        let repeat = Repeat::FixedDelay(positive(delay)?);
+        Ok(Task::new(Periodic { repeat, f }))
+    }
+
+    /// As [`Task::fixed_rate`], with a closure that receives a
+    /// [`TaskContext`] and can stop its own future runs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_zero_period`] if `period` is zero.
+    pub fn fixed_rate_with<F>(period: Duration, f: F) -> Result<Task, Error>
+    where
+        F: FnMut(&TaskContext) + Send + 'static,
+    {
+        let repeat = Repeat::FixedRate(positive(period)?);
+        Ok(Task::new(PeriodicWith { repeat, f }))
+    }
+
+    /// As [`Task::fixed_delay`], with a closure that receives a
+    /// [`TaskContext`] and can stop its own future runs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_zero_period`] if `delay` is zero.
+    pub fn fixed_delay_with<F>(delay: Duration, f: F) -> Result<Task, Error>
+    where
+        F: FnMut(&TaskContext) + Send + 'static,
+    {
+        let repeat = Repeat::FixedDelay(positive(delay)?);
+        Ok(Task::new(PeriodicWith { repeat, f }))
     }
 }
 
-/// A period in nanoseconds. One too long for a `u64` saturates, which is
-/// exact: no deadline fits beyond it anyway, so its next run is "never".
 fn positive(d: Duration) -> Result<u64, Error> {
     match nanos(d) {
         0 => Err(Error::new(Kind::ZeroPeriod)),
@@ -509,6 +314,8 @@ fn positive(d: Duration) -> Result<u64, Error> {
 
 impl fmt::Debug for Task {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.cell, f)
+        f.debug_struct("Task")
+            .field("repeat", &self.job.repeat())
+            .finish_non_exhaustive()
     }
 }

@@ -78,18 +78,25 @@ pub fn one_shot_runs_exactly_once(h: &Harness) {
         h.advance_ms(100);
     }
     assert_eq!(runs.get(), 1);
-    assert!(handle.is_done());
-    assert!(!handle.is_cancelled());
-    assert!(!handle.is_pending());
-    assert_eq!(handle.remaining(), Duration::ZERO);
+    assert!(handle.handle().is_done());
+    assert!(!handle.handle().is_cancelled());
+    assert!(!handle.handle().is_pending());
+    assert_eq!(handle.handle().remaining(), Duration::ZERO);
 }
 
 pub fn one_shot_returns_its_value(h: &Harness) {
     let s = h.scheduler();
     let future = s.schedule(secs(1), || String::from("forty-two")).unwrap();
     h.advance_past(secs(1));
-    assert!(future.is_done());
-    assert_eq!(future.wait_timeout(secs(10)).map(|()| "ok").unwrap(), "ok");
+    assert!(future.handle().is_done());
+    assert_eq!(
+        future
+            .handle()
+            .wait_timeout(secs(10))
+            .map(|()| "ok")
+            .unwrap(),
+        "ok"
+    );
     assert_eq!(future.get().unwrap(), "forty-two");
 }
 
@@ -119,17 +126,17 @@ pub fn cancel_before_fire_prevents_the_run(h: &Harness) {
     h.advance(secs(4));
     assert_eq!(runs.get(), 4, "the periodic task ran at 1, 2, 3 and 4 s");
     assert!(
-        handle.cancel(),
+        handle.handle().cancel(),
         "the first cancel of a pending task stops it"
     );
     assert!(periodic.cancel());
-    assert!(!handle.cancel(), "a second cancel stops nothing");
+    assert!(!handle.handle().cancel(), "a second cancel stops nothing");
     assert!(!periodic.cancel());
-    assert!(handle.is_cancelled() && handle.is_done());
+    assert!(handle.handle().is_cancelled() && handle.handle().is_done());
     assert!(periodic.is_cancelled() && periodic.is_done());
     h.advance(secs(60));
     assert_eq!(runs.get(), 4, "nothing ran after a successful cancel");
-    assert!(handle.wait().unwrap_err().is_cancelled());
+    assert!(handle.handle().wait().unwrap_err().is_cancelled());
     assert!(periodic.wait().unwrap_err().is_cancelled());
 }
 
@@ -137,10 +144,10 @@ pub fn cancel_after_fire_returns_false(h: &Harness) {
     let s = h.scheduler();
     let handle = s.schedule(ms(10), || ()).unwrap();
     h.advance_past(ms(10));
-    assert!(!handle.cancel());
-    assert!(!handle.is_cancelled());
-    assert!(handle.is_done());
-    assert!(handle.wait().is_ok());
+    assert!(!handle.handle().cancel());
+    assert!(!handle.handle().is_cancelled());
+    assert!(handle.handle().is_done());
+    assert!(handle.handle().wait().is_ok());
 }
 
 pub fn cancel_one_shot_from_inside_returns_false(h: &Harness) {
@@ -150,7 +157,7 @@ pub fn cancel_one_shot_from_inside_returns_false(h: &Harness) {
     let handle = s
         .schedule(ms(10), move || m.get().map(|h| h.cancel()))
         .unwrap();
-    me.set((*handle).clone()).unwrap();
+    me.set(handle.handle().clone()).unwrap();
     h.advance_past(ms(10));
     assert_eq!(
         handle.get().unwrap(),
@@ -194,7 +201,7 @@ pub fn reset_moves_the_deadline_later(h: &Harness) {
     let handle = s.schedule(secs(10), move || l.record(&clock, ())).unwrap();
     h.advance(secs(8));
     assert!(
-        handle.reset(secs(10)).unwrap(),
+        handle.handle().reset(secs(10)).unwrap(),
         "a pending task can be moved"
     );
     h.advance_past(secs(10));
@@ -214,14 +221,14 @@ pub fn reset_moves_the_deadline_earlier(h: &Harness) {
         .schedule(secs(3600), move || l.record(&clock, ()))
         .unwrap();
     h.advance(secs(1));
-    assert!(handle.reset(secs(2)).unwrap());
-    assert_eq!(handle.remaining(), secs(2));
+    assert!(handle.handle().reset(secs(2)).unwrap());
+    assert_eq!(handle.handle().remaining(), secs(2));
     h.advance_past(secs(3));
     assert_eq!(log.len(), 1);
     h.assert_on_time(log.times()[0], secs(3));
     h.advance(secs(7200));
     assert_eq!(log.len(), 1, "the original deadline does not fire again");
-    assert!(handle.is_done());
+    assert!(handle.handle().is_done());
 }
 
 pub fn reset_of_finished_or_cancelled_task_changes_nothing(h: &Harness) {
@@ -230,14 +237,14 @@ pub fn reset_of_finished_or_cancelled_task_changes_nothing(h: &Harness) {
     let r = runs.clone();
     let done = s.schedule(ms(1), move || r.bump()).unwrap();
     h.advance_past(ms(1));
-    assert!(!done.reset(secs(1)).unwrap());
+    assert!(!done.handle().reset(secs(1)).unwrap());
     let r = runs.clone();
     let cancelled = s.schedule(secs(1), move || r.bump()).unwrap();
-    assert!(cancelled.cancel());
-    assert!(!cancelled.reset(ms(1)).unwrap());
+    assert!(cancelled.handle().cancel());
+    assert!(!cancelled.handle().reset(ms(1)).unwrap());
     h.advance(secs(5));
     assert_eq!(runs.get(), 1);
-    assert!(cancelled.is_cancelled());
+    assert!(cancelled.handle().is_cancelled());
 }
 
 pub fn reset_periodic_continues_on_the_new_grid(h: &Harness) {
@@ -264,12 +271,12 @@ pub fn reset_periodic_continues_on_the_new_grid(h: &Harness) {
 pub fn remaining_counts_down(h: &Harness) {
     let s = h.scheduler();
     let handle = s.schedule(secs(10), || ()).unwrap();
-    assert_eq!(handle.remaining(), secs(10));
+    assert_eq!(handle.handle().remaining(), secs(10));
     h.advance(secs(4));
-    assert_eq!(handle.remaining(), secs(6));
-    assert!(handle.is_pending());
-    assert!(handle.cancel());
-    assert_eq!(handle.remaining(), Duration::ZERO);
+    assert_eq!(handle.handle().remaining(), secs(6));
+    assert!(handle.handle().is_pending());
+    assert!(handle.handle().cancel());
+    assert_eq!(handle.handle().remaining(), Duration::ZERO);
 }
 
 // ---- periodic -----------------------------------------------------------
@@ -506,7 +513,7 @@ pub fn shutdown_runs_pending_one_shots_and_stops_periodic(h: &Harness) {
     assert_eq!(ticks.get(), 1);
     s.shutdown();
     assert!(periodic.is_cancelled(), "periodic tasks stop at shutdown");
-    assert!(!one_shot.is_done());
+    assert!(!one_shot.handle().is_done());
     assert!(!s.is_terminated(), "a pending one-shot keeps it alive");
     h.advance_past(secs(5));
     assert_eq!(runs.get(), 1, "the pending one-shot still ran");
@@ -540,11 +547,11 @@ pub fn shutdown_now_returns_what_never_ran(h: &Harness) {
         assert!(handle.wait().unwrap_err().is_abandoned());
     }
     assert!(
-        handles.iter().all(|h| !h.cancel()),
+        handles.iter().all(|h| !h.handle().cancel()),
         "nothing left to cancel"
     );
     assert!(!periodic.cancel());
-    assert!(ran.is_done());
+    assert!(ran.handle().is_done());
     h.advance(secs(60));
     assert_eq!(runs.get(), 1, "nothing returned by shutdown_now ran");
     assert!(s.await_termination(secs(30)));
@@ -590,7 +597,7 @@ pub fn a_task_may_hold_the_last_reference_to_its_scheduler(h: &Harness) {
     drop(s.schedule(ms(1), move || as_value).unwrap());
     let in_closure = s.clone();
     let cancelled = s.schedule(ms(5), move || drop(in_closure)).unwrap();
-    assert!(cancelled.cancel());
+    assert!(cancelled.handle().cancel());
     drop(cancelled);
     let periodic_owner = s.clone();
     let periodic = s.schedule_at_fixed_rate(ms(2), ms(2), move || {
@@ -617,7 +624,7 @@ pub fn drop_is_a_graceful_shutdown(h: &Harness) {
         1,
         "dropping the scheduler does not lose a pending task"
     );
-    assert!(handle.is_done());
+    assert!(handle.handle().is_done());
 }
 
 // ---- bad input ----------------------------------------------------------
@@ -660,13 +667,17 @@ pub fn delay_overflow_is_an_error(h: &Harness) {
         .unwrap_err()
         .is_delay_overflow());
     let handle = s.schedule(secs(1), || ()).unwrap();
-    assert!(handle.reset(Duration::MAX).unwrap_err().is_delay_overflow());
+    assert!(handle
+        .handle()
+        .reset(Duration::MAX)
+        .unwrap_err()
+        .is_delay_overflow());
     assert!(
-        handle.is_pending(),
+        handle.handle().is_pending(),
         "a failed reset leaves the task where it was"
     );
     h.advance_past(secs(1));
-    assert!(handle.is_done());
+    assert!(handle.handle().is_done());
     assert_eq!(s.metrics().pending, 0);
     // A due task still runs beside a rejected huge one (JDK DelayOverflow).
     let runs = Counter::default();
@@ -695,7 +706,7 @@ pub fn pending_limit_rejects_and_frees_capacity(h: &Harness) {
         .unwrap_err()
         .is_pending_limit());
     assert_eq!(s.metrics().pending, 3);
-    assert!(a.cancel());
+    assert!(a.handle().cancel());
     let d = s.schedule(secs(4), mk(&runs)).unwrap(); // a cancel frees capacity
     assert!(s
         .schedule(secs(1), mk(&runs))
@@ -713,7 +724,7 @@ pub fn pending_limit_rejects_and_frees_capacity(h: &Harness) {
         3,
         "b, the periodic task once, and d; nothing rejected ran"
     );
-    assert!(d.is_done());
+    assert!(d.handle().is_done());
 }
 
 pub fn metrics_count_pending_fired_cancelled(h: &Harness) {
@@ -723,8 +734,8 @@ pub fn metrics_count_pending_fired_cancelled(h: &Harness) {
         .collect();
     let periodic = s.schedule_at_fixed_rate(ms(500), secs(1), || ()).unwrap();
     assert_eq!(s.metrics().pending, 11);
-    assert!(handles[9].cancel());
-    assert!(handles[8].cancel());
+    assert!(handles[9].handle().cancel());
+    assert!(handles[8].handle().cancel());
     h.advance_past(ms(3500)); // one-shots at 1, 2, 3 s; periodic at 0.5, 1.5, 2.5, 3.5 s
     let m = s.metrics();
     assert_eq!(m.fired, 7);
@@ -910,7 +921,7 @@ pub fn shutdown_now_returns_a_task_waiting_behind_a_busy_worker(h: &Harness) {
     assert!(returned[0].wait().unwrap_err().is_abandoned());
     h.advance(secs(1));
     assert_eq!(runs.get(), 0, "a task returned by shutdown_now never runs");
-    assert!(waiting.wait().unwrap_err().is_abandoned());
+    assert!(waiting.handle().wait().unwrap_err().is_abandoned());
     assert!(s.await_termination(secs(30)));
     assert_eq!(s.metrics().pending, 0);
 }
@@ -941,7 +952,7 @@ pub fn shutdown_applies_its_policy_to_tasks_waiting_behind_a_busy_worker(h: &Har
     h.advance(secs(1));
     assert_eq!(periodic_runs.get(), 0, "the periodic task never ran");
     assert_eq!(one_shot_runs.get(), 1, "the due one-shot still ran");
-    assert!(one_shot.is_done());
+    assert!(one_shot.handle().is_done());
     assert!(s.await_termination(secs(30)));
 }
 
@@ -971,7 +982,7 @@ pub fn cancel_after_shutdown_lets_it_terminate_at_once(h: &Harness) {
         let far = s.schedule(secs(3600), || ()).unwrap();
         s.shutdown();
         assert!(!s.is_terminated(), "a pending one-shot keeps it alive");
-        assert!(far.cancel());
+        assert!(far.handle().cancel());
         assert!(
             s.await_termination(secs(10)),
             "a cancelled task must not keep the scheduler alive until its deadline"
@@ -990,9 +1001,9 @@ pub fn reset_after_shutdown_still_runs_the_task(h: &Harness) {
     let task = s.schedule(secs(3600), move || r.bump()).unwrap();
     s.shutdown();
     for _ in 0..100 {
-        assert!(task.reset(secs(3600)).unwrap());
+        assert!(task.handle().reset(secs(3600)).unwrap());
     }
-    assert!(task.reset(ms(5)).unwrap());
+    assert!(task.handle().reset(ms(5)).unwrap());
     h.advance_past(h.now() + ms(5));
     assert_eq!(runs.get(), 1);
     assert!(s.await_termination(secs(30)));
@@ -1067,7 +1078,7 @@ pub fn a_panicking_destructor_never_kills_the_scheduler(h: &Harness) {
     // A cancelled task's closure.
     let owner = PanicOnDrop("closure of a cancelled task");
     let cancelled = s.schedule(secs(1), move || drop(owner)).unwrap();
-    assert!(cancelled.cancel());
+    assert!(cancelled.handle().cancel());
     drop(cancelled);
     let owner = PanicOnDrop("closure of a cancelled periodic task");
     let periodic = s

@@ -32,7 +32,9 @@ pub fn fmt_num(v: f64) -> String {
 
 /// Two significant digits below 1 (0.0046 stays visible), else two decimals.
 pub fn fmt_ratio(r: f64) -> String {
-    if !r.is_finite() {
+    if r == f64::INFINITY {
+        "∞".to_owned()
+    } else if !r.is_finite() {
         "–".to_owned()
     } else if r < 1.0 && r > 0.0 {
         let digits = (1 - r.log10().floor() as i32).max(2) as usize;

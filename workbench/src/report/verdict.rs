@@ -146,7 +146,15 @@ pub fn verdicts(results: &Results) -> Vec<Verdict> {
                 (Some(o), Some(p)) => {
                     let ahead = !metric.is_better(p.value, o.value);
                     // The larger over the smaller, whichever direction is better.
-                    let f = o.value.max(p.value) / o.value.min(p.value).max(f64::MIN_POSITIVE);
+                    // Infinite when the better one is zero (no wake-up at all, say).
+                    let low = o.value.min(p.value);
+                    let f = if low > 0.0 {
+                        o.value.max(p.value) / low
+                    } else if o.value.max(p.value) > 0.0 {
+                        f64::INFINITY
+                    } else {
+                        1.0
+                    };
                     let noise = noise.max(o.spread).max(p.spread);
                     (Some(f), ahead, f - 1.0 > noise)
                 }

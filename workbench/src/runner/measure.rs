@@ -102,3 +102,57 @@ pub fn timing_overhead() -> f64 {
 pub fn ns(a: Instant, b: Instant) -> u64 {
     u64::try_from(b.saturating_duration_since(a).as_nanos()).unwrap_or(u64::MAX)
 }
+
+/// Context switches (voluntary and not) of every thread of this process but
+/// the calling one, from `/proc/self/task/*/status`: how often the subject's
+/// own threads woke up. 0 where `/proc` is unavailable.
+pub fn wakeups_of_other_threads() -> u64 {
+    let me = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_os_string()));
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter(|t| Some(t.file_name()) != me)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// The wake-up count sees a thread of the process that sleeps and
+    /// wakes: a check that can fail, for a figure that is often zero.
+    #[test]
+    fn wakeups_count_another_thread_waking() {
+        let before = wakeups_of_other_threads();
+        let (slept, slept_rx) = std::sync::mpsc::channel::<()>();
+        let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            for _ in 0..50 {
+                sleep(Duration::from_millis(1));
+            }
+            slept.send(()).unwrap();
+            // Stay alive, so its counts are still there to read.
+            stop_rx.recv().unwrap();
+        });
+        slept_rx.recv().unwrap();
+        let after = wakeups_of_other_threads();
+        stop.send(()).unwrap();
+        sleeper.join().unwrap();
+        assert!(
+            after >= before + 50,
+            "50 sleeps and wake-ups not seen: {before} then {after}"
+        );
+    }
+}

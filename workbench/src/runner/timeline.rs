@@ -49,6 +49,10 @@ struct Meta {
 
 struct Plan {
     events: Vec<Event>,
+    /// The longest stretch without events, if one lasts a second or more
+    /// (ns from the start, begun 100 ms after the event before it, so the
+    /// subject has settled): where idle cost is measured.
+    quiet: Option<(u64, u64)>,
     meta: Vec<Meta>,
     once: usize,
     periodic: usize,
@@ -145,8 +149,15 @@ fn plan(w: &Workload) -> Plan {
         }
     }
     events.sort_by_key(|e| e.at); // stable: ties keep the order of generation
+    const SETTLE: u64 = 100_000_000;
+    let quiet = events
+        .windows(2)
+        .map(|p| (p[0].at + SETTLE, p[1].at))
+        .filter(|(from, to)| to.saturating_sub(*from) >= 900_000_000)
+        .max_by_key(|(from, to)| to - from);
     Plan {
         events,
+        quiet,
         meta,
         once,
         periodic,
@@ -192,10 +203,45 @@ struct Driver<'a> {
     failure: Option<RunError>,
     /// Set when the last event has run: until when to wait for fires.
     give_up: Option<Instant>,
+    /// Snapshots at the start and end of the plan's quiet stretch.
+    quiet: [Option<Snapshot>; 2],
     progress: &'a indicatif::ProgressBar,
 }
 
+/// What the subject's threads had used at one moment.
+#[derive(Clone, Copy, Debug)]
+struct Snapshot {
+    at: Instant,
+    background: Duration,
+    wakeups: u64,
+}
+
+impl Snapshot {
+    fn take() -> Snapshot {
+        Snapshot {
+            at: measure::now(),
+            background: measure::cpu_process().saturating_sub(measure::cpu_thread()),
+            wakeups: measure::wakeups_of_other_threads(),
+        }
+    }
+}
+
 impl Driver<'_> {
+    /// Takes the quiet stretch's snapshots when `elapsed` reaches its ends;
+    /// returns the next end to wake for, if any.
+    fn watch_quiet(&mut self, elapsed: u64) -> Option<Instant> {
+        let (from, to) = self.plan.quiet?;
+        for (i, at) in [from, to].into_iter().enumerate() {
+            if self.quiet[i].is_none() {
+                if elapsed < at {
+                    return Some(self.start + Duration::from_nanos(at));
+                }
+                self.quiet[i] = Some(Snapshot::take());
+            }
+        }
+        None
+    }
+
     fn event(&mut self, ev: Event, timers: &mut dyn Timers) -> Result<(), RunError> {
         let id = ev.id as usize;
         let g = &self.w.groups[self.plan.meta[id].group as usize];
@@ -301,6 +347,7 @@ impl App for Driver<'_> {
         }
         let events = &self.plan.events;
         let elapsed = ns(self.start, measure::now());
+        let quiet_end = self.watch_quiet(elapsed);
         while self.next < events.len() && events[self.next].at <= elapsed {
             let ev = events[self.next];
             self.next += 1;
@@ -313,7 +360,8 @@ impl App for Driver<'_> {
             }
         }
         if let Some(ev) = events.get(self.next) {
-            return Some(self.start + Duration::from_nanos(ev.at));
+            let next = self.start + Duration::from_nanos(ev.at);
+            return Some(quiet_end.map_or(next, |q| q.min(next)));
         }
         // Every event has run: wait for every timer that should fire, at
         // most until the last deadline plus the workload's grace.
@@ -378,6 +426,7 @@ pub fn run(
         once_ok: 0,
         failure: None,
         give_up: None,
+        quiet: [None, None],
         progress: &ctx.progress,
     };
     let (cpu0, thread0) = (measure::cpu_process(), measure::cpu_thread());
@@ -388,6 +437,7 @@ pub fn run(
     timers.drive(&mut driver);
     let cpu = measure::cpu_process().saturating_sub(cpu0);
     let driver_cpu = measure::cpu_thread().saturating_sub(thread0);
+
     ctx.progress.set_position(plan.events.len() as u64 + 1);
     timers.shutdown();
     if let Some(e) = driver.failure.take() {
@@ -422,6 +472,19 @@ pub fn run(
         Metric::CpuBackground,
         cpu.saturating_sub(driver_cpu).as_secs_f64() * 1e3,
     ));
+    if let [Some(a), Some(b)] = driver.quiet {
+        // Idle cost: the subject's threads over the quiet stretch.
+        let seconds = b.at.saturating_duration_since(a.at).as_secs_f64().max(1e-9);
+        let background = b.background.saturating_sub(a.background).as_secs_f64() * 1e3;
+        out.push(Measurement::new(
+            Metric::CpuBackgroundPerS,
+            background / seconds,
+        ));
+        out.push(Measurement::new(
+            Metric::WakeupsPerS,
+            b.wakeups.saturating_sub(a.wakeups) as f64 / seconds,
+        ));
+    }
     if driver.sched.n > 0 {
         out.push(Measurement::new(
             Metric::CpuPerTimer,

@@ -1,0 +1,186 @@
+//! The settings every scheduler's builder shares.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::error::{Error, Setting};
+
+/// What [`Scheduler::shutdown`](crate::Scheduler::shutdown) does with the
+/// tasks still waiting: one-shot tasks not yet due, and periodic tasks.
+///
+/// The default is the JDK executor's: pending one-shots still run, periodic
+/// tasks stop (their handles report cancelled). A one-shot task already due
+/// when `shutdown` is called always runs. `shutdown_now` ignores the policy:
+/// nothing runs after it.
+///
+/// # Examples
+///
+/// ```
+/// use schedulers::{HeapTimer, OnShutdown, ShutdownPolicy};
+///
+/// // Keep heartbeats going until the last pending one-shot has run.
+/// let policy = ShutdownPolicy::default().periodic(OnShutdown::Run);
+/// let timer = HeapTimer::builder().shutdown_policy(policy).build()?;
+/// # drop(timer);
+/// # Ok::<(), schedulers::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShutdownPolicy {
+    one_shot: OnShutdown,
+    periodic: OnShutdown,
+}
+
+/// What happens to one kind of waiting task at `shutdown`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnShutdown {
+    /// It still runs (a periodic task keeps repeating until `shutdown_now`
+    /// or its own cancel).
+    Run,
+    /// It is cancelled.
+    Cancel,
+}
+
+impl ShutdownPolicy {
+    /// What happens to one-shot tasks not yet due (default: they run; the
+    /// JDK's `setExecuteExistingDelayedTasksAfterShutdownPolicy`).
+    pub fn one_shot(self, then: OnShutdown) -> ShutdownPolicy {
+        ShutdownPolicy {
+            one_shot: then,
+            ..self
+        }
+    }
+
+    /// What happens to periodic tasks (default: they are cancelled; the
+    /// JDK's `setContinueExistingPeriodicTasksAfterShutdownPolicy`).
+    pub fn periodic(self, then: OnShutdown) -> ShutdownPolicy {
+        ShutdownPolicy {
+            periodic: then,
+            ..self
+        }
+    }
+
+    pub(crate) fn keeps_one_shots(&self) -> bool {
+        self.one_shot == OnShutdown::Run
+    }
+
+    pub(crate) fn keeps_periodic(&self) -> bool {
+        self.periodic == OnShutdown::Run
+    }
+}
+
+impl Default for ShutdownPolicy {
+    fn default() -> ShutdownPolicy {
+        ShutdownPolicy {
+            one_shot: OnShutdown::Run,
+            periodic: OnShutdown::Cancel,
+        }
+    }
+}
+
+/// The settings every scheduler's builder has.
+#[derive(Clone, Debug)]
+pub(crate) struct Common {
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) pending_limit: Option<usize>,
+    pub(crate) policy: ShutdownPolicy,
+    pub(crate) thread_name: String,
+}
+
+impl Common {
+    pub(crate) fn new(thread_name: &str) -> Common {
+        Common {
+            clock: Arc::new(crate::clock::SystemClock),
+            pending_limit: None,
+            policy: ShutdownPolicy::default(),
+            thread_name: thread_name.to_owned(),
+        }
+    }
+}
+
+impl Common {
+    /// Checks the settings every builder shares.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.pending_limit == Some(0) {
+            return Err(Error::invalid(
+                Setting::PendingLimit,
+                "0 would refuse every task; leave it unset for no limit",
+            ));
+        }
+        if self.thread_name.contains('\0') {
+            return Err(Error::invalid(
+                Setting::ThreadName,
+                format!("{:?} contains a NUL byte", self.thread_name),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Starts a named thread, or says why the operating system would not.
+pub(crate) fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<(), Error> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(body)
+        .map(drop)
+        .map_err(|e| Error::spawn(&format!("thread {name:?}"), &e))
+}
+
+/// A wheel's tick in nanoseconds, if it is at least `min` and one turn of
+/// `slots` ticks fits the time range (`u64` nanoseconds, 584 years): the
+/// rule Netty applies (`tickDuration * ticksPerWheel` must fit a `long`).
+pub(crate) fn wheel_tick(tick: Duration, min: Duration, slots: usize) -> Result<u64, Error> {
+    if tick < min {
+        return Err(Error::invalid(
+            Setting::Tick,
+            format!("{tick:?} is shorter than the shortest tick, {min:?}"),
+        ));
+    }
+    u64::try_from(tick.as_nanos())
+        .ok()
+        .filter(|&ns| ns.checked_mul(slots as u64).is_some())
+        .ok_or_else(|| {
+            Error::invalid(
+                Setting::Tick,
+                format!("{tick:?} times {slots} slots does not fit the time range of 584 years"),
+            )
+        })
+}
+
+/// The builder methods every scheduler shares; expects a `common: Common` field.
+macro_rules! common_builder_methods {
+    () => {
+        /// The clock the scheduler reads: [`SystemClock`](crate::SystemClock)
+        /// by default, a [`ManualClock`](crate::ManualClock) for tests and
+        /// simulations.
+        pub fn clock(mut self, clock: impl crate::Clock) -> Self {
+            self.common.clock = std::sync::Arc::new(clock);
+            self
+        }
+
+        /// The most tasks that may wait at once; beyond it `submit` fails
+        /// with [`Error::is_pending_limit`](crate::Error::is_pending_limit).
+        /// Unlimited by default; zero is refused by `build`
+        /// ([`Error::is_invalid_pending_limit`](crate::Error::is_invalid_pending_limit)).
+        pub fn pending_limit(mut self, limit: usize) -> Self {
+            self.common.pending_limit = Some(limit);
+            self
+        }
+
+        /// The name of the scheduler's thread (a prefix where it has several).
+        /// A name with a NUL byte is refused by `build`
+        /// ([`Error::is_invalid_thread_name`](crate::Error::is_invalid_thread_name)).
+        pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+            self.common.thread_name = name.into();
+            self
+        }
+
+        /// What `shutdown` does with waiting tasks (default: pending
+        /// one-shots run, periodic tasks stop, as the JDK's executor).
+        pub fn shutdown_policy(mut self, policy: crate::ShutdownPolicy) -> Self {
+            self.common.policy = policy;
+            self
+        }
+    };
+}
+pub(crate) use common_builder_methods;

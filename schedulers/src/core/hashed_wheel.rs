@@ -1,0 +1,403 @@
+//! A flat hashed timing wheel with rounds (Varghese and Lauck's scheme 6,
+//! Netty's `HashedWheelTimer`): the storage of `HashedWheelTimer`.
+//!
+//! Time is cut into ticks of `tick` nanoseconds. A timer due at `d` belongs
+//! to tick `ceil(d / tick)` and sits in slot `tick mod slots` of a ring;
+//! the cursor visits one slot per tick, and a timer one or more revolutions
+//! away stays in its slot for that many visits (Netty's `remainingRounds`,
+//! derived here from the absolute deadline, so a visit never writes a timer
+//! that is not due and a jump of many ticks is one sweep of the ring).
+//!
+//! # Exact or tick-aligned
+//!
+//! With [`Precision::Tick`] (Netty's behaviour) a timer comes due when the
+//! clock reaches the end of its tick: up to one tick late, never early.
+//! With [`Precision::Exact`] it comes due at its own deadline: [`poll`]
+//! also looks into the slot of the tick in progress, and
+//! [`next_deadline`] is the exact earliest deadline, so a driver that
+//! sleeps until then fires on time while storage and cancel stay O(1).
+//!
+//! # Knowing when to wake
+//!
+//! Each slot keeps a lower bound of its timers' deadlines, and a bitmap
+//! marks the occupied slots. [`next_deadline`] walks the occupied slots from
+//! the cursor and stops at the first whose earliest timer is due in the
+//! current revolution, so a wheel holding only far timers reports their
+//! real deadline instead of the next tick: its driver does not wake every
+//! tick (Netty does). The bound is refreshed whenever a slot is visited.
+//!
+//! # Deferred move (go-zero's `MoveTimer`)
+//!
+//! Rescheduling later only rewrites the timer's deadline: its slot is
+//! visited no later than the old deadline, and that visit moves it. An
+//! earlier deadline relinks it at once. Either way O(1).
+//!
+//! # Order
+//!
+//! [`poll`] returns timers sorted by tick and then by submission sequence
+//! (a reschedule counts as a new submission), never before their deadline
+//! (exact) or their tick's end (tick-aligned).
+//!
+//! [`poll`]: TimerQueue::poll
+//! [`next_deadline`]: TimerQueue::next_deadline
+
+use super::list::{Lists, MAX_KEYS};
+use super::{Expired, Key, TimerQueue};
+
+/// When a timer comes due: at the end of its tick, or at its own deadline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Precision {
+    /// At the end of its tick (Netty, Kafka): up to one tick late.
+    Tick,
+    /// At its deadline: never late because of the tick.
+    #[default]
+    Exact,
+}
+
+/// The largest ring: 2^24 slots (a 384 MB slot table; Netty allows 2^30).
+pub const MAX_SLOTS: usize = 1 << 24;
+
+/// A flat hashed timing wheel. See the [module docs](self).
+///
+/// # Examples
+///
+/// ```
+/// use schedulers::core::{Expired, HashedWheel, Precision, TimerQueue};
+///
+/// // 1 ms ticks (deadlines are in nanoseconds), 512 slots, time starts at 0.
+/// let mut wheel = HashedWheel::new(1_000_000, 512, 0, Precision::Exact).unwrap();
+/// wheel.insert(1, 2_500_000);
+/// wheel.insert(2, 600_000_000_000); // ten minutes: many revolutions away
+/// assert_eq!(wheel.next_deadline(), Some(2_500_000));
+/// let mut due = Vec::new();
+/// wheel.poll(2_400_000, &mut due);
+/// assert!(due.is_empty()); // never early
+/// wheel.poll(2_500_000, &mut due);
+/// assert_eq!(due, [Expired { key: 1, deadline: 2_500_000 }]);
+/// assert_eq!(wheel.next_deadline(), Some(600_000_000_000));
+/// ```
+#[derive(Debug)]
+pub struct HashedWheel {
+    tick: u64,
+    mask: u64,
+    precision: Precision,
+    /// One list per slot, then the ready list (timers already due).
+    lists: Lists,
+    /// A lower bound of the deadlines in each slot (`u64::MAX` if empty).
+    earliest: Vec<u64>,
+    /// Bit `s` set while slot `s` may hold a timer.
+    occupied: Vec<u64>,
+    /// The last tick fully processed.
+    cursor: u64,
+    seq: u64,
+    /// Scratch space for `poll`, kept to avoid an allocation per tick.
+    out: Vec<(u64, u64, Expired)>,
+    keys: Vec<Key>,
+}
+
+impl HashedWheel {
+    /// A wheel of `slots` slots (a power of two) of `tick` nanoseconds,
+    /// whose ticks up to `now` count as processed.
+    ///
+    /// # Errors
+    ///
+    /// [`WheelError`] if `tick` is zero or `slots` is not a power of two in
+    /// 1 ..= [`MAX_SLOTS`].
+    pub fn new(
+        tick: u64,
+        slots: usize,
+        now: u64,
+        precision: Precision,
+    ) -> Result<HashedWheel, WheelError> {
+        if tick == 0 {
+            return Err(WheelError::ZeroTick);
+        }
+        if !slots.is_power_of_two() || slots > MAX_SLOTS {
+            return Err(WheelError::Slots(slots));
+        }
+        Ok(HashedWheel {
+            tick,
+            mask: slots as u64 - 1,
+            precision,
+            lists: Lists::new(slots + 1),
+            earliest: vec![u64::MAX; slots],
+            occupied: vec![0; slots.div_ceil(64)],
+            cursor: now / tick,
+            seq: 0,
+            out: Vec::new(),
+            keys: Vec::new(),
+        })
+    }
+
+    /// The number of slots.
+    pub fn slots(&self) -> usize {
+        self.mask as usize + 1
+    }
+
+    /// The tick length in nanoseconds.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    fn ready(&self) -> u32 {
+        self.slots() as u32
+    }
+
+    fn tick_of(&self, deadline: u64) -> u64 {
+        deadline.div_ceil(self.tick)
+    }
+
+    fn slot_of(&self, tick: u64) -> u32 {
+        (tick & self.mask) as u32
+    }
+
+    /// Links `key` (timing set) into the list its deadline belongs to.
+    fn place(&mut self, key: Key, deadline: u64) {
+        let tick = self.tick_of(deadline);
+        if tick <= self.cursor {
+            let ready = self.ready();
+            self.lists.push_back(ready, key);
+        } else {
+            let slot = self.slot_of(tick);
+            self.lists.push_back(slot, key);
+            let s = slot as usize;
+            self.earliest[s] = self.earliest[s].min(deadline);
+            self.occupied[s / 64] |= 1 << (s % 64);
+        }
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Visits `slot`: expires the timers due by `limit` (ns), carries out
+    /// deferred moves, and refreshes the slot's earliest deadline.
+    fn visit(&mut self, slot: u32, limit: u64, out: &mut Vec<(u64, u64, Expired)>) {
+        let mut earliest = u64::MAX;
+        let mut next = self.lists.head(slot);
+        while let Some(key) = next {
+            next = self.lists.next(key);
+            let node = *self.lists.node(key).expect("a listed key is linked");
+            if node.deadline <= limit {
+                self.lists.unlink(key);
+                let expired = Expired {
+                    key,
+                    deadline: node.deadline,
+                };
+                out.push((self.tick_of(node.deadline), node.seq, expired));
+            } else if self.slot_of(self.tick_of(node.deadline)) != slot {
+                self.lists.unlink(key);
+                self.place(key, node.deadline);
+            } else {
+                earliest = earliest.min(node.deadline);
+            }
+        }
+        let s = slot as usize;
+        self.earliest[s] = earliest;
+        if earliest == u64::MAX {
+            self.occupied[s / 64] &= !(1 << (s % 64));
+        }
+    }
+
+    /// The occupied slots after the cursor, in ring order (one revolution).
+    fn occupied_after_cursor(&self) -> impl Iterator<Item = u64> + '_ {
+        let slots = self.mask + 1;
+        let start = self.cursor + 1;
+        let mut d = 0u64;
+        std::iter::from_fn(move || {
+            while d < slots {
+                let s = ((start + d) & self.mask) as usize;
+                let word = self.occupied[s / 64] >> (s % 64);
+                if word == 0 {
+                    // Skip to the end of the word or of the ring.
+                    d += (64 - (s % 64) as u64).min(slots - s as u64);
+                    continue;
+                }
+                let skip = u64::from(word.trailing_zeros());
+                if d + skip >= slots {
+                    return None;
+                }
+                let tick = start + d + skip;
+                d += skip + 1;
+                return Some(tick);
+            }
+            None
+        })
+    }
+}
+
+impl TimerQueue for HashedWheel {
+    fn insert(&mut self, key: Key, deadline: u64) {
+        debug_assert!((key as usize) < MAX_KEYS);
+        let seq = self.next_seq();
+        self.lists.set(key, deadline, seq);
+        self.place(key, deadline);
+    }
+
+    fn remove(&mut self, key: Key) -> bool {
+        if !self.lists.contains(key) {
+            return false;
+        }
+        self.lists.unlink(key);
+        true
+    }
+
+    fn reschedule(&mut self, key: Key, deadline: u64) -> bool {
+        let Some(node) = self.lists.node(key).copied() else {
+            return false;
+        };
+        let seq = self.next_seq();
+        self.lists.set(key, deadline, seq);
+        if deadline < node.deadline {
+            self.lists.unlink(key);
+            self.place(key, deadline);
+        }
+        true
+    }
+
+    fn poll(&mut self, now: u64, expired: &mut Vec<Expired>) {
+        let now_tick = now / self.tick;
+        let limit = match self.precision {
+            Precision::Exact => now,
+            Precision::Tick => now_tick * self.tick,
+        };
+        let mut out = std::mem::take(&mut self.out);
+        let mut keys = std::mem::take(&mut self.keys);
+        self.lists.take(self.ready(), &mut keys);
+        for key in keys.drain(..) {
+            let node = self.lists.timing(key);
+            if node.deadline <= limit {
+                let e = Expired {
+                    key,
+                    deadline: node.deadline,
+                };
+                out.push((self.tick_of(node.deadline), node.seq, e));
+            } else {
+                self.place(key, node.deadline); // moved later since
+            }
+        }
+        self.keys = keys;
+        if now_tick > self.cursor {
+            if self.lists.len() == 0 {
+                self.cursor = now_tick;
+            } else if now_tick - self.cursor > self.mask {
+                // At least a revolution: one sweep of every slot.
+                self.cursor = now_tick;
+                for slot in 0..=self.mask as u32 {
+                    self.visit(slot, now_tick * self.tick, &mut out);
+                }
+            } else {
+                while self.cursor < now_tick {
+                    self.cursor += 1;
+                    let slot = self.slot_of(self.cursor);
+                    if self.earliest[slot as usize] <= self.cursor * self.tick {
+                        self.visit(slot, self.cursor * self.tick, &mut out);
+                    }
+                }
+            }
+        }
+        if self.precision == Precision::Exact {
+            // The tick in progress: what is due by `now` in the next slot.
+            let slot = self.slot_of(self.cursor + 1);
+            if self.earliest[slot as usize] <= now {
+                self.visit(slot, now, &mut out);
+            }
+        }
+        if !out.is_sorted_by_key(|&(tick, seq, _)| (tick, seq)) {
+            out.sort_unstable_by_key(|&(tick, seq, _)| (tick, seq));
+        }
+        expired.extend(out.drain(..).map(|(_, _, e)| e));
+        self.out = out;
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        if self.lists.len() == 0 {
+            return None;
+        }
+        if !self.lists.is_empty(self.ready()) {
+            return Some(self.cursor * self.tick);
+        }
+        let mut earliest = u64::MAX;
+        for tick in self.occupied_after_cursor() {
+            let bound = self.earliest[self.slot_of(tick) as usize];
+            if bound <= tick.saturating_mul(self.tick) {
+                // Due in this revolution: nothing after it can be earlier.
+                earliest = earliest.min(bound);
+                break;
+            }
+            earliest = earliest.min(bound);
+        }
+        Some(match self.precision {
+            Precision::Exact => earliest,
+            Precision::Tick => self.tick_of(earliest).saturating_mul(self.tick),
+        })
+    }
+
+    fn drain(&mut self, out: &mut Vec<Expired>) {
+        let mut all: Vec<(u64, Expired)> = self
+            .lists
+            .linked()
+            .map(|key| {
+                let node = self.lists.node(key).expect("linked");
+                (
+                    node.seq,
+                    Expired {
+                        key,
+                        deadline: node.deadline,
+                    },
+                )
+            })
+            .collect();
+        all.sort_unstable_by_key(|(seq, e)| (self.tick_of(e.deadline), *seq));
+        self.lists.clear();
+        self.earliest.fill(u64::MAX);
+        self.occupied.fill(0);
+        out.extend(all.into_iter().map(|(_, e)| e));
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(Key) -> bool, removed: &mut Vec<Key>) {
+        let dead: Vec<Key> = self.lists.linked().filter(|&k| !keep(k)).collect();
+        for &key in &dead {
+            self.lists.unlink(key);
+        }
+        removed.extend(dead);
+    }
+
+    fn len(&self) -> usize {
+        self.lists.len()
+    }
+
+    fn contains(&self, key: Key) -> bool {
+        self.lists.contains(key)
+    }
+
+    fn deadline(&self, key: Key) -> Option<u64> {
+        self.lists.node(key).map(|n| n.deadline)
+    }
+}
+
+/// Why a wheel could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WheelError {
+    /// The tick was zero.
+    ZeroTick,
+    /// The slot count was not a power of two in 1 ..= [`MAX_SLOTS`].
+    Slots(usize),
+}
+
+impl std::fmt::Display for WheelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WheelError::ZeroTick => f.write_str("the tick must be longer than zero"),
+            WheelError::Slots(n) => write!(
+                f,
+                "the slot count must be a power of two from 1 to {MAX_SLOTS}, not {n}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for WheelError {}

@@ -1,0 +1,225 @@
+//! An indexed binary min-heap of timers: the storage of `HeapTimer`
+//! (`java.util.Timer`'s `TaskQueue`) and `ScheduledThreadPool` (the JDK's
+//! `DelayedWorkQueue`).
+//!
+//! Entries are ordered by deadline, then by submission sequence number, so
+//! ties come out in submission order. Every key remembers its position in
+//! the heap (the JDK's `heapIndex`), so removing or moving a timer is
+//! O(log n) with no search.
+//!
+//! # Costs
+//!
+//! Insert, remove and reschedule are O(log n); for random deadlines an
+//! insert moves O(1) entries on average. Poll is O(log n) per expired
+//! timer. An entry is 24 bytes (deadline, sequence, key) and each key has a
+//! 4-byte position.
+
+use super::{Expired, Key, TimerQueue};
+
+const ABSENT: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    deadline: u64,
+    seq: u64,
+    key: Key,
+}
+
+/// An indexed binary heap of timers. See the [module docs](self).
+///
+/// # Examples
+///
+/// ```
+/// use schedulers::core::{Expired, IndexedHeap, TimerQueue};
+///
+/// let mut heap = IndexedHeap::new();
+/// heap.insert(7, 30);
+/// heap.insert(3, 10);
+/// heap.insert(5, 10); // a tie: after key 3, which came first
+/// assert!(heap.remove(7));
+/// let mut due = Vec::new();
+/// heap.poll(10, &mut due);
+/// assert_eq!(due, [Expired { key: 3, deadline: 10 }, Expired { key: 5, deadline: 10 }]);
+/// ```
+#[derive(Debug, Default)]
+pub struct IndexedHeap {
+    entries: Vec<Entry>,
+    /// Each key's index in `entries`, or `ABSENT`.
+    pos: Vec<u32>,
+    seq: u64,
+}
+
+impl IndexedHeap {
+    /// An empty heap.
+    pub fn new() -> IndexedHeap {
+        IndexedHeap::default()
+    }
+
+    fn set_pos(&mut self, i: usize) {
+        let key = self.entries[i].key as usize;
+        self.pos[key] = i as u32;
+    }
+
+    fn index_of(&self, key: Key) -> Option<usize> {
+        self.pos
+            .get(key as usize)
+            .filter(|&&p| p != ABSENT)
+            .map(|&p| p as usize)
+    }
+
+    fn sift_up(&mut self, mut i: usize) -> usize {
+        let entry = self.entries[i];
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.entries[parent] <= entry {
+                break;
+            }
+            self.entries[i] = self.entries[parent];
+            self.set_pos(i);
+            i = parent;
+        }
+        self.entries[i] = entry;
+        self.set_pos(i);
+        i
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let entry = self.entries[i];
+        let n = self.entries.len();
+        loop {
+            let left = 2 * i + 1;
+            if left >= n {
+                break;
+            }
+            let right = left + 1;
+            let child = if right < n && self.entries[right] < self.entries[left] {
+                right
+            } else {
+                left
+            };
+            if entry <= self.entries[child] {
+                break;
+            }
+            self.entries[i] = self.entries[child];
+            self.set_pos(i);
+            i = child;
+        }
+        self.entries[i] = entry;
+        self.set_pos(i);
+    }
+
+    /// Restores the order of entry `i` after its key changed.
+    fn fix(&mut self, i: usize) {
+        if self.sift_up(i) == i {
+            self.sift_down(i);
+        }
+    }
+
+    fn remove_at(&mut self, i: usize) -> Entry {
+        let removed = self.entries.swap_remove(i);
+        self.pos[removed.key as usize] = ABSENT;
+        if i < self.entries.len() {
+            self.set_pos(i);
+            self.fix(i);
+        }
+        removed
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+}
+
+impl TimerQueue for IndexedHeap {
+    fn insert(&mut self, key: Key, deadline: u64) {
+        debug_assert!(!self.contains(key), "key {key} inserted twice");
+        let k = key as usize;
+        if k >= self.pos.len() {
+            self.pos.resize(k + 1, ABSENT);
+        }
+        let seq = self.next_seq();
+        self.entries.push(Entry { deadline, seq, key });
+        self.sift_up(self.entries.len() - 1);
+    }
+
+    fn remove(&mut self, key: Key) -> bool {
+        match self.index_of(key) {
+            Some(i) => {
+                self.remove_at(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn reschedule(&mut self, key: Key, deadline: u64) -> bool {
+        let Some(i) = self.index_of(key) else {
+            return false;
+        };
+        let seq = self.next_seq();
+        self.entries[i].deadline = deadline;
+        self.entries[i].seq = seq;
+        self.fix(i);
+        true
+    }
+
+    fn poll(&mut self, now: u64, expired: &mut Vec<Expired>) {
+        while let Some(head) = self.entries.first().copied() {
+            if head.deadline > now {
+                break;
+            }
+            self.remove_at(0);
+            expired.push(Expired {
+                key: head.key,
+                deadline: head.deadline,
+            });
+        }
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        self.entries.first().map(|e| e.deadline)
+    }
+
+    fn drain(&mut self, out: &mut Vec<Expired>) {
+        let mut all = std::mem::take(&mut self.entries);
+        all.sort_unstable();
+        for e in &all {
+            self.pos[e.key as usize] = ABSENT;
+        }
+        out.extend(all.iter().map(|e| Expired {
+            key: e.key,
+            deadline: e.deadline,
+        }));
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(Key) -> bool, removed: &mut Vec<Key>) {
+        let pos = &mut self.pos;
+        self.entries.retain(|e| {
+            let kept = keep(e.key);
+            if !kept {
+                pos[e.key as usize] = ABSENT;
+                removed.push(e.key);
+            }
+            kept
+        });
+        for i in 0..self.entries.len() {
+            self.set_pos(i);
+        }
+        for i in (0..self.entries.len() / 2).rev() {
+            self.sift_down(i);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn contains(&self, key: Key) -> bool {
+        self.index_of(key).is_some()
+    }
+
+    fn deadline(&self, key: Key) -> Option<u64> {
+        self.index_of(key).map(|i| self.entries[i].deadline)
+    }
+}

@@ -1,0 +1,194 @@
+//! Doubly linked lists threaded through one slab of nodes by `u32` index:
+//! the storage of both wheels (a wheel slot, a Kafka bucket and the overdue
+//! list are each one list).
+//!
+//! Nodes are named by the caller's [`Key`]s, so a timer's node is found
+//! without a search and the slab never allocates per timer once it has
+//! grown. A list's first node's `prev` and its last node's `next` hold the
+//! list's number with a tag bit, so a node can be unlinked in O(1) without
+//! knowing which list it is in. A node is 24 bytes: its deadline, its
+//! submission sequence number and two links.
+
+use super::Key;
+
+/// Marks a link that names a list, not a node.
+const TAG: u32 = 1 << 31;
+/// "Not linked" / "empty list".
+pub(crate) const NIL: u32 = u32::MAX;
+/// Keys must stay below the tag bit.
+pub(crate) const MAX_KEYS: usize = TAG as usize;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node {
+    pub(crate) deadline: u64,
+    pub(crate) seq: u64,
+    prev: u32,
+    next: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Ends {
+    head: u32,
+    tail: u32,
+}
+
+const EMPTY: Ends = Ends {
+    head: NIL,
+    tail: NIL,
+};
+
+/// A set of lists over one slab of nodes indexed by key.
+#[derive(Debug, Default)]
+pub(crate) struct Lists {
+    ends: Vec<Ends>,
+    nodes: Vec<Node>,
+    len: usize,
+}
+
+impl Lists {
+    /// `lists` empty lists, numbered from 0.
+    pub(crate) fn new(lists: usize) -> Lists {
+        Lists {
+            ends: vec![EMPTY; lists],
+            nodes: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// Adds `more` empty lists; returns the number of the first.
+    pub(crate) fn add_lists(&mut self, more: usize) -> u32 {
+        let first = self.ends.len() as u32;
+        self.ends.resize(self.ends.len() + more, EMPTY);
+        first
+    }
+
+    /// Linked nodes, in all lists.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if `key` is linked into a list.
+    pub(crate) fn contains(&self, key: Key) -> bool {
+        self.nodes.get(key as usize).is_some_and(|n| n.next != NIL)
+    }
+
+    /// The node of a linked key.
+    pub(crate) fn node(&self, key: Key) -> Option<&Node> {
+        self.nodes.get(key as usize).filter(|n| n.next != NIL)
+    }
+
+    /// The timing of a key, linked or not (as last [`Lists::set`]).
+    pub(crate) fn timing(&self, key: Key) -> Node {
+        self.nodes[key as usize]
+    }
+
+    pub(crate) fn is_empty(&self, list: u32) -> bool {
+        self.ends[list as usize].head == NIL
+    }
+
+    /// The first node of `list`.
+    pub(crate) fn head(&self, list: u32) -> Option<Key> {
+        Some(self.ends[list as usize].head).filter(|&k| k != NIL)
+    }
+
+    /// The node after `key` in its list.
+    pub(crate) fn next(&self, key: Key) -> Option<Key> {
+        Some(self.nodes[key as usize].next).filter(|&k| k & TAG == 0)
+    }
+
+    /// Sets the timing of an unlinked or linked key (links unchanged).
+    pub(crate) fn set(&mut self, key: Key, deadline: u64, seq: u64) {
+        let i = key as usize;
+        if i >= self.nodes.len() {
+            self.nodes.resize(
+                i + 1,
+                Node {
+                    deadline: 0,
+                    seq: 0,
+                    prev: NIL,
+                    next: NIL,
+                },
+            );
+        }
+        let n = &mut self.nodes[i];
+        n.deadline = deadline;
+        n.seq = seq;
+    }
+
+    /// Appends an unlinked key (whose timing is [`Lists::set`]) to `list`.
+    pub(crate) fn push_back(&mut self, list: u32, key: Key) {
+        debug_assert!(!self.contains(key) && (key as usize) < MAX_KEYS);
+        let tail = self.ends[list as usize].tail;
+        let n = &mut self.nodes[key as usize];
+        n.next = TAG | list;
+        n.prev = if tail == NIL { TAG | list } else { tail };
+        if tail == NIL {
+            self.ends[list as usize].head = key;
+        } else {
+            self.nodes[tail as usize].next = key;
+        }
+        self.ends[list as usize].tail = key;
+        self.len += 1;
+    }
+
+    /// Unlinks a linked key; returns the list it left if that list is now empty.
+    pub(crate) fn unlink(&mut self, key: Key) -> Option<u32> {
+        let Node { prev, next, .. } = self.nodes[key as usize];
+        debug_assert!(next != NIL, "unlinking a key that is not linked");
+        let mut emptied = None;
+        if prev & TAG != 0 {
+            let list = prev & !TAG;
+            self.ends[list as usize].head = if next & TAG != 0 { NIL } else { next };
+            if next & TAG != 0 {
+                emptied = Some(list);
+            }
+        } else {
+            self.nodes[prev as usize].next = next;
+        }
+        if next & TAG != 0 {
+            self.ends[(next & !TAG) as usize].tail = if prev & TAG != 0 { NIL } else { prev };
+        } else {
+            self.nodes[next as usize].prev = prev;
+        }
+        let n = &mut self.nodes[key as usize];
+        n.prev = NIL;
+        n.next = NIL;
+        self.len -= 1;
+        emptied
+    }
+
+    /// Empties `list` at once and returns its keys in order (their nodes
+    /// keep their timing but are no longer linked).
+    pub(crate) fn take(&mut self, list: u32, out: &mut Vec<Key>) {
+        let mut key = self.ends[list as usize].head;
+        self.ends[list as usize] = EMPTY;
+        while key != NIL && key & TAG == 0 {
+            let n = &mut self.nodes[key as usize];
+            let next = n.next;
+            n.prev = NIL;
+            n.next = NIL;
+            self.len -= 1;
+            out.push(key);
+            key = next;
+        }
+    }
+
+    /// Unlinks every key and empties every list.
+    pub(crate) fn clear(&mut self) {
+        self.ends.fill(EMPTY);
+        for n in &mut self.nodes {
+            n.prev = NIL;
+            n.next = NIL;
+        }
+        self.len = 0;
+    }
+
+    /// Every linked key, in slab order.
+    pub(crate) fn linked(&self) -> impl Iterator<Item = Key> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.next != NIL)
+            .map(|(k, _)| k as Key)
+    }
+}

@@ -1,0 +1,231 @@
+//! One model, one property test, every core.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::*;
+
+const TICK: u64 = 1_000;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(Key, u64),
+    Remove(Key),
+    Reschedule(Key, u64),
+    Advance(u64),
+    Purge(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    // Delays from "already due" to many revolutions of a small ring.
+    let delay = prop_oneof![0..3 * TICK, 0..64 * TICK, 0..10_000 * TICK];
+    prop_oneof![
+        3 => (0..48u32, delay.clone()).prop_map(|(k, d)| Op::Insert(k, d)),
+        1 => (0..48u32).prop_map(Op::Remove),
+        2 => (0..48u32, delay).prop_map(|(k, d)| Op::Reschedule(k, d)),
+        3 => prop_oneof![0..2 * TICK, 0..100 * TICK, 0..20_000 * TICK].prop_map(Op::Advance),
+        1 => any::<u64>().prop_map(Op::Purge),
+    ]
+}
+
+/// The reference: a map from key to (deadline, sequence).
+struct Model {
+    /// Ticks of this length decide due-ness and order; 1 for exact order.
+    tick: u64,
+    exact: bool,
+    timers: BTreeMap<Key, (u64, u64)>,
+    seq: u64,
+}
+
+impl Model {
+    fn order(&self, deadline: u64, seq: u64) -> (u64, u64) {
+        (deadline.div_ceil(self.tick), seq)
+    }
+
+    fn due(&self, deadline: u64, now: u64) -> bool {
+        if self.exact {
+            deadline <= now
+        } else {
+            deadline.div_ceil(self.tick) <= now / self.tick
+        }
+    }
+
+    /// When a poll would first return the earliest timer.
+    fn first_due(&self) -> Option<u64> {
+        let d = self.timers.values().map(|&(d, _)| d).min()?;
+        Some(if self.exact {
+            d
+        } else {
+            d.div_ceil(self.tick) * self.tick
+        })
+    }
+
+    fn poll(&mut self, now: u64) -> Vec<Expired> {
+        let mut due: Vec<_> = self
+            .timers
+            .iter()
+            .filter(|(_, &(d, _))| self.due(d, now))
+            .map(|(&k, &(d, s))| {
+                (
+                    self.order(d, s),
+                    Expired {
+                        key: k,
+                        deadline: d,
+                    },
+                )
+            })
+            .collect();
+        due.sort_by_key(|(o, _)| *o);
+        for (_, e) in &due {
+            self.timers.remove(&e.key);
+        }
+        due.into_iter().map(|(_, e)| e).collect()
+    }
+}
+
+fn check(queue: &mut impl TimerQueue, mut model: Model, ops: Vec<Op>) {
+    let mut now = 0u64;
+    for op in ops {
+        match op {
+            Op::Insert(k, d) if !model.timers.contains_key(&k) => {
+                model.seq += 1;
+                model.timers.insert(k, (now + d, model.seq));
+                queue.insert(k, now + d);
+            }
+            Op::Insert(..) => {}
+            Op::Remove(k) => {
+                assert_eq!(queue.remove(k), model.timers.remove(&k).is_some());
+            }
+            Op::Reschedule(k, d) => {
+                let present = model.timers.contains_key(&k);
+                if present {
+                    model.seq += 1;
+                    model.timers.insert(k, (now + d, model.seq));
+                }
+                assert_eq!(queue.reschedule(k, now + d), present);
+            }
+            Op::Advance(dt) => {
+                now += dt;
+                let mut got = Vec::new();
+                queue.poll(now, &mut got);
+                let want = model.poll(now);
+                if model.exact || model.tick == 1 {
+                    assert_eq!(got, want, "poll at {now}");
+                } else {
+                    // Within one tick a wheel may reorder deadlines, not keys.
+                    assert_eq!(got, want, "poll at {now}");
+                }
+            }
+            Op::Purge(mask) => {
+                let mut removed = Vec::new();
+                queue.retain(|k| mask >> (k % 64) & 1 == 1, &mut removed);
+                removed.sort_unstable();
+                let want: Vec<Key> = model
+                    .timers
+                    .keys()
+                    .copied()
+                    .filter(|k| mask >> (k % 64) & 1 == 0)
+                    .collect();
+                for k in &want {
+                    model.timers.remove(k);
+                }
+                assert_eq!(removed, want);
+            }
+        }
+        assert_eq!(queue.len(), model.timers.len());
+        for (&k, &(d, _)) in &model.timers {
+            assert_eq!(queue.deadline(k), Some(d));
+        }
+        match (queue.next_deadline(), model.first_due()) {
+            (None, None) => {}
+            (Some(got), Some(first)) => assert!(got <= first, "next {got} after {first}"),
+            (got, want) => panic!("next_deadline {got:?}, model {want:?}"),
+        }
+    }
+    let mut rest = Vec::new();
+    queue.drain(&mut rest);
+    let mut want: Vec<_> = model
+        .timers
+        .iter()
+        .map(|(&k, &(d, s))| {
+            (
+                model.order(d, s),
+                Expired {
+                    key: k,
+                    deadline: d,
+                },
+            )
+        })
+        .collect();
+    want.sort_by_key(|(o, _)| *o);
+    assert_eq!(rest, want.into_iter().map(|(_, e)| e).collect::<Vec<_>>());
+    assert!(queue.is_empty());
+}
+
+fn model(tick: u64, exact: bool) -> Model {
+    Model {
+        tick,
+        exact,
+        timers: BTreeMap::new(),
+        seq: 0,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn indexed_heap_matches_the_model(ops in prop::collection::vec(op(), 1..200)) {
+        check(&mut IndexedHeap::new(), model(1, true), ops);
+    }
+
+    #[test]
+    fn hashed_wheel_matches_the_model(
+        ops in prop::collection::vec(op(), 1..200),
+        slots in prop_oneof![Just(1usize), Just(8), Just(64), Just(512)],
+        exact in any::<bool>(),
+    ) {
+        let precision = if exact { Precision::Exact } else { Precision::Tick };
+        let mut wheel = HashedWheel::new(TICK, slots, 0, precision).unwrap();
+        check(&mut wheel, model(TICK, exact), ops);
+    }
+
+    #[test]
+    fn hierarchical_wheel_matches_the_model(
+        ops in prop::collection::vec(op(), 1..200),
+        size in prop_oneof![Just(2usize), Just(3), Just(20), Just(64)],
+        exact in any::<bool>(),
+    ) {
+        let precision = if exact { Precision::Exact } else { Precision::Tick };
+        let mut wheels = HierarchicalWheel::new(TICK, size, 0, precision).unwrap();
+        check(&mut wheels, model(TICK, exact), ops);
+    }
+}
+
+#[test]
+fn a_far_timer_does_not_make_the_wheel_report_every_tick() {
+    let mut wheel = HashedWheel::new(TICK, 64, 0, Precision::Tick).unwrap();
+    wheel.insert(0, 1_000_000 * TICK);
+    assert_eq!(wheel.next_deadline(), Some(1_000_000 * TICK));
+    let mut due = Vec::new();
+    wheel.poll(500 * TICK, &mut due);
+    assert!(due.is_empty());
+    assert_eq!(wheel.next_deadline(), Some(1_000_000 * TICK));
+}
+
+#[test]
+fn bad_wheel_settings_are_errors() {
+    assert_eq!(
+        HashedWheel::new(0, 8, 0, Precision::Tick).unwrap_err(),
+        WheelError::ZeroTick
+    );
+    assert_eq!(
+        HashedWheel::new(1, 6, 0, Precision::Tick).unwrap_err(),
+        WheelError::Slots(6)
+    );
+    assert_eq!(
+        HierarchicalWheel::new(1, 1, 0, Precision::Tick).unwrap_err(),
+        WheelError::Slots(1)
+    );
+}

@@ -1,0 +1,65 @@
+//! Every kind of executor through the whole conformance suite, on the
+//! hashed wheel: a caller's rayon pool, a tokio runtime's blocking pool and
+//! a function that feeds a thread of its own. Each runs one task at a time,
+//! so that the start order the FIFO case observes is the dispatch order.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use schedulers::{Executor, HashedWheelTimer, Job};
+
+fn wheel(o: crate::conformance::Opts, executor: Executor) -> Box<dyn schedulers::Scheduler> {
+    let mut b = HashedWheelTimer::builder()
+        .clock(o.clock)
+        .wheel_size(64)
+        .executor(executor);
+    if let Some(limit) = o.pending_limit {
+        b = b.pending_limit(limit);
+    }
+    Box::new(b.build().unwrap())
+}
+
+fn rayon_pool() -> Arc<rayon::ThreadPool> {
+    static POOL: OnceLock<Arc<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build();
+        Arc::new(pool.expect("a one-thread rayon pool"))
+    })
+    .clone()
+}
+
+fn tokio_runtime() -> tokio::runtime::Handle {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .max_blocking_threads(1)
+                .build();
+            rt.expect("a tokio runtime")
+        })
+        .handle()
+        .clone()
+}
+
+/// A function feeding one thread of its own through a channel.
+fn one_thread() -> Executor {
+    let (tx, rx) = crossbeam_channel::unbounded::<Job>();
+    std::thread::spawn(move || rx.iter().for_each(Job::run));
+    let tx = std::sync::Mutex::new(tx);
+    Executor::from_fn(move |job| {
+        let _ = tx.lock().unwrap().send(job);
+    })
+}
+
+crate::conformance!(on_rayon, Duration::ZERO, |o| wheel(
+    o,
+    Executor::rayon(rayon_pool())
+));
+
+crate::conformance!(on_tokio, Duration::ZERO, |o| wheel(
+    o,
+    Executor::tokio(tokio_runtime())
+));
+
+crate::conformance!(from_fn, Duration::ZERO, |o| wheel(o, one_thread()));
