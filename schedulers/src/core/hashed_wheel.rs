@@ -84,9 +84,10 @@ pub struct HashedWheel {
     precision: Precision,
     /// One list per slot, then the ready list (timers already due).
     lists: Lists,
-    /// A lower bound of the deadlines in each slot (`u64::MAX` if empty).
+    /// A lower bound of the deadlines in each slot, valid while its
+    /// `occupied` bit is set.
     earliest: Vec<u64>,
-    /// Bit `s` set while slot `s` may hold a timer.
+    /// Bit `s` set while slot `s` may hold a timer (and `earliest[s]` holds).
     occupied: Vec<u64>,
     /// The last tick fully processed.
     cursor: u64,
@@ -161,9 +162,14 @@ impl HashedWheel {
         } else {
             let slot = self.slot_of(tick);
             self.lists.push_back(slot, key);
-            let s = slot as usize;
-            self.earliest[s] = self.earliest[s].min(deadline);
-            self.occupied[s / 64] |= 1 << (s % 64);
+            let (s, bit) = (slot as usize, 1 << (slot % 64));
+            // A clear bit means the slot's bound is stale: start it afresh.
+            self.earliest[s] = if self.occupied[s / 64] & bit == 0 {
+                deadline
+            } else {
+                self.earliest[s].min(deadline)
+            };
+            self.occupied[s / 64] |= bit;
         }
     }
 
@@ -281,7 +287,10 @@ impl TimerQueue for HashedWheel {
         self.keys = keys;
         if now_tick > self.cursor {
             if self.lists.len() == 0 {
+                // Nothing to visit; the bounds left by removed timers go, or
+                // a slot the cursor skips would report a deadline passed.
                 self.cursor = now_tick;
+                self.occupied.fill(0);
             } else if now_tick - self.cursor > self.mask {
                 // At least a revolution: one sweep of every slot.
                 self.cursor = now_tick;

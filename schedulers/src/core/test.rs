@@ -87,7 +87,7 @@ impl Model {
 fn check(queue: &mut impl TimerQueue, mut model: Model, ops: Vec<Op>) {
     let mut now = 0u64;
     for op in ops {
-        match op {
+        match op.clone() {
             Op::Insert(k, d) if !model.timers.contains_key(&k) => {
                 model.seq += 1;
                 model.timers.insert(k, (now + d, model.seq));
@@ -139,7 +139,18 @@ fn check(queue: &mut impl TimerQueue, mut model: Model, ops: Vec<Op>) {
         }
         match (queue.next_deadline(), model.first_due()) {
             (None, None) => {}
-            (Some(got), Some(first)) => assert!(got <= first, "next {got} after {first}"),
+            (Some(got), Some(first)) => {
+                assert!(got <= first, "next {got} after {first}");
+                // A driver polls, then sleeps until `got`: one in the past
+                // with nothing due would have it poll in vain for ever.
+                // (Between polls a removal may leave a bound that costs one
+                // poll in vain, which then refreshes it.)
+                let polled = matches!(op, Op::Advance(_));
+                assert!(
+                    !polled || got > now || first <= now,
+                    "next {got} passed at {now} after a poll, nothing due"
+                );
+            }
             (got, want) => panic!("next_deadline {got:?}, model {want:?}"),
         }
     }
@@ -212,6 +223,23 @@ fn a_far_timer_does_not_make_the_wheel_report_every_tick() {
     wheel.poll(500 * TICK, &mut due);
     assert!(due.is_empty());
     assert_eq!(wheel.next_deadline(), Some(1_000_000 * TICK));
+}
+
+/// A wheel that empties skips its cursor ahead without visiting the slots:
+/// the bounds those slots kept from removed timers must not come back as a
+/// deadline in the past once a new timer arrives (a driver would never
+/// sleep, and a virtual clock would never settle).
+#[test]
+fn an_emptied_wheel_forgets_the_bounds_of_removed_timers() {
+    for precision in [Precision::Tick, Precision::Exact] {
+        let mut wheel = HashedWheel::new(TICK, 512, 0, precision).unwrap();
+        wheel.insert(1, 5 * TICK);
+        assert!(wheel.remove(1));
+        let mut due = Vec::new();
+        wheel.poll(100 * TICK, &mut due);
+        wheel.insert(2, 600 * TICK);
+        assert_eq!(wheel.next_deadline(), Some(600 * TICK), "{precision:?}");
+    }
 }
 
 #[test]

@@ -186,11 +186,14 @@ fn failures_retry_with_backoff_then_dead_letter() {
         finished(&log, "flaky"),
         [AckOutcome::Retry, AckOutcome::Done]
     );
+    // The dead letters are in Redis before the worker records the outcome
+    // of its ack: wait for both.
     assert!(wait_until(Duration::from_secs(10), || s
         .dead_letters()
         .unwrap()
         .len()
-        == 2));
+        == 2
+        && finished(&log, "bad").contains(&AckOutcome::Dead)));
     assert_eq!(
         finished(&log, "bad"),
         [AckOutcome::Retry, AckOutcome::Retry, AckOutcome::Dead]
