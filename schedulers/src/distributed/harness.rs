@@ -5,7 +5,7 @@
 //! same binary again for the benchmark's worker processes.
 //!
 //! ```text
-//! <binary> work --url URL [--ns NS] [--shards 4] [--slice-ms 60000]
+//! <binary> work --url URL [--ns NS] [--shards 8] [--slice-ms 60000]
 //!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 1000]
 //!     [--batch 64] [--buffer 64] [--max-attempts 5] [--backoff-ms 1000]
 //!     [--history FILE] [--summary 1] [--name NAME]
@@ -118,11 +118,17 @@ impl Opts {
                 .map_err(|_| format!("--{k} wants a number, got {v:?}")),
         }
     }
+    /// The layout from the flags; a flag not given keeps the library's
+    /// default, so a worker and a producer on defaults agree.
     fn config(&self) -> Result<Config, String> {
-        Ok(Config::default()
-            .namespace(self.str("ns").unwrap_or("default"))
-            .shards(self.num("shards", 4)? as u32)
-            .slice(Duration::from_millis(self.num("slice-ms", 60_000)?)))
+        let mut c = Config::default().namespace(self.str("ns").unwrap_or("default"));
+        if let Some(n) = self.opt("shards")? {
+            c = c.shards(u32::try_from(n).map_err(|_| "--shards is too large")?);
+        }
+        if let Some(ms) = self.opt("slice-ms")? {
+            c = c.slice(Duration::from_millis(ms));
+        }
+        Ok(c)
     }
 }
 

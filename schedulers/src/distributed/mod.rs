@@ -97,6 +97,7 @@
 //! Redis receives the call.
 
 mod client;
+mod config;
 mod conn;
 mod error;
 pub mod harness;
@@ -108,7 +109,10 @@ pub mod scripts;
 mod store;
 mod worker;
 
-pub use client::{Config, RedisScheduler};
+pub use client::RedisScheduler;
+#[cfg(feature = "redis-tls")]
+pub use config::Tls;
+pub use config::{Config, Durability, DEFAULT_MAX_PAYLOAD, DEFAULT_SHARDS};
 pub use error::DistError;
 pub use job::{AckOutcome, CancelOutcome, Fire, Job, JobInfo, JobState, When, MAX_ID_LEN};
 pub use keys::shard_of;

@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
-use super::conn::{Conn, Heard};
+use super::conn::{clone_error, Conn, Heard};
 use super::job::{AckOutcome, Fire};
 use super::store::{Op, RetryPolicy, Settled, Store, MAX_BATCH};
 use super::{Config, DistError};
@@ -325,6 +325,14 @@ impl WorkerBuilder {
             ));
         }
         let store = Store::new(&self.url, self.config)?;
+        // The layout (and the durability) checked at start when Redis is up:
+        // a worker that disagrees never runs. When Redis is down, every
+        // thread checks on its first connection and does nothing until the
+        // check passes.
+        match store.now_ms(&mut store.conn()) {
+            Err(e) if !e.is_transient() => return Err(e),
+            _ => {}
+        }
         let name = self
             .name
             .unwrap_or_else(|| format!("worker-{}-{:x}", std::process::id(), seed()));
@@ -775,6 +783,10 @@ fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
 /// Most leases settled in one round trip.
 const SETTLE_BATCH: usize = 4096;
 
+/// Round trips a settle is tried in before its error is reported (with a
+/// backoff of 10 ms doubling to 1 s between them: about 5 s in all).
+const SETTLE_ATTEMPTS: usize = 8;
+
 /// How long the settler waits for more finished runs after the first: acks
 /// are not urgent (the lease covers them), and a settle costs one script
 /// call per shard, so at a paced load of a few thousand jobs a second over 8
@@ -807,33 +819,45 @@ fn settle_batch(sh: &Shared, con: &mut Conn, batch: Vec<Done>) {
         d.held.settling.store(true, Ordering::Release);
     }
     let items: Vec<(&Fire, &Op)> = batch.iter().map(|d| (&d.held.fire, &d.op)).collect();
-    // One round trip, repeated once on a fresh connection if the first
-    // failed at the connection level (a dropped connection, a failover). If
-    // the first was applied and only its reply was lost, the repeat answers
-    // STALE, so a STALE after a repeat means "unknown", not "lost".
-    let results: Vec<Result<(Settled, i64), String>> = match sh.store.settle(con, &items, sh.retry)
-    {
-        Ok(r) => r
-            .into_iter()
-            .map(|x| x.map_err(|e| e.to_string()))
-            .collect(),
-        Err(e) if e.is_connection() => {
-            sh.redis_error(&e);
-            match sh.store.settle(con, &items, sh.retry) {
-                Ok(r) => r
-                    .into_iter()
-                    .map(|x| match x {
-                        Ok((Settled::Stale, _)) => Err(format!(
-                            "{e}; the repeated call was refused, so the first one may have been applied"
-                        )),
-                        x => x.map_err(|e| e.to_string()),
-                    })
-                    .collect(),
-                Err(e) => items.iter().map(|_| Err(e.to_string())).collect(),
+    // One round trip; the items that failed transiently (a dropped
+    // connection, a failover, a write not confirmed durable) are sent again
+    // with backoff. Settling is idempotent: a repeat of an applied settle
+    // gets the original outcome from Redis's outcome log, so the history
+    // records what happened, not "lost".
+    let mut results: Vec<Result<(Settled, i64), DistError>> =
+        items.iter().map(|_| Err(DistError::Shutdown)).collect();
+    let mut todo: Vec<usize> = (0..items.len()).collect();
+    let mut backoff = Duration::from_millis(10);
+    for attempt in 0..SETTLE_ATTEMPTS {
+        let sub: Vec<(&Fire, &Op)> = todo.iter().map(|&i| items[i]).collect();
+        let round = match sh.store.settle(con, &sub, sh.retry) {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = e.to_string();
+                sub.iter().map(|_| Err(clone_error(&e, &msg))).collect()
             }
+        };
+        let mut again = Vec::new();
+        for (&i, r) in todo.iter().zip(round) {
+            if let Err(e) = &r {
+                if e.is_transient() && attempt + 1 < SETTLE_ATTEMPTS {
+                    sh.redis_error(e);
+                    again.push(i);
+                }
+            }
+            results[i] = r;
         }
-        Err(e) => items.iter().map(|_| Err(e.to_string())).collect(),
-    };
+        if again.is_empty() {
+            break;
+        }
+        todo = again;
+        std::thread::sleep(backoff);
+        backoff = (backoff * 2).min(Duration::from_millis(1000));
+    }
+    let results: Vec<Result<(Settled, i64), String>> = results
+        .into_iter()
+        .map(|x| x.map_err(|e| e.to_string()))
+        .collect();
     drop(items);
     for (d, r) in batch.into_iter().zip(results) {
         sh.forget(&d.held);
@@ -848,6 +872,10 @@ fn settle_batch(sh: &Shared, con: &mut Conn, batch: Vec<Done>) {
                     Settled::Cancelled => AckOutcome::Cancelled,
                     Settled::Stale => AckOutcome::Stale,
                     Settled::Released => AckOutcome::Error("released".into()),
+                    Settled::Unknown => AckOutcome::Error(
+                        "the lease ended more than an outcome window ago; how is no longer recorded"
+                            .into(),
+                    ),
                 },
                 *now,
             ),
