@@ -229,6 +229,16 @@ impl RedisScheduler {
         self.with(|s, c| s.dead_letters(c))
     }
 
+    /// How many jobs are stored: pending, running or dead-lettered (not
+    /// tombstones). Zero once every job has run or been cancelled.
+    ///
+    /// # Errors
+    ///
+    /// [`DistError::Redis`].
+    pub fn job_count(&self) -> Result<u64, DistError> {
+        self.with(|s, c| s.job_count(c))
+    }
+
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.store.config

@@ -9,6 +9,7 @@
 //!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 1000]
 //!     [--batch 64] [--buffer 64] [--max-attempts 5] [--backoff-ms 1000]
 //!     [--history FILE] [--summary 1] [--name NAME]
+//! <binary> cluster [--masters 3] [--replicas 1]
 //! <binary> bench [--shape drain|paced|ceiling|idle] [--url URL]
 //!     [--workers 1,2,4] [--jobs 20000] [--window-ms 4000] [--lead-ms 1000]
 //!     [--threads 4] [--shards 8] [--batch N] [--buffer N] [--poll-ms N] [--lease-ms N]
@@ -58,7 +59,8 @@ use serde_json::json;
 
 use super::probe::claim_ceiling;
 use super::{
-    AckOutcome, Config, DistError, Fire, Job, LocalRedis, RedisScheduler, Worker, WorkerEvent,
+    AckOutcome, Config, DistError, Fire, Job, LocalCluster, LocalRedis, RedisScheduler, Worker,
+    WorkerEvent,
 };
 
 /// Runs the command line `args` (`work …` or `bench …`, without the program
@@ -78,7 +80,8 @@ pub fn run(args: &[String], respawn: &[OsString]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("work") => work(&opts(&args[1..])),
         Some("bench") => bench(&opts(&args[1..])),
-        _ => Err("usage: work|bench [--flag value]...".to_owned()),
+        Some("cluster") => cluster(&opts(&args[1..])),
+        _ => Err("usage: work|bench|cluster [--flag value]...".to_owned()),
     }
 }
 
@@ -323,6 +326,28 @@ fn work(o: &Opts) -> Result<(), String> {
         v["counters"] = counters(&worker);
         println!("summary {v}");
     }
+    Ok(())
+}
+
+/// `cluster`: starts a [`LocalCluster`], prints `ready <seed url> <port>…`
+/// (every node's port), and keeps it until standard input closes. A test
+/// process that holds the pipe gets the Cluster killed when it exits, however
+/// it exits.
+fn cluster(o: &Opts) -> Result<(), String> {
+    let c = LocalCluster::start(
+        o.num("masters", 3)? as usize,
+        o.num("replicas", 1)? as usize,
+    )
+    .map_err(e2s)?;
+    let ports: Vec<String> = c.nodes().iter().map(|n| n.port().to_string()).collect();
+    println!("ready {} {}", c.url(), ports.join(" "));
+    let _ = std::io::stdout().flush();
+    for line in std::io::stdin().lock().lines() {
+        if line.is_err() {
+            break;
+        }
+    }
+    drop(c);
     Ok(())
 }
 

@@ -116,5 +116,5 @@ pub use config::{Config, Durability, DEFAULT_MAX_PAYLOAD, DEFAULT_SHARDS};
 pub use error::DistError;
 pub use job::{AckOutcome, CancelOutcome, Fire, Job, JobInfo, JobState, When, MAX_ID_LEN};
 pub use keys::shard_of;
-pub use local::{find_redis_server, LocalRedis};
+pub use local::{find_redis_server, ClusterNode, LocalCluster, LocalRedis, LocalRedisBuilder};
 pub use worker::{HandlerError, Worker, WorkerBuilder, WorkerEvent, WorkerStats};

@@ -343,6 +343,24 @@ impl Store {
         Ok(out)
     }
 
+    /// The number of jobs stored (pending, running or dead) over all shards.
+    pub(crate) fn job_count(&self, con: &mut Conn) -> Result<u64, DistError> {
+        let reqs: Vec<Req> = self
+            .shards
+            .iter()
+            .map(|k| {
+                let mut cmd = redis::cmd("HLEN");
+                cmd.arg(&k.meta);
+                Req::read(Some(k.prefix.clone()), cmd)
+            })
+            .collect();
+        let mut n = 0;
+        for r in con.run(&reqs)? {
+            n += redis::from_redis_value::<u64>(r?).map_err(redis::RedisError::from)?;
+        }
+        Ok(n)
+    }
+
     /// Redis's clock (the node of shard 0's) and the earliest run time of
     /// every shard, in one round trip.
     pub(crate) fn heads(&self, con: &mut Conn) -> Result<(i64, Vec<Option<i64>>), DistError> {
