@@ -128,6 +128,9 @@ impl Req {
     }
 }
 
+/// One request's reply, and why its durability fell short if it did.
+pub(crate) type Applied = (Result<Value, DistError>, Option<String>);
+
 /// The layout check of an endpoint.
 #[derive(Debug)]
 struct LayoutCheck {
@@ -643,7 +646,7 @@ impl Conn {
             let recorded = self
                 .run_passes(std::slice::from_ref(&req))?
                 .pop()
-                .unwrap_or_else(|| Err(DistError::Protocol("no reply".into())))?;
+                .map_or_else(|| Err(DistError::Protocol("no reply".into())), |(r, _)| r)?;
             let recorded: String =
                 redis::from_redis_value(recorded).map_err(redis::RedisError::from)?;
             if recorded != layout.value {
@@ -816,6 +819,21 @@ impl Conn {
     /// per-request connection error means that request may or may not have
     /// run.
     pub(crate) fn run(&mut self, reqs: &[Req]) -> Result<Vec<Result<Value, DistError>>, DistError> {
+        Ok(self
+            .run_applied(reqs)?
+            .into_iter()
+            .map(|(r, shortfall)| match (r, shortfall) {
+                (Ok(_), Some(why)) => Err(DistError::NotDurable(why)),
+                (r, _) => r,
+            })
+            .collect())
+    }
+
+    /// As [`run`](Self::run), but a write that was applied and not
+    /// confirmed durable keeps its reply, beside why its durability fell
+    /// short (for the worker's reaper, whose reaps happened on the master
+    /// whatever their durability, and must be reported).
+    pub(crate) fn run_applied(&mut self, reqs: &[Req]) -> Result<Vec<Applied>, DistError> {
         if reqs.is_empty() {
             return Ok(Vec::new());
         }
@@ -828,8 +846,11 @@ impl Conn {
         let out = self.run_passes(reqs)?;
         // A batch that failed whole on broken connections is reported as one
         // failure, as a single connection's pipeline would be.
-        if out.iter().all(|r| matches!(r, Err(e) if e.is_connection())) {
-            if let Some(Err(e)) = out.into_iter().next() {
+        if out
+            .iter()
+            .all(|r| matches!(r, (Err(e), _) if e.is_connection()))
+        {
+            if let Some((Err(e), _)) = out.into_iter().next() {
                 return Err(e);
             }
             return Err(DistError::Protocol("empty batch".into()));
@@ -837,8 +858,9 @@ impl Conn {
         Ok(out)
     }
 
-    fn run_passes(&mut self, reqs: &[Req]) -> Result<Vec<Result<Value, DistError>>, DistError> {
+    fn run_passes(&mut self, reqs: &[Req]) -> Result<Vec<Applied>, DistError> {
         let mut out: Vec<Option<Result<Value, DistError>>> = reqs.iter().map(|_| None).collect();
+        let mut shortfall: Vec<Option<String>> = reqs.iter().map(|_| None).collect();
         let mut pending: Vec<Pending> = (0..reqs.len())
             .map(|idx| Pending {
                 idx,
@@ -853,7 +875,7 @@ impl Conn {
             if pending.is_empty() {
                 break;
             }
-            let (next, refresh) = self.pass(reqs, pending, &mut out);
+            let (next, refresh) = self.pass(reqs, pending, &mut out, &mut shortfall);
             pending = next;
             if refresh {
                 if let Mode::Cluster(c) = &mut self.mode {
@@ -873,7 +895,13 @@ impl Conn {
         }
         Ok(out
             .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(DistError::Protocol("no reply".into()))))
+            .zip(shortfall)
+            .map(|(r, sf)| {
+                (
+                    r.unwrap_or_else(|| Err(DistError::Protocol("no reply".into()))),
+                    sf,
+                )
+            })
             .collect())
     }
 
@@ -885,6 +913,7 @@ impl Conn {
         reqs: &[Req],
         pending: Vec<Pending>,
         out: &mut [Option<Result<Value, DistError>>],
+        shortfall: &mut [Option<String>],
     ) -> (Vec<Pending>, bool) {
         let ep = self.ep.clone();
         let mut again = Vec::new();
@@ -1070,14 +1099,9 @@ impl Conn {
                         }
                     },
                 };
-                let r = match (r, &not_durable) {
-                    (Ok(_), Some(why)) if reqs[p.idx].write => {
-                        Err(DistError::NotDurable(why.clone()))
-                    }
-                    (r, _) => r,
-                };
-                // A command sent after a redirect goes by the slot map again
-                // next time.
+                if r.is_ok() && reqs[p.idx].write {
+                    shortfall[p.idx] = not_durable.clone();
+                }
                 out[p.idx] = Some(r);
             }
         }

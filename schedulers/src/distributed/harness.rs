@@ -6,6 +6,8 @@
 //!
 //! ```text
 //! <binary> work --url URL [--ns NS] [--shards 8] [--slice-ms 60000]
+//!     [--durability async|fsync|replicas:N] [--durability-timeout-ms 2000]
+//!     [--io-timeout-ms 5000]
 //!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 1000]
 //!     [--batch 64] [--buffer 64] [--max-attempts 5] [--backoff-ms 1000]
 //!     [--history FILE] [--summary 1] [--name NAME]
@@ -59,8 +61,8 @@ use serde_json::json;
 
 use super::probe::claim_ceiling;
 use super::{
-    AckOutcome, Config, DistError, Fire, Job, LocalCluster, LocalRedis, RedisScheduler, Worker,
-    WorkerEvent,
+    AckOutcome, Config, DistError, Durability, Fire, Job, LocalCluster, LocalRedis, RedisScheduler,
+    Worker, WorkerEvent,
 };
 
 /// Runs the command line `args` (`work …` or `bench …`, without the program
@@ -131,7 +133,29 @@ impl Opts {
         if let Some(ms) = self.opt("slice-ms")? {
             c = c.slice(Duration::from_millis(ms));
         }
+        if let Some(d) = self.str("durability") {
+            c = c.durability(parse_durability(d)?);
+        }
+        if let Some(ms) = self.opt("durability-timeout-ms")? {
+            c = c.durability_timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = self.opt("io-timeout-ms")? {
+            c = c.io_timeout(Duration::from_millis(ms));
+        }
         Ok(c)
+    }
+}
+
+/// `async`, `fsync` or `replicas:N`.
+fn parse_durability(s: &str) -> Result<Durability, String> {
+    match s {
+        "async" => Ok(Durability::Async),
+        "fsync" => Ok(Durability::Fsync),
+        _ => s
+            .strip_prefix("replicas:")
+            .and_then(|n| n.parse().ok())
+            .map(Durability::Replicas)
+            .ok_or_else(|| format!("--durability wants async, fsync or replicas:N, got {s:?}")),
     }
 }
 

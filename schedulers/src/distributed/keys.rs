@@ -13,8 +13,8 @@
 //! | `{tw:ns:s}:l` | zset | leases: job id → lease expiry (ms) |
 //! | `{tw:ns:s}:dead` | zset | dead letters: job id → time of death (ms) |
 //! | `{tw:ns:s}:e` | hash | job id → the last error of a failed attempt |
-//! | `{tw:ns:s}:x:<b>:<j>` | set | tombstones finished in time bucket `b`: [`fingerprint`]s whose high bits select `j`; expires whole |
-//! | `{tw:ns:s}:xm` | hash | per tombstone bucket `b`: `n:<b>` its number of sets, `c:<b>` its count |
+//! | `{tw:ns:s}:x:<b>:<j>` | set | tombstones finished in time bucket `b`: [`fingerprint`]s whose high bits select `j` (linear hashing); expires whole |
+//! | `{tw:ns:s}:xm` | hash | per tombstone bucket `b`: `n:<b>` sets per level, `s:<b>` sets split, `c:<b>` count |
 //! | `{tw:ns:s}:o:<w>` | hash | outcomes of window `w`: `<id>\|<fence>` (a lease's end) or `<id>\|c<token>` (a cancel) → outcome; expires whole |
 //!
 //! and one key per namespace, `{tw:ns:layout}`: the recorded layout (shard

@@ -375,6 +375,10 @@ pub struct LocalCluster {
 /// What `CLUSTER NODES` says of one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterNode {
+    /// Its node id.
+    pub id: String,
+    /// The id of its master, for a replica.
+    pub master_id: Option<String>,
     /// Its client port.
     pub port: u16,
     /// Whether it is a master now.
@@ -542,6 +546,21 @@ impl LocalCluster {
         ))
     }
 
+    /// The ports of the replicas of the node on `port`.
+    ///
+    /// # Errors
+    ///
+    /// As [`topology`](Self::topology).
+    pub fn replicas_of(&self, port: u16) -> Result<Vec<u16>, DistError> {
+        let nodes = self.topology()?;
+        let id = nodes.iter().find(|n| n.port == port).map(|n| n.id.clone());
+        Ok(nodes
+            .iter()
+            .filter(|n| n.master_id.is_some() && n.master_id == id)
+            .map(|n| n.port)
+            .collect())
+    }
+
     /// The port of the master serving `slot` now.
     ///
     /// # Errors
@@ -574,7 +593,10 @@ fn parse_nodes(text: &str) -> Vec<ClusterNode> {
                     None => s.parse().ok().map(|x| (x, x)),
                 })
                 .collect();
+            let master_id = f.get(3).filter(|m| **m != "-").map(|m| (*m).to_owned());
             Some(ClusterNode {
+                id: (*f.first()?).to_owned(),
+                master_id,
                 port,
                 master: flags.contains("master"),
                 failed: flags.contains("fail") && !flags.contains("fail?"),
@@ -598,6 +620,8 @@ mod test {
         assert_eq!((n[0].port, n[0].master, n[0].failed), (7000, true, false));
         assert_eq!(n[0].slots, [(0, 5460)]);
         assert!(!n[1].master);
+        assert_eq!(n[1].master_id.as_deref(), Some("a1"));
+        assert_eq!(n[0].master_id, None);
         assert!(n[2].failed);
         assert_eq!(n[2].slots, [(5461, 10922), (12000, 12000)]);
     }

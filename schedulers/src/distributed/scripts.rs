@@ -51,11 +51,13 @@
 //!
 //! A finished or cancelled job leaves its id's 62-bit
 //! [`fingerprint`](super::keys::fingerprint), not its id, in a set of the
-//! current time bucket (an eighth of the retention). Each bucket is split
-//! into 2^k sets by the fingerprint's high bits, k chosen when the bucket
-//! opens so that each set holds about 256 fingerprints at the previous
-//! bucket's rate: Redis keeps such a set as an `intset`, 8 bytes per member,
-//! and the set's key costs about 100 bytes shared by all its members. A
+//! current time bucket (an eighth of the retention). A bucket's
+//! fingerprints are spread over sets by linear hashing on their high bits:
+//! whenever the sets average more than 192 members, one more set is split
+//! (about half of one set's members move), so every set stays below the 512
+//! members Redis keeps as an `intset` (8 bytes a member), the set's key
+//! (about 100 bytes) is shared by a few hundred members, and no call does
+//! more than a bounded amount of moving, however fast tombstones come. A
 //! bucket's sets expire whole, a retention after the bucket ends; nothing
 //! sweeps them. A schedule looks the fingerprint up in the set of each live
 //! bucket (about ten `SISMEMBER`s).
@@ -126,60 +128,81 @@ local function load(id)
   return decode(id, redis.call('HGET', K.m, id))
 end
 -- Tombstones: buckets of TB ms; bucket b's sets expire at (b+1)*TB + TOMB_MS,
--- so the buckets that may hold live tombstones are the NB last ones.
+-- so the buckets that may hold live tombstones are the NB last ones. Within a
+-- bucket, fingerprints are spread over sets by linear hashing on their high
+-- bits (hi = fp / 2^42): with n sets per level and s of them split, set
+-- hi % n, or hi % 2n if that is below s. One set is split (about half its
+-- members move to set s + n) whenever the sets average over 192 members, so
+-- each stays under the 512 of an intset and the work per call is bounded.
 local TB = math.floor(TOMB_MS / 8)
 if TB < 1 then TB = 1 end
 local NB = math.floor(TOMB_MS / TB) + 2
-local function tsub(fp, n)
-  return fmt(math.floor(tonumber(fp) / 4398046511104) % n)
+local HI = 4398046511104
+local function taddr(fp, n, s)
+  local hi = math.floor(tonumber(fp) / HI)
+  local a = hi % n
+  if a < s then a = hi % (2 * n) end
+  return a
 end
-local function tkey(b, fp, n)
-  return PREFIX .. ':x:' .. fmt(b) .. ':' .. tsub(fp, n)
-end
--- The number of sets of bucket b, chosen when it opens: ~256 members per
--- set at the previous bucket's count (an intset holds up to 512).
-local function tsets(b)
-  local n = tonumber(redis.call('HGET', K.xm, 'n:' .. fmt(b)))
-  if n then return n end
-  local prev = tonumber(redis.call('HGET', K.xm, 'c:' .. fmt(b - 1)) or '0')
-  n = 1
-  while n * 256 < prev and n < 1048576 do n = n * 2 end
-  redis.call('HSET', K.xm, 'n:' .. fmt(b), n)
-  for j = b - NB - 4, b - NB - 1 do
-    redis.call('HDEL', K.xm, 'n:' .. fmt(j), 'c:' .. fmt(j))
-  end
-  redis.call('PEXPIRE', K.xm, TOMB_MS + 4 * TB)
-  return n
+local function tkey(b, a)
+  return PREFIX .. ':x:' .. fmt(b) .. ':' .. fmt(a)
 end
 local function tomb_add(now, fps)
   if #fps == 0 then return end
   local b = math.floor(now / TB)
-  local n = tsets(b)
+  local fb = fmt(b)
+  local st = redis.call('HMGET', K.xm, 'n:' .. fb, 's:' .. fb, 'c:' .. fb)
+  local n, s, c = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
+  if not n then
+    n = 1
+    -- A new bucket: forget the bookkeeping of long-expired ones, and let
+    -- the whole hash expire if the shard falls idle.
+    for j = b - NB - 4, b - NB - 1 do
+      redis.call('HDEL', K.xm, 'n:' .. fmt(j), 's:' .. fmt(j), 'c:' .. fmt(j))
+    end
+    redis.call('PEXPIRE', K.xm, TOMB_MS + 4 * TB)
+  end
+  local at = (b + 1) * TB + TOMB_MS
   local groups = {}
   for _, fp in ipairs(fps) do
-    local key = tkey(b, fp, n)
+    local key = tkey(b, taddr(fp, n, s))
     local g = groups[key]
     if not g then g = {}; groups[key] = g end
     g[#g + 1] = fp
   end
-  local at = (b + 1) * TB + TOMB_MS
   for key, g in pairs(groups) do
-    redis.call('SADD', key, unpack(g))
+    c = c + redis.call('SADD', key, unpack(g))
     redis.call('PEXPIREAT', key, at)
   end
-  redis.call('HINCRBY', K.xm, 'c:' .. fmt(b), #fps)
+  while c > 192 * (n + s) do
+    local old, new = tkey(b, s), tkey(b, s + n)
+    local move = {}
+    for _, fp in ipairs(redis.call('SMEMBERS', old)) do
+      if math.floor(tonumber(fp) / HI) % (2 * n) == s + n then move[#move + 1] = fp end
+    end
+    if #move > 0 then
+      redis.call('SREM', old, unpack(move))
+      redis.call('SADD', new, unpack(move))
+      redis.call('PEXPIREAT', new, at)
+    end
+    s = s + 1
+    if s == n then n = 2 * n; s = 0 end
+  end
+  redis.call('HSET', K.xm, 'n:' .. fb, n, 's:' .. fb, s, 'c:' .. fb, c)
 end
 -- When the tombstone of fp expires, or nil if there is none.
 local function tomb_until(now, fp)
   local b = math.floor(now / TB)
   local fields = {}
-  for j = b - NB + 1, b do fields[#fields + 1] = 'n:' .. fmt(j) end
-  local ns = redis.call('HMGET', K.xm, unpack(fields))
-  for i = #ns, 1, -1 do
-    local n = tonumber(ns[i])
+  for j = b - NB + 1, b do
+    fields[#fields + 1] = 'n:' .. fmt(j); fields[#fields + 1] = 's:' .. fmt(j)
+  end
+  local st = redis.call('HMGET', K.xm, unpack(fields))
+  for i = NB, 1, -1 do
+    local n = tonumber(st[2 * i - 1])
     if n then
       local j = b - NB + i
-      if redis.call('SISMEMBER', tkey(j, fp, n), fp) == 1 then
+      if redis.call('SISMEMBER', tkey(j, taddr(fp, n, tonumber(st[2 * i]) or 0)), fp) == 1 then
         return (j + 1) * TB + TOMB_MS
       end
     end

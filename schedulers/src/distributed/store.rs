@@ -84,6 +84,10 @@ pub(crate) enum Settled {
     Unknown,
 }
 
+/// What a settle did with one lease: the outcome, Redis's clock then, and
+/// why its durability fell short if it did.
+pub(crate) type SettleReply = (Settled, i64, Option<String>);
+
 /// A token that tells a call's retries from other clients' calls: 48
 /// random bits in hex.
 pub(crate) fn token() -> String {
@@ -512,13 +516,15 @@ impl Store {
     }
 
     /// Ends the leases of `items` (fire, how) in one round trip. Per item:
-    /// what happened and Redis's clock then, or an error.
+    /// what happened, Redis's clock then, and why its durability fell short
+    /// if it did (the outcome was applied on the master all the same), or an
+    /// error.
     pub(crate) fn settle(
         &self,
         con: &mut Conn,
         items: &[(&Fire, &Op)],
         p: RetryPolicy,
-    ) -> Result<PerItem<(Settled, i64)>, DistError> {
+    ) -> Result<PerItem<SettleReply>, DistError> {
         // Acks first in every call (the script takes them as pairs).
         let mut order: Vec<usize> = (0..items.len()).collect();
         order.sort_by_key(|&i| *items[i].1 != Op::Ack);
@@ -552,11 +558,11 @@ impl Store {
             .into_iter()
             .map(|p| p.into_iter().map(|i| order[i]).collect())
             .collect();
-        let replies = con.run(&calls)?;
-        let mut out: Vec<Result<(Settled, i64), DistError>> = (0..items.len())
+        let replies = con.run_applied(&calls)?;
+        let mut out: PerItem<SettleReply> = (0..items.len())
             .map(|_| Err(DistError::Protocol("settle: no reply".into())))
             .collect();
-        for (reply, pos) in replies.into_iter().zip(positions) {
+        for ((reply, shortfall), pos) in replies.into_iter().zip(positions) {
             let decoded = reply.and_then(|v| {
                 let a = array(&v)?;
                 let now = int(a.first())?;
@@ -576,7 +582,7 @@ impl Store {
                             "UNKNOWN" => Settled::Unknown,
                             other => return Err(DistError::Protocol(format!("settle: {other}"))),
                         };
-                        Ok((s, now))
+                        Ok((s, now, shortfall.clone()))
                     })
                     .collect::<Result<Vec<_>, _>>()
             });
@@ -620,10 +626,12 @@ impl Store {
                 })
             })
             .collect();
+        // A reap that Redis applied is reported even when its durability
+        // fell short: it happened on the master.
         Ok(con
-            .run(&calls)?
+            .run_applied(&calls)?
             .into_iter()
-            .map(|reply| {
+            .map(|(reply, _)| {
                 let reply = reply?;
                 let items = array(&reply)?;
                 let now = int(items.first())?;

@@ -31,7 +31,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use schedulers::distributed::{find_redis_server, Config, LocalRedis, RedisScheduler};
+use schedulers::distributed::{find_redis_server, Config, Durability, LocalRedis, RedisScheduler};
 
 /// Starts a server, or returns `None` (after saying why) when none is
 /// installed outside CI. Under CI a missing server fails the test.
@@ -209,6 +209,9 @@ pub struct WorkerOpts {
     /// when `None`).
     pub batch: Option<u64>,
     pub buffer: Option<u64>,
+    /// `async`, `fsync` or `replicas:N`, and its timeout.
+    pub durability: Durability,
+    pub durability_timeout_ms: u64,
 }
 
 impl WorkerOpts {
@@ -225,6 +228,8 @@ impl WorkerOpts {
             max_attempts: 10,
             batch: None,
             buffer: None,
+            durability: Durability::Async,
+            durability_timeout_ms: 2000,
         }
     }
 
@@ -233,6 +238,16 @@ impl WorkerOpts {
             .namespace(self.ns.clone())
             .shards(self.shards)
             .slice(Duration::from_millis(self.slice_ms))
+            .durability(self.durability)
+            .durability_timeout(Duration::from_millis(self.durability_timeout_ms))
+    }
+
+    fn durability_flag(&self) -> String {
+        match self.durability {
+            Durability::Async => "async".into(),
+            Durability::Fsync => "fsync".into(),
+            Durability::Replicas(n) => format!("replicas:{n}"),
+        }
     }
 }
 
@@ -277,6 +292,11 @@ impl WorkerProc {
             ])
             .args(o.batch.iter().flat_map(|b| ["--batch".to_owned(), n(*b)]))
             .args(o.buffer.iter().flat_map(|b| ["--buffer".to_owned(), n(*b)]))
+            .args(["--durability".to_owned(), o.durability_flag()])
+            .args([
+                "--durability-timeout-ms".to_owned(),
+                n(o.durability_timeout_ms),
+            ])
             .arg("--history")
             .arg(&history)
             .stdin(Stdio::piped())
