@@ -263,6 +263,9 @@ impl LocalRedis {
                         "another redis-server answers on the port",
                     ));
                 }
+                // Up, with a password set (`requirepass`): it cannot be
+                // asked for its directory; the child is alive, so it is ours.
+                Err(e) if e.code() == Some("NOAUTH") => return Ok(()),
                 // Not up yet, or loading the AOF (LOADING): keep waiting.
                 Err(_) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(20))
