@@ -15,6 +15,8 @@
 //! <binary> bench [--shape drain|paced|ceiling|idle] [--url URL]
 //!     [--workers 1,2,4] [--jobs 20000] [--window-ms 4000] [--lead-ms 1000]
 //!     [--threads 4] [--shards 8] [--batch N] [--buffer N] [--poll-ms N] [--lease-ms N]
+//!     [--cluster MASTERS [--replicas 1]] [--appendfsync everysec|always]
+//!     [--durability async|fsync|replicas:N] [--durability-timeout-ms N]
 //! ```
 //!
 //! `work` runs until its standard input closes, then shuts down gracefully.
@@ -39,7 +41,11 @@
 //!   trips per second.
 //!
 //! Drain and paced run once per count in `--workers`, each against a fresh
-//! `redis-server` (unless `--url` is given). Every report has Redis's own
+//! `redis-server` (unless `--url` is given), or a fresh local Redis Cluster
+//! of `--cluster` masters (with `--replicas` each; Redis's counters are
+//! summed over the masters). `--appendfsync` sets the fresh servers' AOF
+//! policy and `--durability` the clients' (`fsync` on Redis 7.0 needs
+//! `--appendfsync always`; `replicas:N` a Cluster with replicas). Every report has Redis's own
 //! cost over the measured window (CPU time from `INFO cpu`, calls per
 //! command from `INFO commandstats`, which counts the commands scripts run
 //! too, and the scripts' time), the workers' round trips, and the load
@@ -62,7 +68,7 @@ use serde_json::json;
 use super::probe::claim_ceiling;
 use super::{
     AckOutcome, Config, DistError, Durability, Fire, Job, LocalCluster, LocalRedis, RedisScheduler,
-    Worker, WorkerEvent,
+    Worker, WorkerEvent, DEFAULT_SHARDS,
 };
 
 /// Runs the command line `args` (`work …` or `bench …`, without the program
@@ -476,7 +482,26 @@ struct RedisCounters {
     cpu_s: f64,
 }
 
-fn redis_counters(con: &mut redis::Connection) -> Result<RedisCounters, String> {
+/// Plain connections to every master (one for a single server): Redis's
+/// counters are summed over them.
+struct Masters(Vec<redis::Connection>);
+
+fn redis_counters(m: &mut Masters) -> Result<RedisCounters, String> {
+    let mut sum = RedisCounters::default();
+    for con in &mut m.0 {
+        let c = node_counters(con)?;
+        for (k, v) in c.calls {
+            *sum.calls.entry(k).or_default() += v;
+        }
+        for (k, v) in c.usec {
+            *sum.usec.entry(k).or_default() += v;
+        }
+        sum.cpu_s += c.cpu_s;
+    }
+    Ok(sum)
+}
+
+fn node_counters(con: &mut redis::Connection) -> Result<RedisCounters, String> {
     let text: String = redis::cmd("INFO")
         .arg("commandstats")
         .arg("cpu")
@@ -510,12 +535,14 @@ fn redis_counters(con: &mut redis::Connection) -> Result<RedisCounters, String> 
 }
 
 /// Resets Redis's counters and reads them: the start of a measured window.
-fn open_window(con: &mut redis::Connection) -> Result<RedisCounters, String> {
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(con)
-        .map_err(|e| e.to_string())?;
-    redis_counters(con)
+fn open_window(m: &mut Masters) -> Result<RedisCounters, String> {
+    for con in &mut m.0 {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(con)
+            .map_err(|e| e.to_string())?;
+    }
+    redis_counters(m)
 }
 
 /// Schedules `n` no-op jobs `<prefix><i>`, each timed by `when(i, job)`.
@@ -574,33 +601,84 @@ fn load_average() -> String {
         .unwrap_or_default()
 }
 
-/// A Redis server for one run: the given URL, or a fresh local server.
+/// A Redis for one run: the given URL, or a fresh local server
+/// (`--appendfsync always|everysec`), or with `--cluster M` a fresh local
+/// Cluster of M masters with `--replicas R` (default 1) each.
 struct Server {
     url: String,
+    /// The URL of every master.
+    masters: Vec<String>,
     _local: Option<LocalRedis>,
+    _cluster: Option<LocalCluster>,
 }
 
 impl Server {
     fn new(o: &Opts) -> Result<Server, String> {
-        Ok(match o.str("url") {
-            Some(u) => Server {
+        let always = match o.str("appendfsync") {
+            None | Some("everysec") => false,
+            Some("always") => true,
+            Some(other) => {
+                return Err(format!(
+                    "--appendfsync wants always or everysec, got {other:?}"
+                ))
+            }
+        };
+        let node = LocalRedis::builder().appendfsync_always(always);
+        Ok(match (o.str("url"), o.opt("cluster")?) {
+            (Some(u), _) => Server {
                 url: u.to_owned(),
+                masters: vec![u.to_owned()],
                 _local: None,
+                _cluster: None,
             },
-            None => {
-                let s = LocalRedis::start().map_err(e2s)?;
+            (None, Some(m)) => {
+                let c = LocalCluster::start_with(m as usize, o.num("replicas", 1)? as usize, node)
+                    .map_err(e2s)?;
+                let masters = c
+                    .topology()
+                    .map_err(e2s)?
+                    .into_iter()
+                    .filter(|n| n.master)
+                    .map(|n| format!("redis://127.0.0.1:{}/", n.port))
+                    .collect();
+                Server {
+                    url: c.url(),
+                    masters,
+                    _local: None,
+                    _cluster: Some(c),
+                }
+            }
+            (None, None) => {
+                let s = node.start().map_err(e2s)?;
                 Server {
                     url: s.url(),
+                    masters: vec![s.url()],
                     _local: Some(s),
+                    _cluster: None,
                 }
             }
         })
     }
 
-    fn con(&self) -> Result<redis::Connection, String> {
-        redis::Client::open(self.url.as_str())
-            .and_then(|c| c.get_connection())
-            .map_err(|e| e.to_string())
+    fn masters(&self) -> Result<Masters, String> {
+        self.masters
+            .iter()
+            .map(|u| {
+                redis::Client::open(u.as_str())
+                    .and_then(|c| c.get_connection())
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()
+            .map(Masters)
+    }
+
+    /// What the run's report says of the server.
+    fn describe(&self, o: &Opts) -> serde_json::Value {
+        json!({
+            "masters": self.masters.len(),
+            "appendfsync": o.str("appendfsync").unwrap_or("everysec"),
+            "durability": o.str("durability").unwrap_or("async"),
+        })
     }
 }
 
@@ -650,8 +728,18 @@ fn work_args(o: &Opts, url: &str, ns: &str, name: &str) -> Result<Vec<String>, S
     .map(str::to_owned)
     .to_vec();
     a.extend(["--threads".into(), o.num("threads", 4)?.to_string()]);
-    a.extend(["--shards".into(), o.num("shards", 8)?.to_string()]);
-    for k in ["batch", "buffer", "poll-ms", "lease-ms"] {
+    a.extend([
+        "--shards".into(),
+        o.num("shards", DEFAULT_SHARDS.into())?.to_string(),
+    ]);
+    for k in [
+        "batch",
+        "buffer",
+        "poll-ms",
+        "lease-ms",
+        "durability",
+        "durability-timeout-ms",
+    ] {
         if let Some(v) = o.str(k) {
             a.extend([format!("--{k}"), v.to_owned()]);
         }
@@ -666,15 +754,10 @@ fn spawn_workers(o: &Opts, url: &str, ns: &str, n: u64) -> Result<Vec<Proc>, Str
 }
 
 /// Waits until no job record is left in any shard.
-fn wait_drained(con: &mut redis::Connection, ns: &str, shards: u64) -> Result<(), String> {
+fn wait_drained(sched: &RedisScheduler) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let mut pipe = redis::pipe();
-        for s in 0..shards {
-            pipe.cmd("HLEN").arg(format!("{{tw:{ns}:{s}}}:m"));
-        }
-        let left: Vec<u64> = pipe.query(con).map_err(|e| e.to_string())?;
-        let left: u64 = left.iter().sum();
+        let left = sched.job_count().map_err(e2s)?;
         if left == 0 {
             return Ok(());
         }
@@ -683,6 +766,14 @@ fn wait_drained(con: &mut redis::Connection, ns: &str, shards: u64) -> Result<()
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The producer's configuration of a run: the layout and durability flags
+/// of the workers, in namespace `ns`.
+fn bench_config(o: &Opts, ns: &str) -> Result<Config, String> {
+    Ok(o.config()?
+        .namespace(ns)
+        .shards(o.num("shards", DEFAULT_SHARDS.into())? as u32))
 }
 
 fn bench_one(
@@ -698,13 +789,11 @@ fn bench_one(
         o.num("window-ms", 4000)? as i64
     };
     let lead = o.num("lead-ms", 1000)? as i64;
-    let shards = o.num("shards", 8)?;
+    let shards = o.num("shards", DEFAULT_SHARDS.into())?;
     let ns = format!("bench-{}-{workers}", std::process::id());
-    let config = Config::default()
-        .namespace(ns.clone())
-        .shards(shards as u32);
+    let config = bench_config(o, &ns)?;
     let url = server.url.as_str();
-    let mut con = server.con()?;
+    let mut con = server.masters()?;
     let sched = RedisScheduler::connect(url, config).map_err(e2s)?;
     let schedule = |start: i64| -> Result<(), String> {
         schedule_noops(&sched, "j", jobs, |i, j| {
@@ -746,7 +835,7 @@ fn bench_one(
             .map(Proc::counters)
             .collect::<Result<_, _>>()?
     };
-    wait_drained(&mut con, &ns, shards)?;
+    wait_drained(&sched)?;
     let after = redis_counters(&mut con)?;
     let rt_after: Vec<serde_json::Value> = procs
         .iter_mut()
@@ -800,6 +889,7 @@ fn bench_one(
         },
         "round_trips_per_job": round2(round_trips as f64 / jobs.max(1) as f64),
         "redis": redis_delta(&before, &after, jobs),
+        "server": server.describe(o),
         "load": load,
     }))
 }
@@ -809,14 +899,14 @@ fn ceiling(o: &Opts) -> Result<(), String> {
     let server = Server::new(o)?;
     let jobs = o.num("jobs", 100_000)?;
     let batch = o.num("batch", 64)? as usize;
-    let shards = o.num("shards", 8)?;
+    let shards = o.num("shards", DEFAULT_SHARDS.into())?;
     let config = Config::default()
         .namespace(format!("ceiling-{}", std::process::id()))
         .shards(shards as u32);
     let sched = RedisScheduler::connect(&server.url, config.clone()).map_err(e2s)?;
     let now = sched.now_ms().map_err(e2s)?;
     schedule_noops(&sched, "c", jobs, |_, j| j.at_ms(now))?;
-    let mut con = server.con()?;
+    let mut con = server.masters()?;
     let before = open_window(&mut con)?;
     let c = claim_ceiling(&server.url, config, batch).map_err(e2s)?;
     let after = redis_counters(&mut con)?;
@@ -849,7 +939,7 @@ fn ceiling(o: &Opts) -> Result<(), String> {
 /// An idle worker: nothing due; counts its Redis calls per second.
 fn idle(o: &Opts) -> Result<(), String> {
     let server = Server::new(o)?;
-    let shards = o.num("shards", 8)?;
+    let shards = o.num("shards", DEFAULT_SHARDS.into())?;
     let secs = o.num("seconds", 10)?;
     let ns = format!("idle-{}", std::process::id());
     let sched = RedisScheduler::connect(
@@ -867,7 +957,7 @@ fn idle(o: &Opts) -> Result<(), String> {
     })?;
     let mut procs = spawn_workers(o, &server.url, &ns, 1)?;
     std::thread::sleep(Duration::from_secs(2));
-    let mut con = server.con()?;
+    let mut con = server.masters()?;
     let before = open_window(&mut con)?;
     let rt0 = procs[0].counters()?;
     std::thread::sleep(Duration::from_secs(secs));
