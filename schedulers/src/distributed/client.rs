@@ -19,10 +19,10 @@ use super::{Config, DistError};
 /// Every call survives a restart of Redis or a failover: after a connection
 /// failure it reconnects and repeats the call with backoff for
 /// [`Config::retry_for`]. Repeating is safe because every call is
-/// idempotent: a schedule carries a token, so a repeat that finds the job its
-/// first attempt stored reports success (the id is the idempotency key); a
-/// cancel's outcome is logged under its token, so a repeat gets the first
-/// answer.
+/// idempotent: a repeated schedule that finds the job stored with the same
+/// kind, period and payload (by its first attempt) reports success, the id
+/// being the idempotency key; a cancel's outcome is logged under a token of
+/// the call, so a repeat gets the first answer.
 ///
 /// # Examples
 ///
@@ -72,14 +72,16 @@ impl RedisScheduler {
     /// succeeds, fails otherwise, or [`Config::retry_for`] has passed.
     fn with<T>(
         &self,
-        mut f: impl FnMut(&Store, &mut Conn) -> Result<T, DistError>,
+        mut f: impl FnMut(&Store, &mut Conn, bool) -> Result<T, DistError>,
     ) -> Result<T, DistError> {
         let mut con = self.con.lock().unwrap_or_else(|p| p.into_inner());
         let give_up = Instant::now() + self.store.config.retry_for;
         let mut backoff = Duration::from_millis(10);
+        let mut repeat = false;
         loop {
-            match f(&self.store, &mut con) {
+            match f(&self.store, &mut con, repeat) {
                 Err(e) if e.is_transient() && Instant::now() + backoff < give_up => {
+                    repeat = true;
                     std::thread::sleep(backoff);
                     backoff = (backoff * 2).min(Duration::from_millis(500));
                 }
@@ -103,8 +105,7 @@ impl RedisScheduler {
     /// durability; [`DistError::Redis`] when Redis cannot be reached within
     /// [`Config::retry_for`].
     pub fn schedule(&self, job: &Job) -> Result<i64, DistError> {
-        let token = token();
-        self.with(|s, c| s.schedule(c, job, &token))
+        self.with(|s, c, repeat| s.schedule(c, job, repeat))
     }
 
     /// Schedules a one-shot job `delay` after now (Redis clock).
@@ -172,9 +173,8 @@ impl RedisScheduler {
     /// of a Cluster down) retries the whole batch; the jobs already stored
     /// report success again.
     pub fn schedule_many(&self, jobs: &[Job]) -> Result<Vec<Result<i64, DistError>>, DistError> {
-        let token = token();
-        self.with(|s, c| {
-            let r = s.schedule_many(c, jobs, &token)?;
+        self.with(|s, c, repeat| {
+            let r = s.schedule_many(c, jobs, repeat)?;
             match r
                 .iter()
                 .find_map(|x| x.as_ref().err().filter(|e| e.is_transient()))
@@ -197,7 +197,7 @@ impl RedisScheduler {
     /// confirm the chosen durability (cancel is idempotent: retry it).
     pub fn cancel(&self, id: &str) -> Result<CancelOutcome, DistError> {
         let token = token();
-        self.with(|s, c| s.cancel(c, id, &token))
+        self.with(|s, c, _| s.cancel(c, id, &token))
     }
 
     /// A snapshot of a job, or `None` if the id is unknown.
@@ -207,7 +207,7 @@ impl RedisScheduler {
     /// [`DistError::Redis`], or [`DistError::Protocol`] for a malformed
     /// record.
     pub fn inspect(&self, id: &str) -> Result<Option<JobInfo>, DistError> {
-        self.with(|s, c| s.inspect(c, id))
+        self.with(|s, c, _| s.inspect(c, id))
     }
 
     /// Redis's clock, ms since the epoch: the clock every due time is
@@ -217,7 +217,7 @@ impl RedisScheduler {
     ///
     /// [`DistError::Redis`].
     pub fn now_ms(&self) -> Result<i64, DistError> {
-        self.with(|s, c| s.now_ms(c))
+        self.with(|s, c, _| s.now_ms(c))
     }
 
     /// The ids in the dead-letter set, with the time they died (ms).
@@ -226,7 +226,7 @@ impl RedisScheduler {
     ///
     /// [`DistError::Redis`].
     pub fn dead_letters(&self) -> Result<Vec<(String, i64)>, DistError> {
-        self.with(|s, c| s.dead_letters(c))
+        self.with(|s, c, _| s.dead_letters(c))
     }
 
     /// How many jobs are stored: pending, running or dead-lettered (not
@@ -236,7 +236,7 @@ impl RedisScheduler {
     ///
     /// [`DistError::Redis`].
     pub fn job_count(&self) -> Result<u64, DistError> {
-        self.with(|s, c| s.job_count(c))
+        self.with(|s, c, _| s.job_count(c))
     }
 
     /// The configuration.

@@ -8,14 +8,15 @@
 //! |---|---|---|
 //! | `{tw:ns:s}:idx` | zset | slice number → earliest run time (ms) in that slice |
 //! | `{tw:ns:s}:s:<n>` | zset | time slice `n = run_ms / slice_ms`: job id → run time (ms) |
-//! | `{tw:ns:s}:m` | hash | job id → record (`st\|fen\|att\|due\|per\|run\|sl\|lu\|can\|err\|fp\|tok\|kind`, see [`scripts`](super::scripts)) |
+//! | `{tw:ns:s}:m` | hash | job id → record (`st\|fen\|att\|due\|per\|run\|sl\|lu\|can\|err\|fp\|kind`, see [`scripts`](super::scripts)) |
 //! | `{tw:ns:s}:d` | hash | job id → payload (JSON) |
 //! | `{tw:ns:s}:l` | zset | leases: job id → lease expiry (ms) |
 //! | `{tw:ns:s}:dead` | zset | dead letters: job id → time of death (ms) |
 //! | `{tw:ns:s}:e` | hash | job id → the last error of a failed attempt |
 //! | `{tw:ns:s}:x:<b>:<j>` | set | tombstones finished in time bucket `b`: [`fingerprint`]s whose high bits select `j` (linear hashing); expires whole |
 //! | `{tw:ns:s}:xm` | hash | per tombstone bucket `b`: `n:<b>` sets per level, `s:<b>` sets split, `c:<b>` count |
-//! | `{tw:ns:s}:o:<w>` | hash | outcomes of window `w`: `<id>\|<fence>` (a lease's end) or `<id>\|c<token>` (a cancel) → outcome; expires whole |
+//! | `{tw:ns:s}:o:<w>` | hash | outcomes of window `w`: `<id>\|<fence>` (a lease's end, but a one-shot ack) or `<id>\|c<token>` (a cancel) → outcome; expires whole |
+//! | `{tw:ns:s}:ol:<b>` | hash | leases that lapsed in tombstone bucket `b`: `<id>\|<fence>`; expires with the bucket's tombstones |
 //!
 //! and one key per namespace, `{tw:ns:layout}`: the recorded layout (shard
 //! count, slice, tombstone retention, outcome window, format version).
@@ -54,7 +55,8 @@ pub fn shard_of(id: &str, shards: u32) -> u32 {
 /// independent of [`shard_of`]'s (FNV-1a, then the SplitMix64 finaliser), so
 /// that the ids of one shard spread over all of its values. Two ids of one
 /// shard share it with probability 2⁻⁶², so among `n` tombstones of a shard
-/// a new id is refused by mistake with probability about `n / 2⁶²`.
+/// a new id is refused by mistake with probability about `n / 2⁶²`. Never
+/// 0 (the tombstone sets' sentinel).
 ///
 /// # Examples
 ///
@@ -73,7 +75,7 @@ pub fn fingerprint(id: &str) -> u64 {
     let mut z = h.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) >> 2
+    ((z ^ (z >> 31)) >> 2).max(1)
 }
 
 /// The keys of one shard.

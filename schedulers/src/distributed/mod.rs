@@ -24,7 +24,17 @@
 //!   original grid (`due + k·period`); runs missed while late are coalesced.
 //! - **Exact, permanent cancel.** [`RedisScheduler::cancel`] either removes a
 //!   pending job (it never runs) or flags a running one (that run is the
-//!   last), and tombstones the id so a late re-schedule cannot revive it.
+//!   last), and tombstones the id so a late re-schedule cannot revive it
+//!   (for [`Config::tombstone_ttl`]).
+//! - **Repeats answer what happened.** Every call may be repeated after a
+//!   lost reply (a broken connection, a restart, a failover): a schedule
+//!   finds the job its first attempt stored (its token), a cancel gets its
+//!   first answer, and a worker's repeated ack gets the outcome of its first
+//!   attempt, not `STALE`: the fence names the lease, and every lease end is
+//!   logged for an outcome window (see [Outcomes](#tombstones-and-outcomes)).
+//!   So histories tell "applied" ([`AckOutcome::Done`]) from "lease lost"
+//!   ([`AckOutcome::Stale`]). Producers repeat transient failures themselves
+//!   for [`Config::retry_for`], workers for up to 30 s.
 //! - **Retries.** A failing handler (error or panic) is retried with
 //!   exponential backoff; after `max_attempts` the job moves to a
 //!   dead-letter set ([`RedisScheduler::dead_letters`]). A lost lease counts

@@ -34,13 +34,14 @@
 //! # Records
 //!
 //! A job's record in the `m` hash is one line of fields separated by `|`:
-//! `st|fen|att|due|per|run|sl|lu|can|err|fp|tok|kind` — state (`s`
+//! `st|fen|att|due|per|run|sl|lu|can|err|fp|kind` — state (`s`
 //! scheduled, `l` leased, `d` dead), fencing token, attempts of this fire,
 //! the fire's due time, period (0 = one-shot), the time it is queued to run
 //! (due, or later for a retry), its slice, lease expiry (0 = none), cancel
 //! requested while leased (0/1), whether a last error is kept in the `e`
-//! hash (0/1), the id's tombstone fingerprint, the token of the schedule
-//! call that stored it, and the kind (last, so it may hold any character).
+//! hash (0/1), the id's tombstone fingerprint once a cancel has asked for
+//! the job's end (else empty: a worker's settle brings it), and the kind
+//! (last, so it may hold any character).
 //! Every decision reads and writes it with one pattern match and one
 //! `string.format`: a JSON record cost about 7 µs per claim in `cjson` alone,
 //! more than all the rest of the claim. A script reads and checks every
@@ -64,16 +65,19 @@
 //!
 //! # Outcomes
 //!
-//! Every lease end (`DONE`, `NEXT:<due>`, `RETRY`, `DEAD`, `CANCELLED`,
-//! `RELEASED`, or `LOST` when the lease lapsed) is logged under
-//! `<id>|<fence>` in the hash of the current outcome window, and every
-//! applied cancel (`CANCELLED`, `INFLIGHT`) under `<id>|c<token>`; the hashes
-//! expire whole after two windows. A settle whose fence no longer holds the
-//! lease answers the logged outcome of that lease: a repeat of an applied
-//! ack answers what the first one did, a zombie's ack answers `STALE`
-//! (lease lost), and a fence with nothing logged answers `UNKNOWN` (it ended
-//! more than a window ago). The fence makes every case decidable: only the
-//! holder of fence `f` ends lease `f`, or the reaper, which logs `LOST`.
+//! A lease is ended by its holder's settle or by its lapse, nothing else, and
+//! its fence names it. Every end but the common one is logged under
+//! `<id>|<fence>`: `NEXT:<due>`, `RETRY`, `DEAD`, `CANCELLED`, `RELEASED` in
+//! the hash of the current outcome window (expiring whole after two
+//! windows), a lapse in a hash of the current tombstone bucket (kept as long
+//! as tombstones; lapses are rare); every applied cancel (`CANCELLED`,
+//! `INFLIGHT`) under `<id>|c<token>` in the window's hash. A settle whose
+//! fence no longer holds the lease answers how that lease ended: the logged
+//! outcome; `STALE` for a lapse (a zombie's ack); `DONE` for an ack whose job
+//! is gone with no logged end, since only that ack can have ended it (a
+//! one-shot ack, the bulk of the traffic, is not logged at all); otherwise
+//! `UNKNOWN` (an end older than the window). So a repeat of an applied call
+//! answers what the first one did.
 
 use std::sync::OnceLock;
 
@@ -85,7 +89,7 @@ const BASE: &str = r#"
 local K = {idx = KEYS[1], m = KEYS[2], d = KEYS[3], l = KEYS[4], dead = KEYS[5], e = KEYS[6], xm = KEYS[7]}
 local PREFIX = ARGV[1]
 local SLICE_MS = tonumber(ARGV[2])
-local META = '^(%a)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d)|(%d)|(%d+)|(%w*)|(.*)$'
+local META = '^(%a)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d)|(%d)|(%d*)|(.*)$'
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -111,15 +115,15 @@ local function fmt(n) return string.format('%d', n) end
 -- A record as a table, nil if absent; a malformed one fails the call.
 local function decode(id, raw)
   if not raw then return nil end
-  local st, fen, att, due, per, run, sl, lu, can, err, fp, tok, k = string.match(raw, META)
+  local st, fen, att, due, per, run, sl, lu, can, err, fp, k = string.match(raw, META)
   if not st then error('malformed job record for ' .. id) end
   return {st = st, fen = tonumber(fen), att = tonumber(att), due = tonumber(due), per = tonumber(per),
           run = tonumber(run), sl = tonumber(sl), lu = tonumber(lu), can = tonumber(can),
-          err = tonumber(err), fp = fp, tok = tok, k = k}
+          err = tonumber(err), fp = fp, k = k}
 end
 local function encode(m)
-  return string.format('%s|%d|%d|%d|%d|%d|%d|%d|%d|%d|%s|%s|%s',
-    m.st, m.fen, m.att, m.due, m.per, m.run, m.sl, m.lu, m.can, m.err, m.fp, m.tok, m.k)
+  return string.format('%s|%d|%d|%d|%d|%d|%d|%d|%d|%d|%s|%s',
+    m.st, m.fen, m.att, m.due, m.per, m.run, m.sl, m.lu, m.can, m.err, m.fp, m.k)
 end
 local function save(id, m)
   redis.call('HSET', K.m, id, encode(m))
@@ -153,6 +157,7 @@ local function tomb_add(now, fps)
   local fb = fmt(b)
   local st = redis.call('HMGET', K.xm, 'n:' .. fb, 's:' .. fb, 'c:' .. fb)
   local n, s, c = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
+  local at = (b + 1) * TB + TOMB_MS
   if not n then
     n = 1
     -- A new bucket: forget the bookkeeping of long-expired ones, and let
@@ -161,8 +166,11 @@ local function tomb_add(now, fps)
       redis.call('HDEL', K.xm, 'n:' .. fmt(j), 's:' .. fmt(j), 'c:' .. fmt(j))
     end
     redis.call('PEXPIRE', K.xm, TOMB_MS + 4 * TB)
+    -- Every set is made with the sentinel 0 (no fingerprint is 0) and its
+    -- expiry, here or at its split, so adding to one needs no PEXPIREAT.
+    redis.call('SADD', tkey(b, 0), '0')
+    redis.call('PEXPIREAT', tkey(b, 0), at)
   end
-  local at = (b + 1) * TB + TOMB_MS
   local groups = {}
   for _, fp in ipairs(fps) do
     local key = tkey(b, taddr(fp, n, s))
@@ -172,7 +180,6 @@ local function tomb_add(now, fps)
   end
   for key, g in pairs(groups) do
     c = c + redis.call('SADD', key, unpack(g))
-    redis.call('PEXPIREAT', key, at)
   end
   while c > 192 * (n + s) do
     local old, new = tkey(b, s), tkey(b, s + n)
@@ -180,11 +187,9 @@ local function tomb_add(now, fps)
     for _, fp in ipairs(redis.call('SMEMBERS', old)) do
       if math.floor(tonumber(fp) / HI) % (2 * n) == s + n then move[#move + 1] = fp end
     end
-    if #move > 0 then
-      redis.call('SREM', old, unpack(move))
-      redis.call('SADD', new, unpack(move))
-      redis.call('PEXPIREAT', new, at)
-    end
+    redis.call('SADD', new, '0', unpack(move))
+    redis.call('PEXPIREAT', new, at)
+    if #move > 0 then redis.call('SREM', old, unpack(move)) end
     s = s + 1
     if s == n then n = 2 * n; s = 0 end
   end
@@ -210,7 +215,24 @@ local function tomb_until(now, fp)
   return nil
 end
 -- Outcomes, in hashes of WIN_MS that expire two windows after they open.
+-- A lapsed lease (LOST) is kept as long as a tombstone instead, in hashes
+-- of the tombstone buckets: a one-shot ack (DONE) is not logged at all, it
+-- is told from what is left (see SETTLE).
 local function log_key(w) return PREFIX .. ':o:' .. fmt(w) end
+local function lost_put(now, kv)
+  if #kv == 0 then return end
+  local b = math.floor(now / TB)
+  local key = PREFIX .. ':ol:' .. fmt(b)
+  redis.call('HSET', key, unpack(kv))
+  redis.call('PEXPIREAT', key, (b + 1) * TB + TOMB_MS)
+end
+local function lost_get(now, field)
+  local b = math.floor(now / TB)
+  for j = b, b - NB + 1, -1 do
+    if redis.call('HEXISTS', PREFIX .. ':ol:' .. fmt(j), field) == 1 then return true end
+  end
+  return false
+end
 local function log_put(now, kv)
   if #kv == 0 then return end
   local w = math.floor(now / WIN_MS)
@@ -251,7 +273,7 @@ local function finish(id, m, now)
   redis.call('HDEL', K.d, id)
   redis.call('ZREM', K.l, id)
   redis.call('ZREM', K.dead, id)
-  tomb_add(now, {m.fp})
+  if m.fp ~= '' then tomb_add(now, {m.fp}) end
 end
 -- After a failed or lost attempt: cancelled jobs end, exhausted ones go to
 -- the dead-letter set, the rest run again after an exponential backoff.
@@ -273,10 +295,11 @@ local function retry_or_dead(id, m, now, maxatt, base, cap, reason)
   enqueue(id, m, now + math.floor(back))
   return 'RETRY'
 end
--- A lease that lapsed: logged as lost, the fence moves on, the job is
--- retried (or dead-lettered, or ends if cancelled).
-local function lose(id, m, now, maxatt, base, cap, logs)
-  logs[#logs + 1] = id .. '|' .. fmt(m.fen); logs[#logs + 1] = 'LOST'
+-- A lease that lapsed: logged as lost (`losts` collects the fields for
+-- lost_put), the fence moves on, the job is retried (or dead-lettered, or
+-- ends if cancelled).
+local function lose(id, m, now, maxatt, base, cap, losts)
+  losts[#losts + 1] = id .. '|' .. fmt(m.fen); losts[#losts + 1] = '1'
   m.fen = m.fen + 1
   return retry_or_dead(id, m, now, maxatt, base, cap, 'lease expired')
 end
@@ -291,15 +314,20 @@ end
 
 /// schedule: ARGV from 5: id, kind, payload, `a` (absolute due) or `r`
 /// (delay from now on this node's clock), the due time or delay, period,
-/// fingerprint, token. Replies {status, now, due}: `OK` (stored, or stored
-/// before by a call with the same token: a retry), `EXISTS` or `TOMBSTONE`.
+/// fingerprint, `1` if this call repeats one that may have been applied.
+/// Replies {status, now, due}: `OK` (stored; or, for a repeat, found stored
+/// with the same kind, period and payload: by the first attempt), `EXISTS`
+/// or `TOMBSTONE`.
 const SCHEDULE: &str = r#"
 local now = now_ms()
 local id = ARGV[5]
 local raw = redis.call('HGET', K.m, id)
 if raw then
   local m = decode(id, raw)
-  if m.tok ~= '' and m.tok == ARGV[12] then return {'OK', now, m.due} end
+  if ARGV[12] == '1' and m.k == ARGV[6] and m.per == tonumber(ARGV[10])
+      and redis.call('HGET', K.d, id) == ARGV[7] then
+    return {'OK', now, m.due}
+  end
   return {'EXISTS', now, 0}
 end
 if tomb_until(now, ARGV[11]) then return {'TOMBSTONE', now, 0} end
@@ -307,7 +335,7 @@ local due = tonumber(ARGV[9])
 if ARGV[8] == 'r' then due = now + due end
 local sl = math.floor(due / SLICE_MS)
 save(id, {st = 's', fen = 0, att = 0, due = due, per = tonumber(ARGV[10]), run = due,
-          sl = sl, lu = 0, can = 0, err = 0, fp = ARGV[11], tok = ARGV[12], k = ARGV[6]})
+          sl = sl, lu = 0, can = 0, err = 0, fp = '', k = ARGV[6]})
 redis.call('HSET', K.d, id, ARGV[7])
 redis.call('ZADD', PREFIX .. ':s:' .. fmt(sl), due, id)
 hint(due)
@@ -338,12 +366,12 @@ for _, sl in ipairs(slices) do
     local hs, zs = {}, {}
     for j, id in ipairs(ids) do
       if metas[j] then
-        local st, fen, att, due, per, run, rsl, _, can, err, fp, tok, k = string.match(metas[j], META)
+        local st, fen, att, due, per, run, rsl, _, can, err, fp, k = string.match(metas[j], META)
         if not st then error('malformed job record for ' .. id) end
         if st == 's' then
           fen = tonumber(fen) + 1; att = tonumber(att) + 1
           hs[#hs + 1] = id
-          hs[#hs + 1] = string.format('l|%d|%d|%s|%s|%s|%s|%d|%s|%s|%s|%s|%s', fen, att, due, per, run, rsl, lu, can, err, fp, tok, k)
+          hs[#hs + 1] = string.format('l|%d|%d|%s|%s|%s|%s|%d|%s|%s|%s|%s', fen, att, due, per, run, rsl, lu, can, err, fp, k)
           zs[#zs + 1] = lu; zs[#zs + 1] = id
           out[#out + 1] = {id, k, pays[j] or 'null', due, fen, att, per}
           n = n + 1
@@ -396,13 +424,13 @@ if #hs > 0 then
   redis.call('HSET', K.m, unpack(hs))
   redis.call('ZADD', K.l, 'XX', 'GT', unpack(zs))
 end
-log_put(now, logs)
+lost_put(now, logs)
 return {now, lu, lost}
 "#;
 
 /// settle: ends leases. ARGV from 5: maxatt, base, cap, the number of acks,
-/// then {id, fence} per ack (the run succeeded), then {id, fence, op,
-/// reason} per other lease, op `f` (fail: retry after a backoff or
+/// then {id, fence, fingerprint} per ack (the run succeeded), then {id,
+/// fence, fingerprint, op, reason} per other lease, op `f` (fail: retry after a backoff or
 /// dead-letter) or `r` (release a job never started, at shutdown: not an
 /// attempt). Only the holder of the lease (same fence, lease not lapsed)
 /// settles; a lapsed lease is reaped here. One-shot acks are deleted and
@@ -416,16 +444,17 @@ return {now, lu, lost}
 const SETTLE: &str = r#"
 local now = now_ms()
 local maxatt, base, cap = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local ids, fences, ops, reasons = {}, {}, {}, {}
+local ids, fences, fpa, ops, reasons = {}, {}, {}, {}, {}
 local i = 9
 for j = 1, tonumber(ARGV[8]) do
-  ids[j] = ARGV[i]; fences[j] = ARGV[i + 1]; ops[j] = 'a'
-  i = i + 2
+  ids[j] = ARGV[i]; fences[j] = ARGV[i + 1]; fpa[j] = ARGV[i + 2]; ops[j] = 'a'
+  i = i + 3
 end
 while i <= #ARGV do
   local j = #ids + 1
-  ids[j] = ARGV[i]; fences[j] = ARGV[i + 1]; ops[j] = ARGV[i + 2]; reasons[j] = ARGV[i + 3]
-  i = i + 4
+  ids[j] = ARGV[i]; fences[j] = ARGV[i + 1]; fpa[j] = ARGV[i + 2]; ops[j] = ARGV[i + 3]
+  reasons[j] = ARGV[i + 4]
+  i = i + 5
 end
 local out = {now}
 if #ids == 0 then return out end
@@ -433,19 +462,23 @@ local raws = redis.call('HMGET', K.m, unpack(ids))
 -- Read and check every record before any write. The bulk of the traffic,
 -- a one-shot ack by the lease's holder, is recognised from the matched
 -- text alone; everything else is decoded.
-local ACK = '^l|(%d+)|%d+|%d+|(%d+)|%d+|%-?%d+|(%d+)|(%d)|(%d)|(%d+)|'
+local ACK = '^l|(%d+)|%d+|%d+|(%d+)|%d+|%-?%d+|(%d+)|(%d)|(%d)|'
 local fast, ms = {}, {}
 for j, id in ipairs(ids) do
   local raw = raws[j]
   if raw and ops[j] == 'a' then
-    local fen, per, lu, can, err, fp = string.match(raw, ACK)
+    local fen, per, lu, can, err = string.match(raw, ACK)
     if fen == fences[j] and tonumber(lu) >= now and (per == '0' or can == '1') then
-      fast[j] = {tonumber(err), fp}
+      fast[j] = tonumber(err)
     end
   end
-  if not fast[j] then ms[j] = decode(id, raw) or false end
+  if not fast[j] then
+    local m = decode(id, raw) or false
+    if m then m.fp = fpa[j] end
+    ms[j] = m
+  end
 end
-local done, fps, errs, logs = {}, {}, {}, {}
+local done, fps, errs, logs, losts = {}, {}, {}, {}, {}
 local function done_with(id, err, fp)
   done[#done + 1] = id
   fps[#fps + 1] = fp
@@ -456,7 +489,7 @@ for j, id in ipairs(ids) do
   local status, nxt = 'STALE', 0
   local key = id .. '|' .. fences[j]
   if fast[j] then
-    done_with(id, fast[j][1], fast[j][2])
+    done_with(id, fast[j], fpa[j])
     status = 'DONE'
   elseif m and m.st == 'l' and m.fen == tonumber(fences[j]) then
     if op == 'r' then
@@ -472,7 +505,7 @@ for j, id in ipairs(ids) do
       end
     elseif m.lu < now then
       -- The lease lapsed first: the job is someone else's to run.
-      lose(id, m, now, maxatt, base, cap, logs)
+      lose(id, m, now, maxatt, base, cap, losts)
       key = nil
     elseif op == 'f' then
       status = retry_or_dead(id, m, now, maxatt, base, cap, reasons[j])
@@ -491,18 +524,23 @@ for j, id in ipairs(ids) do
       status, nxt = 'NEXT', m.due
     end
   else
-    -- This fence's lease has ended: answer how.
+    -- This fence's lease has ended: answer how. Every end but a one-shot
+    -- ack is logged (a lapse for as long as a tombstone), so an ack whose
+    -- job is gone and whose end is not logged was this ack.
     local prior = log_get(now, key)
-    if not prior then
-      status = 'UNKNOWN'
-    elseif prior == 'LOST' then
-      status = 'STALE'
-    else
+    if prior then
       local s, t = string.match(prior, '^(%u+):?(%d*)$')
       status, nxt = s or 'UNKNOWN', tonumber(t) or 0
+    elseif lost_get(now, key) then
+      status = 'STALE'
+    elseif op == 'a' and not raws[j] then
+      status = 'DONE'
+    else
+      status = 'UNKNOWN'
     end
     key = nil
   end
+  if status == 'DONE' then key = nil end
   if key then
     logs[#logs + 1] = key
     logs[#logs + 1] = (status == 'NEXT') and ('NEXT:' .. fmt(nxt)) or status
@@ -517,6 +555,7 @@ if #done > 0 then
   if #errs > 0 then redis.call('HDEL', K.e, unpack(errs)) end
 end
 log_put(now, logs)
+lost_put(now, losts)
 return out
 "#;
 
@@ -540,12 +579,13 @@ if #ids > 0 then
       redis.call('ZREM', K.l, id)
     end
   end
-  log_put(now, logs)
+  lost_put(now, logs)
 end
 return out
 "#;
 
-/// cancel: ARGV from 5: id, token, fingerprint. Replies {'CANCELLED' |
+/// cancel: ARGV from 5: id, token, fingerprint (kept in the record of a
+/// job cancelled in flight, for the tombstone its end leaves). Replies {'CANCELLED' |
 /// 'INFLIGHT' | 'GONE' | 'NOTFOUND', now}. An applied cancel is logged
 /// under its token, so a repeat of the call gets the same answer.
 const CANCEL: &str = r#"
@@ -558,6 +598,7 @@ if tok ~= '' then
 end
 local m = load(id)
 local status
+if m then m.fp = ARGV[7] end
 if not m then
   if tomb_until(now, ARGV[7]) then status = 'GONE' else status = 'NOTFOUND' end
   return {status, now}
@@ -592,7 +633,7 @@ local json = false
 if m then
   if m.lu == 0 then m.lu = nil end
   if m.err == 1 then m.err = redis.call('HGET', K.e, id) else m.err = nil end
-  m.fp = nil; m.tok = nil
+  m.fp = nil
   json = cjson.encode(m)
 end
 local tomb = false

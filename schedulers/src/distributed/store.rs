@@ -166,8 +166,9 @@ impl Store {
         Ok(s * 1000 + us / 1000)
     }
 
-    /// The schedule call of `job` (`token` tells its retries apart).
-    fn schedule_call(&self, job: &Job, token: &str) -> Result<Req, DistError> {
+    /// The schedule call of `job`; `repeat` when an earlier attempt of the
+    /// same call may have been applied.
+    fn schedule_call(&self, job: &Job, repeat: bool) -> Result<Req, DistError> {
         if job.payload.len() > self.config.max_payload {
             return Err(DistError::PayloadTooLarge {
                 id: job.id.clone(),
@@ -194,7 +195,7 @@ impl Store {
                 .arg(ms)
                 .arg(job.period_ms)
                 .arg(fingerprint(&job.id))
-                .arg(token);
+                .arg(if repeat { "1" } else { "0" });
         }))
     }
 
@@ -209,15 +210,15 @@ impl Store {
     }
 
     /// Schedules `job`; returns its first due time (ms, the shard's node's
-    /// clock). A call with the same `token` that finds the job stored by an
-    /// earlier attempt of its own reports success.
+    /// clock). A `repeat` that finds the job stored with the same kind,
+    /// period and payload (by its own earlier attempt) reports success.
     pub(crate) fn schedule(
         &self,
         con: &mut Conn,
         job: &Job,
-        token: &str,
+        repeat: bool,
     ) -> Result<i64, DistError> {
-        let reply = con.call(&self.schedule_call(job, token)?)?;
+        let reply = con.call(&self.schedule_call(job, repeat)?)?;
         Self::schedule_result(job, &reply)
     }
 
@@ -226,14 +227,14 @@ impl Store {
         &self,
         con: &mut Conn,
         jobs: &[Job],
-        token: &str,
+        repeat: bool,
     ) -> Result<PerItem<i64>, DistError> {
         let mut out = Vec::with_capacity(jobs.len());
         for chunk in jobs.chunks(1000) {
             let mut reqs = Vec::with_capacity(chunk.len());
             let mut pending = Vec::with_capacity(chunk.len());
             for job in chunk {
-                match self.schedule_call(job, token) {
+                match self.schedule_call(job, repeat) {
                     Ok(req) => {
                         reqs.push(req);
                         pending.push(Ok(()));
@@ -539,7 +540,7 @@ impl Store {
                         .arg(p.backoff_max_ms)
                         .arg(group.iter().filter(|(_, op)| **op == Op::Ack).count());
                     for (f, op) in group {
-                        c.arg(&f.id).arg(f.fence);
+                        c.arg(&f.id).arg(f.fence).arg(fingerprint(&f.id));
                         match op {
                             Op::Ack => {}
                             Op::Fail(why) => {
