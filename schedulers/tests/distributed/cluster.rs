@@ -11,18 +11,9 @@ use std::time::{Duration, Instant};
 use schedulers::distributed::{Config, Durability, Job, LocalCluster, RedisScheduler};
 
 use super::{
-    all_events, check, drained, redis_installed, shared_cluster, wait_until, Expect, WorkerOpts,
-    WorkerProc,
+    all_events, check, drained, redis_installed, shared_cluster, signal, wait_until, Expect,
+    WorkerOpts, WorkerProc,
 };
-
-fn signal(pid: u32, sig: &str) {
-    let ok = std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
 
 fn keyslot(url: &str, key: &str) -> u16 {
     let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();

@@ -12,7 +12,7 @@ use schedulers::distributed::{
     WorkerEvent, DEFAULT_MAX_PAYLOAD,
 };
 
-use super::{read_history, server, wait_until};
+use super::{read_history, server, signal, wait_until};
 
 #[test]
 fn a_client_or_worker_with_another_layout_is_refused_at_start() {
@@ -281,16 +281,6 @@ fn a_finished_id_costs_under_16_bytes_of_tombstone() {
             Err(DistError::Tombstoned(_))
         ));
     }
-}
-
-/// Sends a signal to a process with kill(1).
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(ok.success());
 }
 
 #[test]

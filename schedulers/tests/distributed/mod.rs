@@ -332,12 +332,7 @@ impl WorkerProc {
 
     /// Sends a signal by name (`STOP`, `CONT`) with kill(1).
     pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(self.pid().to_string())
-            .status()
-            .expect("kill");
-        assert!(ok.success(), "kill -{sig} failed");
+        signal(self.pid(), sig);
     }
 
     /// Graceful stop: closes stdin, waits up to 20 s for the exit.
@@ -365,6 +360,16 @@ impl Drop for WorkerProc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Sends a signal by name (`STOP`, `CONT`) to a process with kill(1).
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("kill");
+    assert!(ok.success(), "kill -{sig} {pid} failed");
 }
 
 /// One line of a worker's history.
