@@ -9,7 +9,8 @@
 //! - under `appendfsync everysec` ([`Durability::Async`]) the disk holds the
 //!   AOF as of its last fsync, up to about 2 s back (Redis fsyncs every
 //!   second, and postpones an fsync while the previous one runs): the cut
-//!   is 2 s before the loss;
+//!   keeps what was written before the second preceding the loss's, 1 to 2
+//!   s before it (the annotations count whole seconds);
 //! - under `appendfsync always` ([`Durability::Fsync`] on Redis 7.0, which
 //!   has no `WAITAOF`), Redis fsyncs before it replies, so everything
 //!   acknowledged is on disk: the cut is at the loss.
@@ -29,7 +30,8 @@ use schedulers::distributed::{
 };
 
 use super::{
-    all_events, check, drained, redis_installed, wait_until, Event, Expect, WorkerOpts, WorkerProc,
+    all_events, check_lost_replies, drained, redis_installed, wait_until, Event, Expect,
+    WorkerOpts, WorkerProc,
 };
 
 /// What a run lost of what was acknowledged (printed whole through
@@ -164,7 +166,11 @@ fn power_loss_run(always: bool, d: Durability, cut_back_s: i64) -> Losses {
     let events = all_events(&refs);
     let l = losses(&events, &jobs);
     if d == Durability::Fsync {
-        check(&events, &jobs);
+        // A worker killed between Redis applying its ack and the history
+        // line has run a job without recording the ack: "ran at least once"
+        // is what can be asked of it; the drain above shows Redis finished
+        // every job.
+        check_lost_replies(&events, &jobs);
     }
     l
 }
@@ -176,7 +182,7 @@ fn a_power_loss_loses_acknowledged_work_under_async_and_nothing_under_fsync() {
     }
     let everysec = power_loss_run(false, Durability::Async, 2);
     let always = power_loss_run(true, Durability::Fsync, 0);
-    eprintln!("power loss, Async on appendfsync everysec (AOF cut 2 s back): {everysec:?}");
+    eprintln!("power loss, Async on appendfsync everysec (AOF cut 1-2 s back): {everysec:?}");
     eprintln!("power loss, Fsync on appendfsync always (AOF cut at the loss): {always:?}");
     assert!(
         everysec.lost_schedules > 0,
