@@ -29,7 +29,10 @@
 //! - A node that cannot be reached fails only the commands routed to it:
 //!   its connection is dropped, the slot map is refreshed on the next call
 //!   (from any node that answers, the seed first), and the caller retries
-//!   with backoff. The other masters' commands go on.
+//!   with backoff. The other masters' commands go on. A node that accepts
+//!   the connection but does not answer (a paused process, a one-way
+//!   partition) holds up the replies of the round trip for up to the I/O
+//!   timeout, since the pipelines are read one after the other.
 //!
 //! The `redis` crate's own synchronous `ClusterConnection` was not used: its
 //! pipelines return `MOVED` and `ASK` as values without following them, it

@@ -118,8 +118,9 @@
 //!
 //! **Failover.** Replication is asynchronous: a master acknowledges a write
 //! before its replica has it, so when a master dies its replica takes over
-//! without the writes it had not received. Measured (test `a_master_killed_
-//! mid_run…`, 3 masters with a replica each on one machine): with the
+//! without the writes it had not received. Measured in one run (test
+//! `a_master_killed_mid_run…`, 3 masters with a replica each on one
+//! machine): with the
 //! replica 2.5 s behind when its master was killed, [`Durability::Async`]
 //! lost 49 of 9,422 acknowledged schedules, acknowledged in the last 200 ms
 //! before the kill (the rest of the backlog was still in the socket buffers
