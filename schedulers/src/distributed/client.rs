@@ -1,113 +1,28 @@
-//! The producer's API: configuration and [`RedisScheduler`].
+//! The producer's API: [`RedisScheduler`].
+
+// A producer retries a call after a connection failure with a real-time
+// backoff; no scheduling decision is made with the local clock.
+#![allow(clippy::disallowed_methods)]
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::conn::Conn;
 use super::job::{CancelOutcome, Job, JobInfo};
-use super::store::Store;
-use super::DistError;
-
-/// Where the schedule lives and how it is laid out. Producers and workers of
-/// one schedule must use the same `namespace`, `shards` and `slice`.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use schedulers::distributed::Config;
-///
-/// let config = Config::default().namespace("billing").shards(16).slice(Duration::from_secs(60));
-/// assert_eq!(config.shard_count(), 16);
-/// ```
-#[derive(Debug, Clone)]
-pub struct Config {
-    pub(crate) namespace: String,
-    pub(crate) shards: u32,
-    pub(crate) slice_ms: i64,
-    pub(crate) tombstone_ms: i64,
-    pub(crate) io_timeout: Duration,
-}
-
-impl Default for Config {
-    /// Namespace `default`, 8 shards, one-minute slices, tombstones kept one
-    /// day, 5 s connect/read/write timeout.
-    fn default() -> Self {
-        Config {
-            namespace: "default".into(),
-            shards: 8,
-            slice_ms: 60_000,
-            tombstone_ms: 86_400_000,
-            io_timeout: Duration::from_secs(5),
-        }
-    }
-}
-
-impl Config {
-    /// Sets the namespace (part of every key; separate namespaces are
-    /// separate schedules).
-    pub fn namespace(mut self, ns: impl Into<String>) -> Self {
-        self.namespace = ns.into();
-        self
-    }
-
-    /// Sets the number of shards (each is one hash tag, so one Cluster slot).
-    pub fn shards(mut self, n: u32) -> Self {
-        self.shards = n;
-        self
-    }
-
-    /// Sets the length of a time slice (rounded down to ms).
-    pub fn slice(mut self, d: Duration) -> Self {
-        self.slice_ms = d.as_millis().min(i64::MAX as u128) as i64;
-        self
-    }
-
-    /// Sets how long the id of a finished or cancelled job stays reserved
-    /// (re-scheduling it is refused meanwhile).
-    pub fn tombstone_ttl(mut self, d: Duration) -> Self {
-        self.tombstone_ms = d.as_millis().min(i64::MAX as u128) as i64;
-        self
-    }
-
-    /// Sets the connect, read and write timeout of every connection.
-    pub fn io_timeout(mut self, d: Duration) -> Self {
-        self.io_timeout = d;
-        self
-    }
-
-    /// The number of shards.
-    pub fn shard_count(&self) -> u32 {
-        self.shards
-    }
-
-    pub(crate) fn validate(&self) -> Result<(), DistError> {
-        if self.namespace.is_empty() || self.namespace.contains(['{', '}']) {
-            return Err(DistError::InvalidConfig(
-                "namespace must be non-empty and free of braces",
-            ));
-        }
-        if self.shards == 0 {
-            return Err(DistError::InvalidConfig("shards must be at least 1"));
-        }
-        if self.slice_ms < 1 {
-            return Err(DistError::InvalidConfig("slice must be at least 1 ms"));
-        }
-        if self.tombstone_ms < 1 {
-            return Err(DistError::InvalidConfig(
-                "tombstone ttl must be at least 1 ms",
-            ));
-        }
-        if self.io_timeout.is_zero() {
-            return Err(DistError::InvalidConfig("io timeout must not be zero"));
-        }
-        Ok(())
-    }
-}
+use super::store::{token, Store};
+use super::{Config, DistError};
 
 /// A producer's handle on a schedule in Redis: schedule, cancel and inspect
 /// jobs. Cheap to share between threads (one connection behind a mutex; open
 /// several schedulers for parallel producers).
+///
+/// Every call survives a restart of Redis or a failover: after a connection
+/// failure it reconnects and repeats the call with backoff for
+/// [`Config::retry_for`]. Repeating is safe because every call is
+/// idempotent: a repeated schedule that finds the job stored with the same
+/// kind, period and payload (by its first attempt) reports success, the id
+/// being the idempotency key; a cancel's outcome is logged under a token of
+/// the call, so a repeat gets the first answer.
 ///
 /// # Examples
 ///
@@ -129,37 +44,68 @@ pub struct RedisScheduler {
 }
 
 impl RedisScheduler {
-    /// Opens a scheduler on the Redis server at `url` (`redis://host:port/db`).
-    /// The connection is made on first use.
+    /// Opens a scheduler on the Redis server at `url`
+    /// (`redis://[user:password@]host:port/db`, or `rediss://` with the
+    /// `redis-tls` feature; on a Cluster, any node), connects, and checks the
+    /// namespace's recorded layout (recording it if this is the first
+    /// client).
     ///
     /// # Errors
     ///
-    /// [`DistError::InvalidConfig`] for a bad config, [`DistError::Redis`]
-    /// for a malformed URL.
+    /// [`DistError::InvalidConfig`] for a bad config or a `rediss://` URL
+    /// without the `redis-tls` feature; [`DistError::LayoutMismatch`] if the
+    /// namespace was laid out differently; [`DistError::Redis`] for a
+    /// malformed URL or when Redis cannot be reached (after retrying for
+    /// [`Config::retry_for`]); [`DistError::DurabilityUnavailable`] if a node
+    /// cannot give the chosen durability.
     pub fn connect(url: &str, config: Config) -> Result<RedisScheduler, DistError> {
         let store = Store::new(url, config)?;
         let con = Mutex::new(store.conn());
-        Ok(RedisScheduler { store, con })
+        let sched = RedisScheduler { store, con };
+        sched.now_ms()?;
+        Ok(sched)
     }
 
+    /// Runs `f` on the connection; after a transient failure (a broken
+    /// connection, a server loading its data, a failover in progress, a
+    /// write not confirmed durable) waits and runs it again, until it
+    /// succeeds, fails otherwise, or [`Config::retry_for`] has passed.
     fn with<T>(
         &self,
-        f: impl FnOnce(&Store, &mut Conn) -> Result<T, DistError>,
+        mut f: impl FnMut(&Store, &mut Conn, bool) -> Result<T, DistError>,
     ) -> Result<T, DistError> {
         let mut con = self.con.lock().unwrap_or_else(|p| p.into_inner());
-        f(&self.store, &mut con)
+        let give_up = Instant::now() + self.store.config.retry_for;
+        let mut backoff = Duration::from_millis(10);
+        let mut repeat = false;
+        loop {
+            match f(&self.store, &mut con, repeat) {
+                Err(e) if e.is_transient() && Instant::now() + backoff < give_up => {
+                    repeat = true;
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Schedules a job and returns its first due time, ms since the epoch on
-    /// Redis's clock.
+    /// the clock of the Redis node that owns the job's shard (a delay is
+    /// added to that clock there).
     ///
     /// # Errors
     ///
     /// [`DistError::AlreadyScheduled`] if the id is pending, running or
-    /// dead; [`DistError::Tombstoned`] if it finished or was cancelled within
-    /// the tombstone TTL; [`DistError::DelayOverflow`]; [`DistError::Redis`].
+    /// dead (scheduled by another call); [`DistError::Tombstoned`] if it
+    /// finished or was cancelled within the tombstone TTL (also when this
+    /// call's own first attempt was applied and the job already ran before a
+    /// retry); [`DistError::PayloadTooLarge`]; [`DistError::DelayOverflow`];
+    /// [`DistError::NotDurable`] if Redis did not confirm the chosen
+    /// durability; [`DistError::Redis`] when Redis cannot be reached within
+    /// [`Config::retry_for`].
     pub fn schedule(&self, job: &Job) -> Result<i64, DistError> {
-        self.with(|s, c| s.schedule(c, job))
+        self.with(|s, c, repeat| s.schedule(c, job, repeat))
     }
 
     /// Schedules a one-shot job `delay` after now (Redis clock).
@@ -219,12 +165,24 @@ impl RedisScheduler {
     ///
     /// # Errors
     ///
-    /// The outer error is a connection failure (some jobs may have been
-    /// stored: scheduling again is safe and reports them as
+    /// The outer error is a connection failure that outlasted
+    /// [`Config::retry_for`] (some jobs may have been stored: scheduling
+    /// them again is safe and reports them as
     /// [`DistError::AlreadyScheduled`]); per-job errors are as for
-    /// [`schedule`](Self::schedule).
+    /// [`schedule`](Self::schedule). A transient per-job failure (one node
+    /// of a Cluster down) retries the whole batch; the jobs already stored
+    /// report success again.
     pub fn schedule_many(&self, jobs: &[Job]) -> Result<Vec<Result<i64, DistError>>, DistError> {
-        self.with(|s, c| s.schedule_many(c, jobs))
+        self.with(|s, c, repeat| {
+            let r = s.schedule_many(c, jobs, repeat)?;
+            match r
+                .iter()
+                .find_map(|x| x.as_ref().err().filter(|e| e.is_transient()))
+            {
+                Some(e) => Err(super::conn::clone_error(e, &e.to_string())),
+                None => Ok(r),
+            }
+        })
     }
 
     /// Cancels a job by id. Exact and permanent: a job reported
@@ -234,10 +192,12 @@ impl RedisScheduler {
     ///
     /// # Errors
     ///
-    /// [`DistError::Redis`] if Redis cannot be reached (cancel is
-    /// idempotent: retry it).
+    /// [`DistError::Redis`] if Redis cannot be reached within
+    /// [`Config::retry_for`]; [`DistError::NotDurable`] if Redis did not
+    /// confirm the chosen durability (cancel is idempotent: retry it).
     pub fn cancel(&self, id: &str) -> Result<CancelOutcome, DistError> {
-        self.with(|s, c| s.cancel(c, id))
+        let token = token();
+        self.with(|s, c, _| s.cancel(c, id, &token))
     }
 
     /// A snapshot of a job, or `None` if the id is unknown.
@@ -247,7 +207,7 @@ impl RedisScheduler {
     /// [`DistError::Redis`], or [`DistError::Protocol`] for a malformed
     /// record.
     pub fn inspect(&self, id: &str) -> Result<Option<JobInfo>, DistError> {
-        self.with(|s, c| s.inspect(c, id))
+        self.with(|s, c, _| s.inspect(c, id))
     }
 
     /// Redis's clock, ms since the epoch: the clock every due time is
@@ -257,7 +217,7 @@ impl RedisScheduler {
     ///
     /// [`DistError::Redis`].
     pub fn now_ms(&self) -> Result<i64, DistError> {
-        self.with(|s, c| s.now_ms(c))
+        self.with(|s, c, _| s.now_ms(c))
     }
 
     /// The ids in the dead-letter set, with the time they died (ms).
@@ -266,7 +226,17 @@ impl RedisScheduler {
     ///
     /// [`DistError::Redis`].
     pub fn dead_letters(&self) -> Result<Vec<(String, i64)>, DistError> {
-        self.with(|s, c| s.dead_letters(c))
+        self.with(|s, c, _| s.dead_letters(c))
+    }
+
+    /// How many jobs are stored: pending, running or dead-lettered (not
+    /// tombstones). Zero once every job has run or been cancelled.
+    ///
+    /// # Errors
+    ///
+    /// [`DistError::Redis`].
+    pub fn job_count(&self) -> Result<u64, DistError> {
+        self.with(|s, c, _| s.job_count(c))
     }
 
     /// The configuration.

@@ -30,7 +30,8 @@ pub enum DistError {
     /// server error such as OOM under `maxmemory`). The operation may or may
     /// not have been applied; every operation is safe to retry (a retried
     /// schedule that had been applied reports [`DistError::AlreadyScheduled`]).
-    /// A broken connection is re-opened by the next call.
+    /// A broken connection is re-opened by the next call; a producer retries
+    /// for [`Config::retry_for`](super::Config::retry_for) first.
     Redis(redis::RedisError),
     /// A payload could not be serialised or deserialised.
     Payload(serde_json::Error),
@@ -54,6 +55,34 @@ pub enum DistError {
     Protocol(String),
     /// The worker was shut down and takes no new work.
     Shutdown,
+    /// The namespace was laid out differently by the client that used it
+    /// first (another shard count, slice, tombstone retention, outcome
+    /// window or format version): using it would split the schedule.
+    LayoutMismatch {
+        /// The namespace.
+        namespace: String,
+        /// The layout recorded in Redis.
+        recorded: String,
+        /// This client's layout.
+        configured: String,
+    },
+    /// A payload is larger than [`Config::max_payload`](super::Config::max_payload).
+    PayloadTooLarge {
+        /// The job id.
+        id: String,
+        /// The payload's size in bytes (JSON).
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Redis applied a write but did not confirm the chosen
+    /// [`Durability`](super::Durability) in time (a replica missing, an fsync
+    /// slower than the timeout): the write may be lost by a power loss or a
+    /// failover. Retrying is safe.
+    NotDurable(String),
+    /// A Redis node cannot give the chosen durability at all (no `WAITAOF`
+    /// and not `appendfsync always`, or its configuration cannot be read).
+    DurabilityUnavailable(String),
 }
 
 impl fmt::Display for DistError {
@@ -76,6 +105,22 @@ impl fmt::Display for DistError {
             DistError::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
             DistError::Protocol(why) => write!(f, "unexpected reply from redis: {why}"),
             DistError::Shutdown => f.write_str("the worker is shut down"),
+            DistError::LayoutMismatch {
+                namespace,
+                recorded,
+                configured,
+            } => write!(
+                f,
+                "namespace {namespace:?} is laid out as `{recorded}` in Redis, this client as `{configured}`"
+            ),
+            DistError::PayloadTooLarge { id, bytes, limit } => write!(
+                f,
+                "the payload of job {id:?} is {bytes} bytes, more than the limit of {limit}"
+            ),
+            DistError::NotDurable(why) => write!(f, "write applied but not confirmed durable: {why}"),
+            DistError::DurabilityUnavailable(why) => {
+                write!(f, "the chosen durability is not available: {why}")
+            }
         }
     }
 }
@@ -107,6 +152,32 @@ impl DistError {
     pub(crate) fn is_connection(&self) -> bool {
         match self {
             DistError::Redis(e) => e.is_io_error() || e.is_connection_dropped() || e.is_timeout(),
+            _ => false,
+        }
+    }
+
+    /// True when the same call may succeed later: the connection failed, the
+    /// server is loading or failing over, or a write was not confirmed
+    /// durable. Every operation is idempotent, so such calls are retried.
+    pub(crate) fn is_transient(&self) -> bool {
+        use redis::{ErrorKind, ServerErrorKind as S};
+        match self {
+            DistError::NotDurable(_) => true,
+            DistError::Redis(e) => {
+                self.is_connection()
+                    || matches!(
+                        e.kind(),
+                        ErrorKind::Server(
+                            S::TryAgain
+                                | S::ClusterDown
+                                | S::MasterDown
+                                | S::BusyLoading
+                                | S::ReadOnly
+                                | S::Moved
+                                | S::Ask
+                        )
+                    )
+            }
             _ => false,
         }
     }

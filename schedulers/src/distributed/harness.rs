@@ -5,13 +5,18 @@
 //! same binary again for the benchmark's worker processes.
 //!
 //! ```text
-//! <binary> work --url URL [--ns NS] [--shards 4] [--slice-ms 60000]
+//! <binary> work --url URL [--ns NS] [--shards 8] [--slice-ms 60000]
+//!     [--durability async|fsync|replicas:N] [--durability-timeout-ms 2000]
+//!     [--io-timeout-ms 5000]
 //!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 1000]
 //!     [--batch 64] [--buffer 64] [--max-attempts 5] [--backoff-ms 1000]
 //!     [--history FILE] [--summary 1] [--name NAME]
+//! <binary> cluster [--masters 3] [--replicas 1]
 //! <binary> bench [--shape drain|paced|ceiling|idle] [--url URL]
 //!     [--workers 1,2,4] [--jobs 20000] [--window-ms 4000] [--lead-ms 1000]
 //!     [--threads 4] [--shards 8] [--batch N] [--buffer N] [--poll-ms N] [--lease-ms N]
+//!     [--cluster MASTERS [--replicas 1]] [--appendfsync everysec|always]
+//!     [--durability async|fsync|replicas:N] [--durability-timeout-ms N]
 //! ```
 //!
 //! `work` runs until its standard input closes, then shuts down gracefully.
@@ -36,7 +41,11 @@
 //!   trips per second.
 //!
 //! Drain and paced run once per count in `--workers`, each against a fresh
-//! `redis-server` (unless `--url` is given). Every report has Redis's own
+//! `redis-server` (unless `--url` is given), or a fresh local Redis Cluster
+//! of `--cluster` masters (with `--replicas` each; Redis's counters are
+//! summed over the masters). `--appendfsync` sets the fresh servers' AOF
+//! policy and `--durability` the clients' (`fsync` on Redis 7.0 needs
+//! `--appendfsync always`; `replicas:N` a Cluster with replicas). Every report has Redis's own
 //! cost over the measured window (CPU time from `INFO cpu`, calls per
 //! command from `INFO commandstats`, which counts the commands scripts run
 //! too, and the scripts' time), the workers' round trips, and the load
@@ -58,7 +67,8 @@ use serde_json::json;
 
 use super::probe::claim_ceiling;
 use super::{
-    AckOutcome, Config, DistError, Fire, Job, LocalRedis, RedisScheduler, Worker, WorkerEvent,
+    AckOutcome, Config, DistError, Durability, Fire, Job, LocalCluster, LocalRedis, RedisScheduler,
+    Worker, WorkerEvent, DEFAULT_SHARDS,
 };
 
 /// Runs the command line `args` (`work …` or `bench …`, without the program
@@ -78,7 +88,8 @@ pub fn run(args: &[String], respawn: &[OsString]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("work") => work(&opts(&args[1..])),
         Some("bench") => bench(&opts(&args[1..])),
-        _ => Err("usage: work|bench [--flag value]...".to_owned()),
+        Some("cluster") => cluster(&opts(&args[1..])),
+        _ => Err("usage: work|bench|cluster [--flag value]...".to_owned()),
     }
 }
 
@@ -118,11 +129,39 @@ impl Opts {
                 .map_err(|_| format!("--{k} wants a number, got {v:?}")),
         }
     }
+    /// The layout from the flags; a flag not given keeps the library's
+    /// default, so a worker and a producer on defaults agree.
     fn config(&self) -> Result<Config, String> {
-        Ok(Config::default()
-            .namespace(self.str("ns").unwrap_or("default"))
-            .shards(self.num("shards", 4)? as u32)
-            .slice(Duration::from_millis(self.num("slice-ms", 60_000)?)))
+        let mut c = Config::default().namespace(self.str("ns").unwrap_or("default"));
+        if let Some(n) = self.opt("shards")? {
+            c = c.shards(u32::try_from(n).map_err(|_| "--shards is too large")?);
+        }
+        if let Some(ms) = self.opt("slice-ms")? {
+            c = c.slice(Duration::from_millis(ms));
+        }
+        if let Some(d) = self.str("durability") {
+            c = c.durability(parse_durability(d)?);
+        }
+        if let Some(ms) = self.opt("durability-timeout-ms")? {
+            c = c.durability_timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = self.opt("io-timeout-ms")? {
+            c = c.io_timeout(Duration::from_millis(ms));
+        }
+        Ok(c)
+    }
+}
+
+/// `async`, `fsync` or `replicas:N`.
+fn parse_durability(s: &str) -> Result<Durability, String> {
+    match s {
+        "async" => Ok(Durability::Async),
+        "fsync" => Ok(Durability::Fsync),
+        _ => s
+            .strip_prefix("replicas:")
+            .and_then(|n| n.parse().ok())
+            .map(Durability::Replicas)
+            .ok_or_else(|| format!("--durability wants async, fsync or replicas:N, got {s:?}")),
     }
 }
 
@@ -320,6 +359,28 @@ fn work(o: &Opts) -> Result<(), String> {
     Ok(())
 }
 
+/// `cluster`: starts a [`LocalCluster`], prints `ready <seed url> <port>…`
+/// (every node's port), and keeps it until standard input closes. A test
+/// process that holds the pipe gets the Cluster killed when it exits, however
+/// it exits.
+fn cluster(o: &Opts) -> Result<(), String> {
+    let c = LocalCluster::start(
+        o.num("masters", 3)? as usize,
+        o.num("replicas", 1)? as usize,
+    )
+    .map_err(e2s)?;
+    let ports: Vec<String> = c.nodes().iter().map(|n| n.port().to_string()).collect();
+    println!("ready {} {}", c.url(), ports.join(" "));
+    let _ = std::io::stdout().flush();
+    for line in std::io::stdin().lock().lines() {
+        if line.is_err() {
+            break;
+        }
+    }
+    drop(c);
+    Ok(())
+}
+
 fn percentile(hist: &BTreeMap<i64, u64>, p: f64) -> i64 {
     let total: u64 = hist.values().sum();
     if total == 0 {
@@ -421,7 +482,26 @@ struct RedisCounters {
     cpu_s: f64,
 }
 
-fn redis_counters(con: &mut redis::Connection) -> Result<RedisCounters, String> {
+/// Plain connections to every master (one for a single server): Redis's
+/// counters are summed over them.
+struct Masters(Vec<redis::Connection>);
+
+fn redis_counters(m: &mut Masters) -> Result<RedisCounters, String> {
+    let mut sum = RedisCounters::default();
+    for con in &mut m.0 {
+        let c = node_counters(con)?;
+        for (k, v) in c.calls {
+            *sum.calls.entry(k).or_default() += v;
+        }
+        for (k, v) in c.usec {
+            *sum.usec.entry(k).or_default() += v;
+        }
+        sum.cpu_s += c.cpu_s;
+    }
+    Ok(sum)
+}
+
+fn node_counters(con: &mut redis::Connection) -> Result<RedisCounters, String> {
     let text: String = redis::cmd("INFO")
         .arg("commandstats")
         .arg("cpu")
@@ -455,12 +535,14 @@ fn redis_counters(con: &mut redis::Connection) -> Result<RedisCounters, String> 
 }
 
 /// Resets Redis's counters and reads them: the start of a measured window.
-fn open_window(con: &mut redis::Connection) -> Result<RedisCounters, String> {
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(con)
-        .map_err(|e| e.to_string())?;
-    redis_counters(con)
+fn open_window(m: &mut Masters) -> Result<RedisCounters, String> {
+    for con in &mut m.0 {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(con)
+            .map_err(|e| e.to_string())?;
+    }
+    redis_counters(m)
 }
 
 /// Schedules `n` no-op jobs `<prefix><i>`, each timed by `when(i, job)`.
@@ -519,33 +601,84 @@ fn load_average() -> String {
         .unwrap_or_default()
 }
 
-/// A Redis server for one run: the given URL, or a fresh local server.
+/// A Redis for one run: the given URL, or a fresh local server
+/// (`--appendfsync always|everysec`), or with `--cluster M` a fresh local
+/// Cluster of M masters with `--replicas R` (default 1) each.
 struct Server {
     url: String,
+    /// The URL of every master.
+    masters: Vec<String>,
     _local: Option<LocalRedis>,
+    _cluster: Option<LocalCluster>,
 }
 
 impl Server {
     fn new(o: &Opts) -> Result<Server, String> {
-        Ok(match o.str("url") {
-            Some(u) => Server {
+        let always = match o.str("appendfsync") {
+            None | Some("everysec") => false,
+            Some("always") => true,
+            Some(other) => {
+                return Err(format!(
+                    "--appendfsync wants always or everysec, got {other:?}"
+                ))
+            }
+        };
+        let node = LocalRedis::builder().appendfsync_always(always);
+        Ok(match (o.str("url"), o.opt("cluster")?) {
+            (Some(u), _) => Server {
                 url: u.to_owned(),
+                masters: vec![u.to_owned()],
                 _local: None,
+                _cluster: None,
             },
-            None => {
-                let s = LocalRedis::start().map_err(e2s)?;
+            (None, Some(m)) => {
+                let c = LocalCluster::start_with(m as usize, o.num("replicas", 1)? as usize, node)
+                    .map_err(e2s)?;
+                let masters = c
+                    .topology()
+                    .map_err(e2s)?
+                    .into_iter()
+                    .filter(|n| n.master)
+                    .map(|n| format!("redis://127.0.0.1:{}/", n.port))
+                    .collect();
+                Server {
+                    url: c.url(),
+                    masters,
+                    _local: None,
+                    _cluster: Some(c),
+                }
+            }
+            (None, None) => {
+                let s = node.start().map_err(e2s)?;
                 Server {
                     url: s.url(),
+                    masters: vec![s.url()],
                     _local: Some(s),
+                    _cluster: None,
                 }
             }
         })
     }
 
-    fn con(&self) -> Result<redis::Connection, String> {
-        redis::Client::open(self.url.as_str())
-            .and_then(|c| c.get_connection())
-            .map_err(|e| e.to_string())
+    fn masters(&self) -> Result<Masters, String> {
+        self.masters
+            .iter()
+            .map(|u| {
+                redis::Client::open(u.as_str())
+                    .and_then(|c| c.get_connection())
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()
+            .map(Masters)
+    }
+
+    /// What the run's report says of the server.
+    fn describe(&self, o: &Opts) -> serde_json::Value {
+        json!({
+            "masters": self.masters.len(),
+            "appendfsync": o.str("appendfsync").unwrap_or("everysec"),
+            "durability": o.str("durability").unwrap_or("async"),
+        })
     }
 }
 
@@ -595,8 +728,18 @@ fn work_args(o: &Opts, url: &str, ns: &str, name: &str) -> Result<Vec<String>, S
     .map(str::to_owned)
     .to_vec();
     a.extend(["--threads".into(), o.num("threads", 4)?.to_string()]);
-    a.extend(["--shards".into(), o.num("shards", 8)?.to_string()]);
-    for k in ["batch", "buffer", "poll-ms", "lease-ms"] {
+    a.extend([
+        "--shards".into(),
+        o.num("shards", DEFAULT_SHARDS.into())?.to_string(),
+    ]);
+    for k in [
+        "batch",
+        "buffer",
+        "poll-ms",
+        "lease-ms",
+        "durability",
+        "durability-timeout-ms",
+    ] {
         if let Some(v) = o.str(k) {
             a.extend([format!("--{k}"), v.to_owned()]);
         }
@@ -611,15 +754,10 @@ fn spawn_workers(o: &Opts, url: &str, ns: &str, n: u64) -> Result<Vec<Proc>, Str
 }
 
 /// Waits until no job record is left in any shard.
-fn wait_drained(con: &mut redis::Connection, ns: &str, shards: u64) -> Result<(), String> {
+fn wait_drained(sched: &RedisScheduler) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let mut pipe = redis::pipe();
-        for s in 0..shards {
-            pipe.cmd("HLEN").arg(format!("{{tw:{ns}:{s}}}:m"));
-        }
-        let left: Vec<u64> = pipe.query(con).map_err(|e| e.to_string())?;
-        let left: u64 = left.iter().sum();
+        let left = sched.job_count().map_err(e2s)?;
         if left == 0 {
             return Ok(());
         }
@@ -628,6 +766,14 @@ fn wait_drained(con: &mut redis::Connection, ns: &str, shards: u64) -> Result<()
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The producer's configuration of a run: the layout and durability flags
+/// of the workers, in namespace `ns`.
+fn bench_config(o: &Opts, ns: &str) -> Result<Config, String> {
+    Ok(o.config()?
+        .namespace(ns)
+        .shards(o.num("shards", DEFAULT_SHARDS.into())? as u32))
 }
 
 fn bench_one(
@@ -643,13 +789,11 @@ fn bench_one(
         o.num("window-ms", 4000)? as i64
     };
     let lead = o.num("lead-ms", 1000)? as i64;
-    let shards = o.num("shards", 8)?;
+    let shards = o.num("shards", DEFAULT_SHARDS.into())?;
     let ns = format!("bench-{}-{workers}", std::process::id());
-    let config = Config::default()
-        .namespace(ns.clone())
-        .shards(shards as u32);
+    let config = bench_config(o, &ns)?;
     let url = server.url.as_str();
-    let mut con = server.con()?;
+    let mut con = server.masters()?;
     let sched = RedisScheduler::connect(url, config).map_err(e2s)?;
     let schedule = |start: i64| -> Result<(), String> {
         schedule_noops(&sched, "j", jobs, |i, j| {
@@ -691,7 +835,7 @@ fn bench_one(
             .map(Proc::counters)
             .collect::<Result<_, _>>()?
     };
-    wait_drained(&mut con, &ns, shards)?;
+    wait_drained(&sched)?;
     let after = redis_counters(&mut con)?;
     let rt_after: Vec<serde_json::Value> = procs
         .iter_mut()
@@ -745,6 +889,7 @@ fn bench_one(
         },
         "round_trips_per_job": round2(round_trips as f64 / jobs.max(1) as f64),
         "redis": redis_delta(&before, &after, jobs),
+        "server": server.describe(o),
         "load": load,
     }))
 }
@@ -754,14 +899,14 @@ fn ceiling(o: &Opts) -> Result<(), String> {
     let server = Server::new(o)?;
     let jobs = o.num("jobs", 100_000)?;
     let batch = o.num("batch", 64)? as usize;
-    let shards = o.num("shards", 8)?;
+    let shards = o.num("shards", DEFAULT_SHARDS.into())?;
     let config = Config::default()
         .namespace(format!("ceiling-{}", std::process::id()))
         .shards(shards as u32);
     let sched = RedisScheduler::connect(&server.url, config.clone()).map_err(e2s)?;
     let now = sched.now_ms().map_err(e2s)?;
     schedule_noops(&sched, "c", jobs, |_, j| j.at_ms(now))?;
-    let mut con = server.con()?;
+    let mut con = server.masters()?;
     let before = open_window(&mut con)?;
     let c = claim_ceiling(&server.url, config, batch).map_err(e2s)?;
     let after = redis_counters(&mut con)?;
@@ -794,7 +939,7 @@ fn ceiling(o: &Opts) -> Result<(), String> {
 /// An idle worker: nothing due; counts its Redis calls per second.
 fn idle(o: &Opts) -> Result<(), String> {
     let server = Server::new(o)?;
-    let shards = o.num("shards", 8)?;
+    let shards = o.num("shards", DEFAULT_SHARDS.into())?;
     let secs = o.num("seconds", 10)?;
     let ns = format!("idle-{}", std::process::id());
     let sched = RedisScheduler::connect(
@@ -812,7 +957,7 @@ fn idle(o: &Opts) -> Result<(), String> {
     })?;
     let mut procs = spawn_workers(o, &server.url, &ns, 1)?;
     std::thread::sleep(Duration::from_secs(2));
-    let mut con = server.con()?;
+    let mut con = server.masters()?;
     let before = open_window(&mut con)?;
     let rt0 = procs[0].counters()?;
     std::thread::sleep(Duration::from_secs(secs));

@@ -1,7 +1,9 @@
-//! A throwaway `redis-server` for tests, examples and benchmarks.
+//! Throwaway `redis-server`s for tests, examples and benchmarks: one server
+//! ([`LocalRedis`]), or a Redis Cluster of masters and replicas on loopback
+//! ports ([`LocalCluster`]).
 
-// This module supervises a real server process: it must wait in real time
-// for the server to answer. No scheduling decision is made here.
+// This module supervises real server processes: it must wait in real time
+// for them to answer. No scheduling decision is made here.
 #![allow(clippy::disallowed_methods)]
 
 use std::net::{TcpListener, TcpStream};
@@ -33,9 +35,95 @@ use super::DistError;
 pub struct LocalRedis {
     child: Option<Child>,
     port: u16,
+    tls_port: Option<u16>,
     dir: PathBuf,
     binary: PathBuf,
-    fsync: &'static str,
+    settings: LocalRedisBuilder,
+}
+
+/// Settings of a [`LocalRedis`] before it starts.
+///
+/// # Examples
+///
+/// ```no_run
+/// use schedulers::distributed::LocalRedis;
+///
+/// let redis = LocalRedis::builder()
+///     .appendfsync_always(true)
+///     .set("aof-timestamp-enabled", "yes")
+///     .start()?;
+/// # Ok::<(), schedulers::distributed::DistError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct LocalRedisBuilder {
+    always: bool,
+    settings: Vec<(String, String)>,
+    tls: Option<[PathBuf; 3]>,
+}
+
+impl LocalRedisBuilder {
+    /// `appendfsync always` instead of `everysec`: every acked write is on
+    /// disk before Redis replies.
+    pub fn appendfsync_always(mut self, always: bool) -> Self {
+        self.always = always;
+        self
+    }
+
+    /// Any other setting, as `--<name> <value>` on the command line.
+    pub fn set(mut self, name: &str, value: &str) -> Self {
+        self.settings.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Also listens for TLS on a second port ([`LocalRedis::tls_url`]) with
+    /// this certificate, key and CA (PEM files); clients need no
+    /// certificate of their own.
+    pub fn tls(mut self, cert: &Path, key: &Path, ca: &Path) -> Self {
+        self.tls = Some([cert.to_owned(), key.to_owned(), ca.to_owned()]);
+        self
+    }
+
+    /// Starts the server and waits (up to 10 s) until it answers.
+    ///
+    /// # Errors
+    ///
+    /// [`DistError::InvalidConfig`] if no `redis-server` is installed or it
+    /// cannot be started; [`DistError::Redis`] if it does not answer.
+    pub fn start(self) -> Result<LocalRedis, DistError> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let binary =
+            find_redis_server().ok_or(DistError::InvalidConfig("redis-server is not installed"))?;
+        // The port is free when probed but another process may take it
+        // before the server binds it: then the server exits, and we retry.
+        let mut last = DistError::InvalidConfig("cannot start redis-server");
+        for _ in 0..5 {
+            let port = free_port()?;
+            let tls_port = match self.tls {
+                Some(_) => Some(free_port()?),
+                None => None,
+            };
+            let dir = std::env::temp_dir().join(format!(
+                "schedulers-redis-{}-{}-{port}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir)
+                .map_err(|_| DistError::InvalidConfig("cannot create a temp dir"))?;
+            let mut me = LocalRedis {
+                child: None,
+                port,
+                tls_port,
+                dir,
+                binary: binary.clone(),
+                settings: self.clone(),
+            };
+            match me.spawn() {
+                Ok(()) => return Ok(me),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
 }
 
 /// Finds the `redis-server` binary: `$REDIS_SERVER` if set (and `None` if
@@ -58,15 +146,27 @@ pub fn find_redis_server() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// `redis-cli`, found beside `redis-server` or on `PATH`.
+fn find_redis_cli() -> Option<PathBuf> {
+    let beside = find_redis_server().and_then(|s| s.parent().map(|d| d.join("redis-cli")));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    beside
+        .into_iter()
+        .chain(std::env::split_paths(&path).map(|d| d.join("redis-cli")))
+        .chain([PathBuf::from("/usr/bin/redis-cli")])
+        .find(|p| p.is_file())
+}
+
 impl LocalRedis {
-    /// Starts a server and waits (up to 10 s) until it answers.
+    /// Starts a server with the default settings and waits (up to 10 s)
+    /// until it answers.
     ///
     /// # Errors
     ///
     /// [`DistError::InvalidConfig`] if no `redis-server` is installed or it
     /// cannot be started; [`DistError::Redis`] if it does not answer.
     pub fn start() -> Result<LocalRedis, DistError> {
-        LocalRedis::start_with_fsync(false)
+        LocalRedis::builder().start()
     }
 
     /// Like [`start`](Self::start), with `appendfsync always` when `always`
@@ -77,63 +177,54 @@ impl LocalRedis {
     ///
     /// As [`start`](Self::start).
     pub fn start_with_fsync(always: bool) -> Result<LocalRedis, DistError> {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let binary =
-            find_redis_server().ok_or(DistError::InvalidConfig("redis-server is not installed"))?;
-        let fsync = if always { "always" } else { "everysec" };
-        // The port is free when probed but another process may take it
-        // before the server binds it: then the server exits, and we retry.
-        let mut last = DistError::InvalidConfig("cannot start redis-server");
-        for _ in 0..5 {
-            let port = free_port()?;
-            let dir = std::env::temp_dir().join(format!(
-                "schedulers-redis-{}-{}-{port}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ));
-            std::fs::create_dir_all(&dir)
-                .map_err(|_| DistError::InvalidConfig("cannot create a temp dir"))?;
-            let mut me = LocalRedis {
-                child: None,
-                port,
-                dir,
-                binary: binary.clone(),
-                fsync,
-            };
-            match me.spawn() {
-                Ok(()) => return Ok(me),
-                Err(e) => last = e,
-            }
-        }
-        Err(last)
+        LocalRedis::builder().appendfsync_always(always).start()
+    }
+
+    /// Settings for a server to start.
+    pub fn builder() -> LocalRedisBuilder {
+        LocalRedisBuilder::default()
     }
 
     fn spawn(&mut self) -> Result<(), DistError> {
-        let child = Command::new(&self.binary)
-            .args([
-                "--port",
-                &self.port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args([
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                self.fsync,
-                "--maxmemory-policy",
-                "noeviction",
-            ])
-            .args([
-                "--protected-mode",
-                "no",
-                "--daemonize",
-                "no",
-                "--logfile",
-                "redis.log",
-            ])
+        let s = &self.settings;
+        let mut cmd = Command::new(&self.binary);
+        cmd.args([
+            "--port",
+            &self.port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args([
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            if s.always { "always" } else { "everysec" },
+            "--maxmemory-policy",
+            "noeviction",
+        ])
+        .args([
+            "--protected-mode",
+            "no",
+            "--daemonize",
+            "no",
+            "--logfile",
+            "redis.log",
+        ]);
+        if let (Some([cert, key, ca]), Some(port)) = (&s.tls, self.tls_port) {
+            cmd.args(["--tls-port", &port.to_string(), "--tls-auth-clients", "no"])
+                .arg("--tls-cert-file")
+                .arg(cert)
+                .arg("--tls-key-file")
+                .arg(key)
+                .arg("--tls-ca-cert-file")
+                .arg(ca);
+        }
+        for (k, v) in &s.settings {
+            cmd.arg(format!("--{k}")).arg(v);
+        }
+        let child = cmd
             .arg("--dir")
             .arg(&self.dir)
             .stdin(Stdio::null())
@@ -172,6 +263,9 @@ impl LocalRedis {
                         "another redis-server answers on the port",
                     ));
                 }
+                // Up, with a password set (`requirepass`): it cannot be
+                // asked for its directory; the child is alive, so it is ours.
+                Err(e) if e.code() == Some("NOAUTH") => return Ok(()),
                 // Not up yet, or loading the AOF (LOADING): keep waiting.
                 Err(_) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(20))
@@ -189,6 +283,11 @@ impl LocalRedis {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    /// `rediss://127.0.0.1:<tls port>/` if the server listens for TLS.
+    pub fn tls_url(&self) -> Option<String> {
+        self.tls_port.map(|p| format!("rediss://127.0.0.1:{p}/"))
+    }
+
     /// The port.
     pub fn port(&self) -> u16 {
         self.port
@@ -199,12 +298,34 @@ impl LocalRedis {
         &self.dir
     }
 
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Kills the server with SIGKILL (no shutdown save) and waits for it.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Starts the server again after [`kill`](Self::kill), on the same port
+    /// and directory: it reloads its AOF (and, in a Cluster, its
+    /// `nodes.conf`).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_again(&mut self) -> Result<(), DistError> {
+        self.kill();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        // Wait until the port is free again.
+        while TcpStream::connect(("127.0.0.1", self.port)).is_ok() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.spawn()
     }
 
     /// Kills the server with SIGKILL and starts it again on the same port
@@ -214,13 +335,7 @@ impl LocalRedis {
     ///
     /// As [`start`](Self::start).
     pub fn restart(&mut self) -> Result<(), DistError> {
-        self.kill();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        // Wait until the port is free again.
-        while TcpStream::connect(("127.0.0.1", self.port)).is_ok() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        self.spawn()
+        self.start_again()
     }
 }
 
@@ -238,5 +353,279 @@ impl Drop for LocalRedis {
     fn drop(&mut self) {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Redis Cluster on loopback ports: `masters` masters with `replicas`
+/// replicas each, every node a [`LocalRedis`] with `cluster-enabled yes`
+/// and a node timeout of one second, joined with `redis-cli --cluster
+/// create`. Killed on drop.
+///
+/// # Examples
+///
+/// ```no_run
+/// use schedulers::distributed::LocalCluster;
+///
+/// let cluster = LocalCluster::start(3, 1)?;
+/// println!("seed node {}", cluster.url());
+/// # Ok::<(), schedulers::distributed::DistError>(())
+/// ```
+#[derive(Debug)]
+pub struct LocalCluster {
+    nodes: Vec<LocalRedis>,
+}
+
+/// What `CLUSTER NODES` says of one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterNode {
+    /// Its node id.
+    pub id: String,
+    /// The id of its master, for a replica.
+    pub master_id: Option<String>,
+    /// Its client port.
+    pub port: u16,
+    /// Whether it is a master now.
+    pub master: bool,
+    /// Whether the Cluster sees it as failed.
+    pub failed: bool,
+    /// The slot ranges it serves (masters).
+    pub slots: Vec<(u16, u16)>,
+}
+
+impl LocalCluster {
+    /// Starts the nodes, creates the Cluster and waits (up to 30 s) until
+    /// every node sees it as `ok` and every replica is in sync.
+    ///
+    /// # Errors
+    ///
+    /// [`DistError::InvalidConfig`] if `redis-server` or `redis-cli` is
+    /// missing, `masters` is under 3 (the least Redis accepts), or the
+    /// Cluster does not form.
+    pub fn start(masters: usize, replicas: usize) -> Result<LocalCluster, DistError> {
+        LocalCluster::start_with(masters, replicas, LocalRedis::builder())
+    }
+
+    /// As [`start`](Self::start), each node with the settings of `node`
+    /// (plus the Cluster's own).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_with(
+        masters: usize,
+        replicas: usize,
+        node: LocalRedisBuilder,
+    ) -> Result<LocalCluster, DistError> {
+        if masters < 3 {
+            return Err(DistError::InvalidConfig(
+                "a Redis Cluster needs at least 3 masters",
+            ));
+        }
+        let cli = find_redis_cli().ok_or(DistError::InvalidConfig("redis-cli is not installed"))?;
+        let mut last = DistError::InvalidConfig("the cluster did not form");
+        // The bus ports are probed free, then taken by the servers: retry
+        // the rare race with another process.
+        for _ in 0..3 {
+            let mut nodes = Vec::new();
+            for _ in 0..masters * (1 + replicas) {
+                let bus = free_port()?;
+                nodes.push(
+                    node.clone()
+                        .set("cluster-enabled", "yes")
+                        .set("cluster-config-file", "nodes.conf")
+                        .set("cluster-node-timeout", "1000")
+                        .set("cluster-port", &bus.to_string())
+                        .start()?,
+                );
+            }
+            let me = LocalCluster { nodes };
+            match me.create(&cli, replicas) {
+                Ok(()) => return Ok(me),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn create(&self, cli: &Path, replicas: usize) -> Result<(), DistError> {
+        let out = Command::new(cli)
+            .args(["--cluster", "create"])
+            .args(self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|_| DistError::InvalidConfig("cannot run redis-cli"))?;
+        if !out.status.success() {
+            return Err(DistError::InvalidConfig(
+                "redis-cli --cluster create failed",
+            ));
+        }
+        self.wait_ok(Duration::from_secs(30))
+    }
+
+    /// Waits until every running node sees the Cluster as `ok`, every slot
+    /// has a master that answers, and every replica's link to its master is
+    /// up.
+    ///
+    /// # Errors
+    ///
+    /// [`DistError::InvalidConfig`] if that does not happen within
+    /// `timeout`.
+    pub fn wait_ok(&self, timeout: Duration) -> Result<(), DistError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.healthy() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(DistError::InvalidConfig("the cluster did not become ok"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn healthy(&self) -> bool {
+        self.nodes.iter().filter(|n| n.child.is_some()).all(|n| {
+            let Ok(mut con) = redis::Client::open(n.url())
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(500)))
+            else {
+                return false;
+            };
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query(&mut con)
+                .unwrap_or_default();
+            let repl: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut con)
+                .unwrap_or_default();
+            info.contains("cluster_state:ok")
+                && info.contains("cluster_slots_assigned:16384")
+                && info.contains("cluster_slots_ok:16384")
+                && (!repl.contains("role:slave") || repl.contains("master_link_status:up"))
+        })
+    }
+
+    /// The URL of the first node that is running (the seed clients start
+    /// from).
+    pub fn url(&self) -> String {
+        self.nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .unwrap_or(&self.nodes[0])
+            .url()
+    }
+
+    /// Every node, masters and replicas, in the order they were started.
+    pub fn nodes(&self) -> &[LocalRedis] {
+        &self.nodes
+    }
+
+    /// The node listening on `port`.
+    pub fn node_mut(&mut self, port: u16) -> Option<&mut LocalRedis> {
+        self.nodes.iter_mut().find(|n| n.port == port)
+    }
+
+    /// What the Cluster says of its nodes now, asked of the first node that
+    /// answers.
+    ///
+    /// # Errors
+    ///
+    /// [`DistError::Redis`] if no node answers.
+    pub fn topology(&self) -> Result<Vec<ClusterNode>, DistError> {
+        let mut last = None;
+        for n in self.nodes.iter().filter(|n| n.child.is_some()) {
+            let r = redis::Client::open(n.url())
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(500)))
+                .and_then(|mut c| redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut c));
+            match r {
+                Ok(text) => return Ok(parse_nodes(&text)),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.map_or(
+            DistError::InvalidConfig("no node of the cluster runs"),
+            DistError::Redis,
+        ))
+    }
+
+    /// The ports of the replicas of the node on `port`.
+    ///
+    /// # Errors
+    ///
+    /// As [`topology`](Self::topology).
+    pub fn replicas_of(&self, port: u16) -> Result<Vec<u16>, DistError> {
+        let nodes = self.topology()?;
+        let id = nodes.iter().find(|n| n.port == port).map(|n| n.id.clone());
+        Ok(nodes
+            .iter()
+            .filter(|n| n.master_id.is_some() && n.master_id == id)
+            .map(|n| n.port)
+            .collect())
+    }
+
+    /// The port of the master serving `slot` now.
+    ///
+    /// # Errors
+    ///
+    /// As [`topology`](Self::topology); [`DistError::Protocol`] if no
+    /// master serves it.
+    pub fn master_of(&self, slot: u16) -> Result<u16, DistError> {
+        self.topology()?
+            .into_iter()
+            .find(|n| n.master && !n.failed && n.slots.iter().any(|&(a, b)| a <= slot && slot <= b))
+            .map(|n| n.port)
+            .ok_or_else(|| DistError::Protocol(format!("no master serves slot {slot}")))
+    }
+}
+
+/// Parses `CLUSTER NODES`: `<id> <ip:port@bus> <flags> <master> … <slots>`.
+fn parse_nodes(text: &str) -> Vec<ClusterNode> {
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let addr = f.get(1)?.split('@').next()?;
+            let port = addr.rsplit_once(':')?.1.parse().ok()?;
+            let flags = f.get(2)?;
+            let slots = f
+                .iter()
+                .skip(8)
+                .filter(|s| !s.starts_with('['))
+                .filter_map(|s| match s.split_once('-') {
+                    Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+                    None => s.parse().ok().map(|x| (x, x)),
+                })
+                .collect();
+            let master_id = f.get(3).filter(|m| **m != "-").map(|m| (*m).to_owned());
+            Some(ClusterNode {
+                id: (*f.first()?).to_owned(),
+                master_id,
+                port,
+                master: flags.contains("master"),
+                failed: flags.contains("fail") && !flags.contains("fail?"),
+                slots,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod test {
+    use super::parse_nodes;
+
+    #[test]
+    fn cluster_nodes_are_parsed() {
+        let text = "a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460\n\
+                    b2 127.0.0.1:7001@17001 slave a1 0 1 1 connected\n\
+                    c3 127.0.0.1:7002@17002 master,fail - 1 1 2 disconnected 5461-10922 12000\n";
+        let n = parse_nodes(text);
+        assert_eq!(n.len(), 3);
+        assert_eq!((n[0].port, n[0].master, n[0].failed), (7000, true, false));
+        assert_eq!(n[0].slots, [(0, 5460)]);
+        assert!(!n[1].master);
+        assert_eq!(n[1].master_id.as_deref(), Some("a1"));
+        assert_eq!(n[0].master_id, None);
+        assert!(n[2].failed);
+        assert_eq!(n[2].slots, [(5461, 10922), (12000, 12000)]);
     }
 }

@@ -3,11 +3,13 @@
 //! round trip for all), and decodes the replies. Shared by
 //! [`RedisScheduler`](super::RedisScheduler) and the worker.
 
+use std::sync::Arc;
+
 use redis::Value;
 
-use super::conn::{Call, Conn, Endpoint, IoCounters};
+use super::conn::{clone_error, Conn, Endpoint, IoCounters, Req, ScriptSrc};
 use super::job::{CancelOutcome, Fire, Job, JobInfo, JobState, When};
-use super::keys::{shard_of, slice_of, ShardKeys};
+use super::keys::{fingerprint, shard_of, ShardKeys};
 use super::scripts::scripts;
 use super::{Config, DistError};
 
@@ -78,12 +80,34 @@ pub(crate) enum Settled {
     Cancelled,
     Released,
     Stale,
+    /// The lease ended more than an outcome window ago: how is not known.
+    Unknown,
 }
+
+/// What a settle did with one lease: the outcome, Redis's clock then, and
+/// why its durability fell short if it did.
+pub(crate) type SettleReply = (Settled, i64, Option<String>);
+
+/// A token that tells a call's retries from other clients' calls: 48
+/// random bits in hex.
+pub(crate) fn token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(N.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    format!("{:012x}", h.finish() >> 16)
+}
+
+/// The largest due time (ms) the scripts take: Lua numbers are doubles, so
+/// times stay well inside 2^53.
+const MAX_DUE_MS: i64 = 1 << 52;
 
 impl Store {
     pub(crate) fn new(url: &str, config: Config) -> Result<Store, DistError> {
         config.validate()?;
-        let endpoint = Endpoint::new(url, config.io_timeout)?;
+        let endpoint = Endpoint::new(url, &config)?;
         let shards = (0..config.shards)
             .map(|s| ShardKeys::new(&config.namespace, s))
             .collect();
@@ -110,80 +134,92 @@ impl Store {
         &self.shards[shard_of(id, self.config.shards) as usize]
     }
 
-    /// An `EVALSHA` of `script` on shard `k`: its seven fixed keys, then
-    /// `extra` keys, the prefix and slice length, then what `args` adds.
+    /// An `EVALSHA` of `script` on shard `k`: its seven fixed keys, the
+    /// prefix, slice length, tombstone retention and outcome window, then
+    /// what `args` adds.
     fn call(
         &self,
-        script: &'static redis::Script,
+        script: &'static ScriptSrc,
         k: &ShardKeys,
-        extra: Option<&str>,
+        write: bool,
         args: impl FnOnce(&mut redis::Cmd),
-    ) -> Call {
+    ) -> Req {
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(script.get_hash())
-            .arg(7 + usize::from(extra.is_some()))
+        cmd.arg(&script.sha)
+            .arg(7)
             .arg(&k.fixed()[..])
-            .arg(extra)
-            .arg(&k.prefix)
-            .arg(self.config.slice_ms);
+            .arg(&*k.prefix)
+            .arg(self.config.slice_ms)
+            .arg(self.config.tombstone_ms)
+            .arg(self.config.window_ms);
         args(&mut cmd);
-        Call { script, cmd }
+        Req {
+            route: Some(k.prefix.clone()),
+            cmd,
+            script: Some(script),
+            write,
+        }
     }
 
     pub(crate) fn now_ms(&self, con: &mut Conn) -> Result<i64, DistError> {
-        let (s, us): (i64, i64) = con.query(&redis::cmd("TIME"))?;
+        let (s, us): (i64, i64) = con.query(None, redis::cmd("TIME"))?;
         Ok(s * 1000 + us / 1000)
     }
 
-    /// The schedule call of `job` due at `due` (absolute ms, Redis clock).
-    fn schedule_call(&self, job: &Job, due: i64) -> Result<Call, DistError> {
-        // Lua numbers are doubles: keep times well inside 2^53.
-        if !(0..(1i64 << 52)).contains(&due) {
-            return Err(DistError::DelayOverflow);
+    /// The schedule call of `job`; `repeat` when an earlier attempt of the
+    /// same call may have been applied.
+    fn schedule_call(&self, job: &Job, repeat: bool) -> Result<Req, DistError> {
+        if job.payload.len() > self.config.max_payload {
+            return Err(DistError::PayloadTooLarge {
+                id: job.id.clone(),
+                bytes: job.payload.len(),
+                limit: self.config.max_payload,
+            });
         }
+        let (mode, ms) = match job.when {
+            When::AtMs(ms) if (0..MAX_DUE_MS).contains(&ms) => ("a", ms),
+            When::After(d) => match i64::try_from(d.as_millis()) {
+                // The node adds its clock (~2^40 ms now): keep the sum
+                // inside the range too.
+                Ok(ms) if ms < MAX_DUE_MS / 2 => ("r", ms),
+                _ => return Err(DistError::DelayOverflow),
+            },
+            When::AtMs(_) => return Err(DistError::DelayOverflow),
+        };
         let k = self.keys_of(&job.id);
-        let sl = slice_of(due, self.config.slice_ms);
-        Ok(
-            self.call(&scripts().schedule, k, Some(&k.slice(sl)), |cmd| {
-                cmd.arg(&job.id)
-                    .arg(&job.kind)
-                    .arg(&job.payload)
-                    .arg(due)
-                    .arg(job.period_ms)
-                    .arg(sl);
-            }),
-        )
+        Ok(self.call(&scripts().schedule, k, true, |cmd| {
+            cmd.arg(&job.id)
+                .arg(&job.kind)
+                .arg(&job.payload)
+                .arg(mode)
+                .arg(ms)
+                .arg(job.period_ms)
+                .arg(fingerprint(&job.id))
+                .arg(if repeat { "1" } else { "0" });
+        }))
     }
 
-    fn schedule_result(job: &Job, due: i64, reply: &Value) -> Result<i64, DistError> {
-        let (status, _, _) = status_reply(reply)?;
+    fn schedule_result(job: &Job, reply: &Value) -> Result<i64, DistError> {
+        let (status, _, due) = status_reply(reply)?;
         match status.as_str() {
-            "OK" => Ok(due),
+            "OK" => due.ok_or_else(|| DistError::Protocol("schedule: no due time".into())),
             "EXISTS" => Err(DistError::AlreadyScheduled(job.id.clone())),
             "TOMBSTONE" => Err(DistError::Tombstoned(job.id.clone())),
             other => Err(DistError::Protocol(format!("schedule: {other}"))),
         }
     }
 
-    /// The due time of `job` if it is scheduled at Redis time `now`.
-    fn due_of(job: &Job, now: i64) -> Result<i64, DistError> {
-        match job.when {
-            When::AtMs(ms) => Ok(ms),
-            When::After(d) => {
-                let d = i64::try_from(d.as_millis()).map_err(|_| DistError::DelayOverflow)?;
-                now.checked_add(d).ok_or(DistError::DelayOverflow)
-            }
-        }
-    }
-
-    /// Schedules `job`; returns its first due time (ms, Redis clock).
-    pub(crate) fn schedule(&self, con: &mut Conn, job: &Job) -> Result<i64, DistError> {
-        let due = match job.when {
-            When::AtMs(ms) => ms,
-            When::After(_) => Self::due_of(job, self.now_ms(con)?)?,
-        };
-        let reply = con.call(&self.schedule_call(job, due)?)?;
-        Self::schedule_result(job, due, &reply)
+    /// Schedules `job`; returns its first due time (ms, the shard's node's
+    /// clock). A `repeat` that finds the job stored with the same kind,
+    /// period and payload (by its own earlier attempt) reports success.
+    pub(crate) fn schedule(
+        &self,
+        con: &mut Conn,
+        job: &Job,
+        repeat: bool,
+    ) -> Result<i64, DistError> {
+        let reply = con.call(&self.schedule_call(job, repeat)?)?;
+        Self::schedule_result(job, &reply)
     }
 
     /// Schedules many jobs, 1000 per round trip; one result per job.
@@ -191,40 +227,43 @@ impl Store {
         &self,
         con: &mut Conn,
         jobs: &[Job],
+        repeat: bool,
     ) -> Result<PerItem<i64>, DistError> {
-        let now = self.now_ms(con)?;
         let mut out = Vec::with_capacity(jobs.len());
         for chunk in jobs.chunks(1000) {
-            let mut calls = Vec::with_capacity(chunk.len());
+            let mut reqs = Vec::with_capacity(chunk.len());
             let mut pending = Vec::with_capacity(chunk.len());
             for job in chunk {
-                match Self::due_of(job, now)
-                    .and_then(|due| Ok((due, self.schedule_call(job, due)?)))
-                {
-                    Ok((due, call)) => {
-                        calls.push(call);
-                        pending.push(Ok(due));
+                match self.schedule_call(job, repeat) {
+                    Ok(req) => {
+                        reqs.push(req);
+                        pending.push(Ok(()));
                     }
                     Err(e) => pending.push(Err(e)),
                 }
             }
-            let mut replies = con.calls(&calls)?.into_iter();
-            for (job, due) in chunk.iter().zip(pending) {
-                out.push(due.and_then(|due| {
+            let mut replies = con.run(&reqs)?.into_iter();
+            for (job, ok) in chunk.iter().zip(pending) {
+                out.push(ok.and_then(|()| {
                     let reply = replies
                         .next()
                         .ok_or_else(|| DistError::Protocol("short pipeline reply".into()))??;
-                    Self::schedule_result(job, due, &reply)
+                    Self::schedule_result(job, &reply)
                 }));
             }
         }
         Ok(out)
     }
 
-    pub(crate) fn cancel(&self, con: &mut Conn, id: &str) -> Result<CancelOutcome, DistError> {
-        let ttl = self.config.tombstone_ms;
-        let reply = con.call(&self.call(&scripts().cancel, self.keys_of(id), None, |c| {
-            c.arg(id).arg(ttl);
+    /// Cancels `id`; a repeat with the same `token` gets the first answer.
+    pub(crate) fn cancel(
+        &self,
+        con: &mut Conn,
+        id: &str,
+        token: &str,
+    ) -> Result<CancelOutcome, DistError> {
+        let reply = con.call(&self.call(&scripts().cancel, self.keys_of(id), true, |c| {
+            c.arg(id).arg(token).arg(fingerprint(id));
         }))?;
         let (status, _, _) = status_reply(&reply)?;
         match status.as_str() {
@@ -237,9 +276,11 @@ impl Store {
     }
 
     pub(crate) fn inspect(&self, con: &mut Conn, id: &str) -> Result<Option<JobInfo>, DistError> {
-        let reply = con.call(&self.call(&scripts().inspect, self.keys_of(id), None, |c| {
-            c.arg(id);
-        }))?;
+        let reply = con.call(
+            &self.call(&scripts().inspect, self.keys_of(id), false, |c| {
+                c.arg(id).arg(fingerprint(id));
+            }),
+        )?;
         let items = array(&reply)?;
         let now = int(items.first())?;
         let meta = opt_str(items.get(1))?;
@@ -289,51 +330,65 @@ impl Store {
     }
 
     pub(crate) fn dead_letters(&self, con: &mut Conn) -> Result<Vec<(String, i64)>, DistError> {
-        let mut pipe = redis::pipe();
-        for k in &self.shards {
-            pipe.cmd("ZRANGE")
-                .arg(&k.dead)
-                .arg(0)
-                .arg(-1)
-                .arg("WITHSCORES");
+        let reqs: Vec<Req> = self
+            .shards
+            .iter()
+            .map(|k| {
+                let mut cmd = redis::cmd("ZRANGE");
+                cmd.arg(&k.dead).arg(0).arg(-1).arg("WITHSCORES");
+                Req::read(Some(k.prefix.clone()), cmd)
+            })
+            .collect();
+        let mut out = Vec::new();
+        for r in con.run(&reqs)? {
+            let v: Vec<(String, f64)> =
+                redis::from_redis_value(r?).map_err(redis::RedisError::from)?;
+            out.extend(v.into_iter().map(|(id, t)| (id, t as i64)));
         }
-        let per_shard: Vec<Vec<(String, f64)>> = con.pipeline(&pipe)?;
-        Ok(per_shard
-            .into_iter()
-            .flatten()
-            .map(|(id, t)| (id, t as i64))
-            .collect())
+        Ok(out)
     }
 
-    /// Redis's clock and the earliest run time of every shard, in one round
-    /// trip.
-    pub(crate) fn heads(&self, con: &mut Conn) -> Result<(i64, Vec<Option<i64>>), DistError> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("TIME");
-        for k in &self.shards {
-            pipe.cmd("ZRANGE")
-                .arg(&k.idx)
-                .arg(0)
-                .arg(0)
-                .arg("WITHSCORES");
+    /// The number of jobs stored (pending, running or dead) over all shards.
+    pub(crate) fn job_count(&self, con: &mut Conn) -> Result<u64, DistError> {
+        let reqs: Vec<Req> = self
+            .shards
+            .iter()
+            .map(|k| {
+                let mut cmd = redis::cmd("HLEN");
+                cmd.arg(&k.meta);
+                Req::read(Some(k.prefix.clone()), cmd)
+            })
+            .collect();
+        let mut n = 0;
+        for r in con.run(&reqs)? {
+            n += redis::from_redis_value::<u64>(r?).map_err(redis::RedisError::from)?;
         }
-        let mut replies: Vec<Value> = con.pipeline(&pipe)?;
-        let heads = replies.split_off(1.min(replies.len()));
+        Ok(n)
+    }
+
+    /// Redis's clock (the node of shard 0's) and the earliest run time of
+    /// every shard, in one round trip.
+    pub(crate) fn heads(&self, con: &mut Conn) -> Result<(i64, Vec<Option<i64>>), DistError> {
+        let route: Option<Arc<str>> = self.shards.first().map(|k| k.prefix.clone());
+        let mut reqs = vec![Req::read(route, redis::cmd("TIME"))];
+        for k in &self.shards {
+            let mut cmd = redis::cmd("ZRANGE");
+            cmd.arg(&k.idx).arg(0).arg(0).arg("WITHSCORES");
+            reqs.push(Req::read(Some(k.prefix.clone()), cmd));
+        }
+        let mut replies = con.run(&reqs)?.into_iter();
+        let time = replies
+            .next()
+            .ok_or_else(|| DistError::Protocol("heads: no reply".into()))??;
         let (secs, micros): (i64, i64) =
-            redis::from_redis_value(replies.pop().unwrap_or(Value::Nil))
-                .map_err(redis::RedisError::from)?;
-        let heads: Vec<Vec<(String, f64)>> = heads
-            .into_iter()
-            .map(|v| redis::from_redis_value(v).map_err(redis::RedisError::from))
-            .collect::<Result<_, _>>()?;
-        let now = secs * 1000 + micros / 1000;
-        Ok((
-            now,
-            heads
-                .into_iter()
-                .map(|h| h.first().map(|(_, s)| *s as i64))
-                .collect(),
-        ))
+            redis::from_redis_value(time).map_err(redis::RedisError::from)?;
+        let mut heads = Vec::with_capacity(self.shards.len());
+        for r in replies {
+            let h: Vec<(String, f64)> =
+                redis::from_redis_value(r?).map_err(redis::RedisError::from)?;
+            heads.push(h.first().map(|(_, s)| *s as i64));
+        }
+        Ok((secs * 1000 + micros / 1000, heads))
     }
 
     /// Claims, in one round trip, up to `limit` due jobs from each
@@ -344,15 +399,15 @@ impl Store {
         asks: &[(usize, usize)],
         lease_ms: i64,
     ) -> Result<PerItem<Claimed>, DistError> {
-        let calls: Vec<Call> = asks
+        let calls: Vec<Req> = asks
             .iter()
             .map(|&(s, limit)| {
-                self.call(&scripts().claim, &self.shards[s], None, |c| {
+                self.call(&scripts().claim, &self.shards[s], true, |c| {
                     c.arg(limit.min(MAX_BATCH)).arg(lease_ms);
                 })
             })
             .collect();
-        let replies = con.calls(&calls)?;
+        let replies = con.run(&calls)?;
         Ok(asks
             .iter()
             .zip(replies)
@@ -395,8 +450,8 @@ impl Store {
         &self,
         items: &[T],
         shard: impl Fn(&T) -> usize,
-        mut call: impl FnMut(usize, &[&T]) -> Call,
-    ) -> (Vec<Call>, Vec<Vec<usize>>) {
+        mut call: impl FnMut(usize, &[&T]) -> Req,
+    ) -> (Vec<Req>, Vec<Vec<usize>>) {
         let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
         for (i, it) in items.iter().enumerate() {
             by_shard[shard(it)].push(i);
@@ -422,14 +477,12 @@ impl Store {
         lease_ms: i64,
         p: RetryPolicy,
     ) -> Result<PerItem<bool>, DistError> {
-        let ttl = self.config.tombstone_ms;
         let (calls, positions) = self.batches(
             fires,
             |f| f.shard as usize,
             |s, group| {
-                self.call(&scripts().extend, &self.shards[s], None, |c| {
+                self.call(&scripts().extend, &self.shards[s], true, |c| {
                     c.arg(lease_ms)
-                        .arg(ttl)
                         .arg(p.max_attempts)
                         .arg(p.backoff_base_ms)
                         .arg(p.backoff_max_ms);
@@ -439,7 +492,7 @@ impl Store {
                 })
             },
         );
-        let replies = con.calls(&calls)?;
+        let replies = con.run(&calls)?;
         let mut out: Vec<Result<bool, DistError>> = (0..fires.len()).map(|_| Ok(true)).collect();
         for (reply, pos) in replies.into_iter().zip(positions) {
             let lost: Result<Vec<i64>, DistError> = reply.and_then(|v| {
@@ -464,14 +517,15 @@ impl Store {
     }
 
     /// Ends the leases of `items` (fire, how) in one round trip. Per item:
-    /// what happened and Redis's clock then, or an error.
+    /// what happened, Redis's clock then, and why its durability fell short
+    /// if it did (the outcome was applied on the master all the same), or an
+    /// error.
     pub(crate) fn settle(
         &self,
         con: &mut Conn,
         items: &[(&Fire, &Op)],
         p: RetryPolicy,
-    ) -> Result<PerItem<(Settled, i64)>, DistError> {
-        let ttl = self.config.tombstone_ms;
+    ) -> Result<PerItem<SettleReply>, DistError> {
         // Acks first in every call (the script takes them as pairs).
         let mut order: Vec<usize> = (0..items.len()).collect();
         order.sort_by_key(|&i| *items[i].1 != Op::Ack);
@@ -480,14 +534,13 @@ impl Store {
             &sorted,
             |(f, _)| f.shard as usize,
             |s, group| {
-                self.call(&scripts().settle, &self.shards[s], None, |c| {
-                    c.arg(ttl)
-                        .arg(p.max_attempts)
+                self.call(&scripts().settle, &self.shards[s], true, |c| {
+                    c.arg(p.max_attempts)
                         .arg(p.backoff_base_ms)
                         .arg(p.backoff_max_ms)
                         .arg(group.iter().filter(|(_, op)| **op == Op::Ack).count());
                     for (f, op) in group {
-                        c.arg(&f.id).arg(f.fence);
+                        c.arg(&f.id).arg(f.fence).arg(fingerprint(&f.id));
                         match op {
                             Op::Ack => {}
                             Op::Fail(why) => {
@@ -506,11 +559,11 @@ impl Store {
             .into_iter()
             .map(|p| p.into_iter().map(|i| order[i]).collect())
             .collect();
-        let replies = con.calls(&calls)?;
-        let mut out: Vec<Result<(Settled, i64), DistError>> = (0..items.len())
+        let replies = con.run_applied(&calls)?;
+        let mut out: PerItem<SettleReply> = (0..items.len())
             .map(|_| Err(DistError::Protocol("settle: no reply".into())))
             .collect();
-        for (reply, pos) in replies.into_iter().zip(positions) {
+        for ((reply, shortfall), pos) in replies.into_iter().zip(positions) {
             let decoded = reply.and_then(|v| {
                 let a = array(&v)?;
                 let now = int(a.first())?;
@@ -527,9 +580,10 @@ impl Store {
                             "CANCELLED" => Settled::Cancelled,
                             "RELEASED" => Settled::Released,
                             "STALE" => Settled::Stale,
+                            "UNKNOWN" => Settled::Unknown,
                             other => return Err(DistError::Protocol(format!("settle: {other}"))),
                         };
-                        Ok((s, now))
+                        Ok((s, now, shortfall.clone()))
                     })
                     .collect::<Result<Vec<_>, _>>()
             });
@@ -561,24 +615,24 @@ impl Store {
         limit: usize,
         p: RetryPolicy,
     ) -> Result<PerItem<Vec<Reaped>>, DistError> {
-        let ttl = self.config.tombstone_ms;
-        let calls: Vec<Call> = self
+        let calls: Vec<Req> = self
             .shards
             .iter()
             .map(|k| {
-                self.call(&scripts().reap, k, None, |c| {
+                self.call(&scripts().reap, k, true, |c| {
                     c.arg(limit)
-                        .arg(ttl)
                         .arg(p.max_attempts)
                         .arg(p.backoff_base_ms)
                         .arg(p.backoff_max_ms);
                 })
             })
             .collect();
+        // A reap that Redis applied is reported even when its durability
+        // fell short: it happened on the master.
         Ok(con
-            .calls(&calls)?
+            .run_applied(&calls)?
             .into_iter()
-            .map(|reply| {
+            .map(|(reply, _)| {
                 let reply = reply?;
                 let items = array(&reply)?;
                 let now = int(items.first())?;
@@ -604,8 +658,9 @@ impl Store {
 /// Marks the items at `pos` failed by `e` (one failed script call of a
 /// batch).
 fn fail_all<T>(out: &mut [Result<T, DistError>], pos: &[usize], e: &DistError) {
+    let msg = e.to_string();
     for &i in pos {
-        out[i] = Err(DistError::Protocol(e.to_string()));
+        out[i] = Err(clone_error(e, &msg));
     }
 }
 

@@ -53,9 +53,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 
-use super::conn::{Conn, Heard};
+use super::conn::{clone_error, Conn, Heard};
 use super::job::{AckOutcome, Fire};
 use super::store::{Op, RetryPolicy, Settled, Store, MAX_BATCH};
 use super::{Config, DistError};
@@ -325,6 +325,14 @@ impl WorkerBuilder {
             ));
         }
         let store = Store::new(&self.url, self.config)?;
+        // The layout (and the durability) checked at start when Redis is up:
+        // a worker that disagrees never runs. When Redis is down, every
+        // thread checks on its first connection and does nothing until the
+        // check passes.
+        match store.now_ms(&mut store.conn()) {
+            Err(e) if !e.is_transient() => return Err(e),
+            _ => {}
+        }
         let name = self
             .name
             .unwrap_or_else(|| format!("worker-{}-{:x}", std::process::id(), seed()));
@@ -775,6 +783,13 @@ fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
 /// Most leases settled in one round trip.
 const SETTLE_BATCH: usize = 4096;
 
+/// How long a settle that fails transiently (a dropped connection, a
+/// failover, a write not confirmed durable) is tried again, with a backoff
+/// of 10 ms doubling to 1 s, before its error is reported. Long enough for
+/// a Cluster failover and a restart of Redis; the lease decides meanwhile
+/// (a lease that lapses is reaped and the settle answers STALE).
+const SETTLE_RETRY_FOR: Duration = Duration::from_secs(30);
+
 /// How long the settler waits for more finished runs after the first: acks
 /// are not urgent (the lease covers them), and a settle costs one script
 /// call per shard, so at a paced load of a few thousand jobs a second over 8
@@ -782,60 +797,129 @@ const SETTLE_BATCH: usize = 4096;
 /// saturation batches fill without waiting.
 const SETTLE_LINGER: Duration = Duration::from_millis(5);
 
+/// A finished run on its way to Redis, and how long it has been trying.
+struct Settling {
+    done: Done,
+    since: Instant,
+    backoff: Duration,
+    retry_at: Instant,
+}
+
 fn settle_loop(sh: &Shared, done: &Receiver<Done>) {
     let mut con = sh.store.conn();
-    while let Ok(first) = done.recv() {
-        let until = Instant::now() + SETTLE_LINGER;
-        let mut batch = vec![first];
-        while batch.len() < SETTLE_BATCH {
-            match done.try_recv() {
-                Ok(d) => batch.push(d),
-                // Shutting down: hand back without waiting.
-                Err(_) if sh.stopped() => break,
-                Err(_) => match done.recv_deadline(until) {
-                    Ok(d) => batch.push(d),
-                    Err(_) => break,
-                },
+    // Settles that failed transiently (a dropped connection, a failover, a
+    // write not confirmed durable), waiting for their next try: they go
+    // with a later batch, so a master failing over does not hold up the
+    // settles of the others.
+    let mut retrying: Vec<Settling> = Vec::new();
+    let mut open = true;
+    while open || !retrying.is_empty() {
+        let mut batch: Vec<Settling> = Vec::new();
+        let next_retry = retrying.iter().map(|r| r.retry_at).min();
+        let first = match (open, next_retry) {
+            (true, None) => done.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            (true, Some(at)) => done.recv_deadline(at),
+            (false, _) => Err(RecvTimeoutError::Timeout),
+        };
+        match first {
+            Ok(d) => batch.push(Settling::new(d)),
+            Err(RecvTimeoutError::Disconnected) => open = false,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if !batch.is_empty() {
+            let until = Instant::now() + SETTLE_LINGER;
+            while batch.len() < SETTLE_BATCH {
+                match done.try_recv() {
+                    Ok(d) => batch.push(Settling::new(d)),
+                    // Shutting down: hand back without waiting.
+                    Err(_) if sh.stopped() => break,
+                    Err(_) => match done.recv_deadline(until) {
+                        Ok(d) => batch.push(Settling::new(d)),
+                        Err(_) => break,
+                    },
+                }
             }
         }
-        settle_batch(sh, &mut con, batch);
+        let now = Instant::now();
+        let (due, later): (Vec<Settling>, Vec<Settling>) =
+            retrying.drain(..).partition(|r| r.retry_at <= now || !open);
+        retrying = later;
+        batch.extend(due);
+        if !batch.is_empty() {
+            retrying.extend(settle_batch(sh, &mut con, batch, !open));
+        }
     }
 }
 
-fn settle_batch(sh: &Shared, con: &mut Conn, batch: Vec<Done>) {
-    for d in &batch {
-        d.held.settling.store(true, Ordering::Release);
-    }
-    let items: Vec<(&Fire, &Op)> = batch.iter().map(|d| (&d.held.fire, &d.op)).collect();
-    // One round trip, repeated once on a fresh connection if the first
-    // failed at the connection level (a dropped connection, a failover). If
-    // the first was applied and only its reply was lost, the repeat answers
-    // STALE, so a STALE after a repeat means "unknown", not "lost".
-    let results: Vec<Result<(Settled, i64), String>> = match sh.store.settle(con, &items, sh.retry)
-    {
-        Ok(r) => r
-            .into_iter()
-            .map(|x| x.map_err(|e| e.to_string()))
-            .collect(),
-        Err(e) if e.is_connection() => {
-            sh.redis_error(&e);
-            match sh.store.settle(con, &items, sh.retry) {
-                Ok(r) => r
-                    .into_iter()
-                    .map(|x| match x {
-                        Ok((Settled::Stale, _)) => Err(format!(
-                            "{e}; the repeated call was refused, so the first one may have been applied"
-                        )),
-                        x => x.map_err(|e| e.to_string()),
-                    })
-                    .collect(),
-                Err(e) => items.iter().map(|_| Err(e.to_string())).collect(),
-            }
+impl Settling {
+    fn new(done: Done) -> Settling {
+        done.held.settling.store(true, Ordering::Release);
+        let now = Instant::now();
+        Settling {
+            done,
+            since: now,
+            backoff: Duration::from_millis(10),
+            retry_at: now,
         }
-        Err(e) => items.iter().map(|_| Err(e.to_string())).collect(),
+    }
+}
+
+/// Settles `batch` in one round trip and reports the outcomes; returns the
+/// settles to try again (transient failures within [`SETTLE_RETRY_FOR`],
+/// unless `last`). Settling is idempotent: a repeat of an applied settle
+/// gets the original outcome from Redis's outcome log, so the history
+/// records what happened, not "lost".
+fn settle_batch(sh: &Shared, con: &mut Conn, batch: Vec<Settling>, last: bool) -> Vec<Settling> {
+    let items: Vec<(&Fire, &Op)> = batch
+        .iter()
+        .map(|s| (&s.done.held.fire, &s.done.op))
+        .collect();
+    let results = match sh.store.settle(con, &items, sh.retry) {
+        Ok(r) => r,
+        Err(e) => {
+            let msg = e.to_string();
+            items.iter().map(|_| Err(clone_error(&e, &msg))).collect()
+        }
     };
     drop(items);
-    for (d, r) in batch.into_iter().zip(results) {
+    let mut again = Vec::new();
+    let mut finished = Vec::new();
+    for (mut st, r) in batch.into_iter().zip(results) {
+        let in_time = !last && st.since.elapsed() < SETTLE_RETRY_FOR;
+        let retry = match &r {
+            Err(e) if e.is_transient() => {
+                sh.redis_error(e);
+                in_time
+            }
+            // Applied on the master, not confirmed durable: ask again (the
+            // repeat gets the same outcome and waits again); in the end,
+            // report what the master did.
+            Ok((_, _, Some(why))) => {
+                sh.redis_error(&DistError::NotDurable(why.clone()));
+                in_time
+            }
+            _ => false,
+        };
+        if retry {
+            st.retry_at = Instant::now() + st.backoff;
+            st.backoff = (st.backoff * 2).min(Duration::from_millis(1000));
+            again.push(st);
+        } else {
+            finished.push((
+                st.done,
+                r.map(|(s, now, _)| (s, now)).map_err(|e| e.to_string()),
+            ));
+        }
+    }
+    report_settled(sh, finished);
+    again
+}
+
+/// A settle's end: the outcome and Redis's clock, or why it failed.
+type SettleEnd = Result<(Settled, i64), String>;
+
+fn report_settled(sh: &Shared, finished: Vec<(Done, SettleEnd)>) {
+    for (d, r) in finished {
         sh.forget(&d.held);
         let fire = &d.held.fire;
         let (outcome, at_ms) = match &r {
@@ -848,6 +932,10 @@ fn settle_batch(sh: &Shared, con: &mut Conn, batch: Vec<Done>) {
                     Settled::Cancelled => AckOutcome::Cancelled,
                     Settled::Stale => AckOutcome::Stale,
                     Settled::Released => AckOutcome::Error("released".into()),
+                    Settled::Unknown => AckOutcome::Error(
+                        "the lease ended more than an outcome window ago; how is no longer recorded"
+                            .into(),
+                    ),
                 },
                 *now,
             ),

@@ -1,8 +1,11 @@
 //! Tests of the Redis-backed scheduler against a real `redis-server`.
 //!
-//! Each test starts its own server (free loopback port, AOF on, temp dir,
-//! killed at the end) and, for the fault tests, worker processes of the
-//! `schedulers-redis-worker` binary. Workers append every event to a
+//! Each single-node test starts its own server (free loopback port, AOF on,
+//! temp dir, killed at the end) and, for the fault tests, worker processes
+//! of the `schedulers-redis-worker` binary. The fault scenarios run a second
+//! time on a Redis Cluster of 3 masters with a replica each, started once
+//! per test binary by `schedulers-redis-worker cluster` (which kills it when
+//! this process exits, however it exits). Workers append every event to a
 //! history file (times from Redis `TIME`); [`check`] decides each test from
 //! the histories. Without `redis-server` the tests print why and pass, except
 //! under CI (`CI` set), where they fail.
@@ -15,15 +18,20 @@
 mod api;
 mod bench;
 mod checker;
+mod cluster;
 mod faults;
+mod layout;
+mod power_loss;
+mod tls;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use schedulers::distributed::{find_redis_server, Config, LocalRedis};
+use schedulers::distributed::{find_redis_server, Config, Durability, LocalRedis, RedisScheduler};
 
 /// Starts a server, or returns `None` (after saying why) when none is
 /// installed outside CI. Under CI a missing server fails the test.
@@ -33,6 +41,12 @@ pub fn server() -> Option<LocalRedis> {
 
 /// As [`server`], with `appendfsync always` when `always`.
 pub fn server_with(always: bool) -> Option<LocalRedis> {
+    redis_installed().then(|| LocalRedis::start_with_fsync(always).expect("start redis-server"))
+}
+
+/// True if `redis-server` is installed; false (after saying why) if not,
+/// outside CI. Under CI a missing server fails the test.
+pub fn redis_installed() -> bool {
     if find_redis_server().is_none() {
         if std::env::var_os("CI").is_some() {
             panic!("redis-server is not installed, and CI is set: the distributed tests must run");
@@ -43,24 +57,126 @@ pub fn server_with(always: bool) -> Option<LocalRedis> {
             &mut std::io::stderr(),
             b"SKIPPED: redis-server not found (install it or set REDIS_SERVER); distributed test not run\n",
         );
+        return false;
+    }
+    true
+}
+
+/// Where a scenario runs: one server or the shared Cluster.
+pub struct Backend {
+    /// The URL clients start from.
+    pub url: String,
+    /// Where worker histories go.
+    pub dir: PathBuf,
+    /// The URL of every node (one for a single server).
+    pub nodes: Vec<String>,
+    /// A directory of its own to remove at the end (Cluster scenarios).
+    own_dir: bool,
+}
+
+impl Backend {
+    pub fn single(r: &LocalRedis) -> Backend {
+        Backend {
+            url: r.url(),
+            dir: r.dir().to_owned(),
+            nodes: vec![r.url()],
+            own_dir: false,
+        }
+    }
+
+    /// A plain connection to every node (for `CLIENT KILL` and the like).
+    pub fn node_connections(&self) -> Vec<redis::Connection> {
+        self.nodes
+            .iter()
+            .map(|u| {
+                redis::Client::open(u.as_str())
+                    .unwrap()
+                    .get_connection()
+                    .unwrap()
+            })
+            .collect()
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if self.own_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// The Cluster the Cluster scenarios share: 3 masters, a replica each, kept
+/// by a `schedulers-redis-worker cluster` process whose standard input this
+/// process holds open until it exits.
+pub struct SharedCluster {
+    pub url: String,
+    pub ports: Vec<u16>,
+    _supervisor: Mutex<(Child, ChildStdin)>,
+}
+
+impl SharedCluster {
+    /// A backend for one scenario, with a history directory of its own.
+    pub fn backend(&self, name: &str) -> Backend {
+        let dir = std::env::temp_dir().join(format!(
+            "schedulers-cluster-test-{}-{name}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Backend {
+            url: self.url.clone(),
+            dir,
+            nodes: self
+                .ports
+                .iter()
+                .map(|p| format!("redis://127.0.0.1:{p}/"))
+                .collect(),
+            own_dir: true,
+        }
+    }
+}
+
+/// Starts the shared Cluster on first use; `None` when Redis is not
+/// installed outside CI.
+pub fn shared_cluster() -> Option<&'static SharedCluster> {
+    static C: OnceLock<SharedCluster> = OnceLock::new();
+    if !redis_installed() {
         return None;
     }
-    Some(LocalRedis::start_with_fsync(always).expect("start redis-server"))
+    Some(C.get_or_init(|| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_schedulers-redis-worker"))
+            .args(["cluster", "--masters", "3", "--replicas", "1"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the cluster supervisor");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the cluster's ready line");
+        let mut words = line.split_whitespace();
+        assert_eq!(
+            words.next(),
+            Some("ready"),
+            "the cluster did not start: {line:?}"
+        );
+        let url = words.next().expect("seed url").to_owned();
+        let ports = words.map(|p| p.parse().expect("port")).collect();
+        let stdin = child.stdin.take().expect("stdin");
+        SharedCluster {
+            url,
+            ports,
+            _supervisor: Mutex::new((child, stdin)),
+        }
+    }))
 }
 
 /// True when no job of the namespace is left in Redis (all acked or
 /// cancelled): the number of job records over all shards is zero.
 pub fn drained(url: &str, o: &WorkerOpts) -> bool {
-    let client = redis::Client::open(url).unwrap();
-    let Ok(mut con) = client.get_connection() else {
-        return false;
-    };
-    (0..o.shards).all(|s| {
-        redis::cmd("HLEN")
-            .arg(format!("{{tw:{}:{s}}}:m", o.ns))
-            .query::<u64>(&mut con)
-            .is_ok_and(|n| n == 0)
-    })
+    RedisScheduler::connect(url, o.config().retry_for(Duration::ZERO))
+        .and_then(|s| s.job_count())
+        .is_ok_and(|n| n == 0)
 }
 
 /// Polls `cond` every 10 ms until it holds or `timeout` passes.
@@ -93,6 +209,9 @@ pub struct WorkerOpts {
     /// when `None`).
     pub batch: Option<u64>,
     pub buffer: Option<u64>,
+    /// `async`, `fsync` or `replicas:N`, and its timeout.
+    pub durability: Durability,
+    pub durability_timeout_ms: u64,
 }
 
 impl WorkerOpts {
@@ -109,6 +228,8 @@ impl WorkerOpts {
             max_attempts: 10,
             batch: None,
             buffer: None,
+            durability: Durability::Async,
+            durability_timeout_ms: 2000,
         }
     }
 
@@ -117,6 +238,16 @@ impl WorkerOpts {
             .namespace(self.ns.clone())
             .shards(self.shards)
             .slice(Duration::from_millis(self.slice_ms))
+            .durability(self.durability)
+            .durability_timeout(Duration::from_millis(self.durability_timeout_ms))
+    }
+
+    fn durability_flag(&self) -> String {
+        match self.durability {
+            Durability::Async => "async".into(),
+            Durability::Fsync => "fsync".into(),
+            Durability::Replicas(n) => format!("replicas:{n}"),
+        }
     }
 }
 
@@ -161,6 +292,11 @@ impl WorkerProc {
             ])
             .args(o.batch.iter().flat_map(|b| ["--batch".to_owned(), n(*b)]))
             .args(o.buffer.iter().flat_map(|b| ["--buffer".to_owned(), n(*b)]))
+            .args(["--durability".to_owned(), o.durability_flag()])
+            .args([
+                "--durability-timeout-ms".to_owned(),
+                n(o.durability_timeout_ms),
+            ])
             .arg("--history")
             .arg(&history)
             .stdin(Stdio::piped())
@@ -196,12 +332,7 @@ impl WorkerProc {
 
     /// Sends a signal by name (`STOP`, `CONT`) with kill(1).
     pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(self.pid().to_string())
-            .status()
-            .expect("kill");
-        assert!(ok.success(), "kill -{sig} failed");
+        signal(self.pid(), sig);
     }
 
     /// Graceful stop: closes stdin, waits up to 20 s for the exit.
@@ -229,6 +360,16 @@ impl Drop for WorkerProc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Sends a signal by name (`STOP`, `CONT`) to a process with kill(1).
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("kill");
+    assert!(ok.success(), "kill -{sig} {pid} failed");
 }
 
 /// One line of a worker's history.

@@ -1,8 +1,10 @@
 //! The distributed workload's subjects: capacity and latency of the durable
 //! Redis scheduler (`schedulers::distributed`) with 1, 2 and 4 worker
-//! processes (`redis-1w`, `redis-2w`, `redis-4w`), and of BullMQ beside it
+//! processes (`redis-1w`, `redis-2w`, `redis-4w`), with acknowledged writes
+//! (`redis-fsync-1w`), on a local Redis Cluster (`redis-cluster-2w`, and
+//! `redis-cluster-wait-2w` with `WAIT 1`), and of BullMQ beside it
 //! ([`bullmq`]: `bullmq-1w`, `bullmq-2w`, `bullmq-4w`), every measurement
-//! against a fresh local `redis-server`. Everything Redis-specific of the
+//! against a fresh local `redis-server` (or Cluster). Everything Redis-specific of the
 //! workbench is in this module.
 //!
 //! Each subject is a [`Runner`] like any other, run by the suite on
@@ -66,53 +68,95 @@ pub fn worker_command(exe: &Path) -> Vec<OsString> {
     vec![exe.into(), WORKER_SUBCOMMAND.into()]
 }
 
-/// Our subjects: (worker processes, name, about).
-const OURS: [(u64, &str, &str); 3] = [
-    (
-        1,
-        "redis-1w",
-        "schedulers::distributed on a fresh local Redis: 1 worker process, batched claims into a local buffer, \
+/// One of our subjects: how many worker processes, against what server.
+struct OurSubject {
+    workers: u64,
+    name: &'static str,
+    about: &'static str,
+    /// The benchmark's server and durability flags (none: a fresh single
+    /// Redis, AOF everysec, `Durability::Async`).
+    server: &'static [&'static str],
+}
+
+/// Our subjects: 1, 2 and 4 workers on one Redis; one worker with
+/// `Durability::Fsync` on `appendfsync always` (the cost of acknowledged
+/// writes per job); two workers on a local Cluster of 3 masters with a
+/// replica each, asynchronous and with `WAIT 1` (Cluster versus one Redis,
+/// and the cost of acknowledged replication).
+const OURS: [OurSubject; 6] = [
+    OurSubject {
+        workers: 1,
+        name: "redis-1w",
+        about: "schedulers::distributed on a fresh local Redis: 1 worker process, batched claims into a local buffer, \
          Pub/Sub wake-ups, pipelined acks, leases + fencing, at-least-once",
-    ),
-    (
-        2,
-        "redis-2w",
-        "schedulers::distributed on a fresh local Redis: 2 worker processes, batched claims into a local buffer, \
+        server: &[],
+    },
+    OurSubject {
+        workers: 2,
+        name: "redis-2w",
+        about: "schedulers::distributed on a fresh local Redis: 2 worker processes, batched claims into a local buffer, \
          Pub/Sub wake-ups, pipelined acks, leases + fencing, at-least-once",
-    ),
-    (
-        4,
-        "redis-4w",
-        "schedulers::distributed on a fresh local Redis: 4 worker processes, batched claims into a local buffer, \
+        server: &[],
+    },
+    OurSubject {
+        workers: 4,
+        name: "redis-4w",
+        about: "schedulers::distributed on a fresh local Redis: 4 worker processes, batched claims into a local buffer, \
          Pub/Sub wake-ups, pipelined acks, leases + fencing, at-least-once",
-    ),
+        server: &[],
+    },
+    OurSubject {
+        workers: 1,
+        name: "redis-fsync-1w",
+        about: "redis-1w with Durability::Fsync: Redis with appendfsync always (7.0 has no WAITAOF), so every \
+         schedule, claim and ack is on disk before it is acknowledged",
+        server: &["--appendfsync", "always", "--durability", "fsync"],
+    },
+    OurSubject {
+        workers: 2,
+        name: "redis-cluster-2w",
+        about: "redis-2w on a fresh local Redis Cluster of 3 masters with a replica each (6 redis-servers on the same \
+         cores): shards spread over the masters by hash tag, Durability::Async",
+        server: &["--cluster", "3", "--replicas", "1"],
+    },
+    OurSubject {
+        workers: 2,
+        name: "redis-cluster-wait-2w",
+        about: "redis-cluster-2w with Durability::Replicas(1): every write waits (WAIT 1) for its master's replica",
+        server: &["--cluster", "3", "--replicas", "1", "--durability", "replicas:1"],
+    },
 ];
 
-/// Our subjects: `redis-1w`, `redis-2w`, `redis-4w`.
+/// Our subjects: `redis-1w`, `redis-2w`, `redis-4w`, `redis-fsync-1w`,
+/// `redis-cluster-2w`, `redis-cluster-wait-2w`.
 pub fn subjects() -> Vec<Subject> {
     OURS.iter()
-        .map(|&(workers, name, about)| Subject {
-            name,
-            kind: SubjectKind::Algorithm,
-            about,
-            workloads: &[WorkloadKind::Distributed],
-            runner: Arc::new(move || {
-                if schedulers::distributed::find_redis_server().is_none() {
-                    return Err(Unavailable::from(
-                        "redis-server is not installed (Debian: apt-get install redis-server)",
-                    ));
-                }
-                let exe = WORKER_EXE.get().ok_or_else(|| {
-                    Unavailable::from(
-                        "the worker is the workbench binary's `redis-worker` subcommand, and this is not the workbench binary",
-                    )
-                })?;
-                Ok(Box::new(Ours {
-                    worker: worker_command(exe),
-                    workers,
-                }) as Box<dyn Runner>)
-            }),
-            timers: None,
+        .map(|o| {
+            let (workers, server) = (o.workers, o.server);
+            Subject {
+                name: o.name,
+                kind: SubjectKind::Algorithm,
+                about: o.about,
+                workloads: &[WorkloadKind::Distributed],
+                runner: Arc::new(move || {
+                    if schedulers::distributed::find_redis_server().is_none() {
+                        return Err(Unavailable::from(
+                            "redis-server is not installed (Debian: apt-get install redis-server)",
+                        ));
+                    }
+                    let exe = WORKER_EXE.get().ok_or_else(|| {
+                        Unavailable::from(
+                            "the worker is the workbench binary's `redis-worker` subcommand, and this is not the workbench binary",
+                        )
+                    })?;
+                    Ok(Box::new(Ours {
+                        worker: worker_command(exe),
+                        workers,
+                        server,
+                    }) as Box<dyn Runner>)
+                }),
+                timers: None,
+            }
         })
         .collect()
 }
@@ -135,11 +179,12 @@ fn window_ms(d: &Distributed) -> u64 {
 struct Ours {
     worker: Vec<OsString>,
     workers: u64,
+    server: &'static [&'static str],
 }
 
 impl Runner for Ours {
     fn run(&mut self, workload: &Workload, ctx: &RunContext) -> Result<Vec<Measurement>, RunError> {
-        let steps = bench_args(section(workload)?, self.workers);
+        let steps = bench_args(section(workload)?, self.workers, self.server);
         ctx.progress.set_length(steps.len() as u64);
         let mut reports = Vec::new();
         for (i, args) in steps.iter().enumerate() {
@@ -184,9 +229,9 @@ impl Ours {
 }
 
 /// The `bench` argument lists of one repeat of ours with `workers`
-/// processes: drain, paced, and on one worker the ceiling and the idle
-/// worker.
-fn bench_args(d: &Distributed, workers: u64) -> Vec<Vec<String>> {
+/// processes against `server` (the benchmark's server flags): drain, paced,
+/// and on one worker on a plain Redis the ceiling and the idle worker.
+fn bench_args(d: &Distributed, workers: u64, server: &[&str]) -> Vec<Vec<String>> {
     let shape = |shape: &str, jobs: u64| {
         let mut a = vec![
             "--shape".to_owned(),
@@ -203,10 +248,11 @@ fn bench_args(d: &Distributed, workers: u64) -> Vec<Vec<String>> {
         if shape == "paced" {
             a.extend(["--window-ms".to_owned(), window_ms(d).to_string()]);
         }
+        a.extend(server.iter().map(|s| (*s).to_owned()));
         a
     };
     let mut steps = vec![shape("drain", d.drain), shape("paced", d.paced)];
-    if workers == 1 {
+    if workers == 1 && server.is_empty() {
         steps.push(
             [
                 "--shape",
@@ -374,7 +420,7 @@ pub fn parse_report(line: &str) -> Result<Vec<Measurement>, BadReport> {
 /// workload of `results`: how close one worker drains to the claim-script
 /// ceiling, and how it compares with BullMQ at the same concurrency.
 pub fn notes(results: &Results) -> Vec<String> {
-    let (ours, peer) = (OURS[0].1, bullmq::SUBJECTS[0].1);
+    let (ours, peer) = (OURS[0].name, bullmq::SUBJECTS[0].1);
     let mut out = Vec::new();
     for w in &results.workloads {
         let value = |s: &str, m| results.value(s, &w.name, m, None);
@@ -394,6 +440,49 @@ pub fn notes(results: &Results) -> Vec<String> {
                 w.name,
                 drain / b
             ));
+        }
+        // What acknowledged writes cost, and a Cluster against one Redis.
+        for (base, variant, what) in [
+            (
+                "redis-1w",
+                "redis-fsync-1w",
+                "Durability::Fsync (appendfsync always) against Async",
+            ),
+            (
+                "redis-2w",
+                "redis-cluster-2w",
+                "a 3-master Cluster against one Redis",
+            ),
+            (
+                "redis-cluster-2w",
+                "redis-cluster-wait-2w",
+                "Durability::Replicas(1) (WAIT 1) against Async on the Cluster",
+            ),
+        ] {
+            let fig = |s: &str| {
+                (
+                    value(s, Metric::DrainJobsPerS),
+                    value(s, Metric::RedisCpuDrain),
+                    value(s, Metric::PacedP50),
+                    value(s, Metric::PacedP99),
+                )
+            };
+            if let (
+                (Some(d0), Some(c0), Some(p50a), Some(p99a)),
+                (Some(d1), Some(c1), Some(p50b), Some(p99b)),
+            ) = (fig(base), fig(variant))
+            {
+                out.push(format!(
+                    "{}: {what}: {variant} drains {d1:.0} jobs/s against {base}'s {d0:.0} ({:+.0}%), \
+                     Redis CPU per drained job {c1:.1} µs against {c0:.1} µs, paced p50/p99 {:.0}/{:.0} ms against {:.0}/{:.0} ms",
+                    w.name,
+                    100.0 * (d1 - d0) / d0,
+                    p50b / 1000.0,
+                    p99b / 1000.0,
+                    p50a / 1000.0,
+                    p99a / 1000.0,
+                ));
+            }
         }
     }
     out
@@ -465,7 +554,7 @@ mod test {
             .unwrap()
             .quick();
         let d = w.distributed.as_ref().unwrap();
-        let lines: Vec<String> = bench_args(d, 1).iter().map(|a| a.join(" ")).collect();
+        let lines: Vec<String> = bench_args(d, 1, &[]).iter().map(|a| a.join(" ")).collect();
         assert_eq!(
             lines,
             [
@@ -476,6 +565,18 @@ mod test {
             ]
         );
         // The ceiling and the idle worker once per repeat, on one worker.
-        assert_eq!(bench_args(d, 4).len(), 2);
+        assert_eq!(bench_args(d, 4, &[]).len(), 2);
+        let fsync = &OURS[3];
+        let lines: Vec<String> = bench_args(d, fsync.workers, fsync.server)
+            .iter()
+            .map(|a| a.join(" "))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "--shape drain --workers 1 --jobs 20000 --threads 4 --shards 8 --appendfsync always --durability fsync",
+                "--shape paced --workers 1 --jobs 10000 --threads 4 --shards 8 --window-ms 4000 --appendfsync always --durability fsync",
+            ]
+        );
     }
 }
