@@ -49,6 +49,7 @@ pub(crate) enum Setting {
     PoolSize,
     PendingLimit,
     ThreadName,
+    SpinBudget,
 }
 
 impl Error {
@@ -102,6 +103,11 @@ impl Error {
     /// A thread name with a NUL byte, which the operating system refuses.
     pub fn is_invalid_thread_name(&self) -> bool {
         self.is_setting(Setting::ThreadName)
+    }
+
+    /// A spin budget of more than one second per second.
+    pub fn is_invalid_spin_budget(&self) -> bool {
+        self.is_setting(Setting::SpinBudget)
     }
 
     /// The operating system refused to start a thread the scheduler needs
@@ -181,6 +187,7 @@ impl fmt::Display for Error {
                     Setting::PoolSize => "pool size",
                     Setting::PendingLimit => "pending limit",
                     Setting::ThreadName => "thread name",
+                    Setting::SpinBudget => "spin budget",
                 };
                 write!(f, "invalid {name}: {why}")
             }

@@ -17,6 +17,24 @@
 //! allocates nothing. The pure data structures are public in [`core`], for
 //! an event loop that drives its own timers.
 //!
+//! # Lateness and its CPU cost
+//!
+//! Every driver thread asks Linux for a timer slack of 1 ns and, on the
+//! wheels too, sleeps until a timer's exact deadline, so a task starts a
+//! wake-up's latency after its deadline (tens of µs), not a tick after. A gap
+//! between deadlines shorter than a wake-up (under 25 µs) is spun through
+//! instead, within a **spin budget** (`spin_budget` on every builder, default
+//! [`DEFAULT_SPIN_BUDGET`], 100 ms per second): once the current tenth of a
+//! second's budget is spent, short gaps are slept through and what came due
+//! runs in one batch. Measured with the workbench (1e5 timers over 2 s, and
+//! 1,000 fixed-rate tasks every 10 ms, on a 2-core VM), the default gives
+//! `HeapTimer` a lateness p50 of 14 µs and p99 of 44 µs, where an unlimited
+//! budget gives 1.5 / 48 µs and no spinning 18 / 52 µs, at about the same
+//! CPU: on such a machine a timed wait costs about as much CPU as the gap it
+//! sleeps through. The JDK's `ScheduledThreadPoolExecutor` measured 42–49 µs
+//! p50 in the same run, at about half the CPU per periodic run (it wakes
+//! later and runs more tasks per wake-up).
+//!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
 //! fixed-rate catch-up, fixed-delay from the end of a run, ties in
@@ -119,7 +137,7 @@ pub mod thread_pool;
 mod timer_thread;
 mod waiters;
 
-pub use builder::{OnShutdown, ShutdownPolicy};
+pub use builder::{OnShutdown, ShutdownPolicy, DEFAULT_SPIN_BUDGET};
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
 pub use error::{Error, Rejected};
 pub use executor::{Executor, Job};

@@ -38,7 +38,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::builder::ShutdownPolicy;
-use crate::clock::{lock, wait_until, Clock, Timebase, Wakeable, NEVER};
+use crate::clock::{lock, nanos, wait_until, Clock, Timebase, Wakeable, NEVER};
 use crate::core::{Expired, HashedWheel, HierarchicalWheel, IndexedHeap, Key, TimerQueue};
 use crate::error::{Error, Kind, Rejected};
 use crate::executor::Executor;
@@ -51,10 +51,38 @@ use crate::task::{self, Failure, Job, Ran, Repeat, Task};
 /// many and they outnumber the live ones.
 pub const AUTO_PURGE_MIN: usize = 1024;
 
-/// Gaps shorter than this are spun through rather than slept: a timed wait
-/// on Linux wakes 50 to 90 µs late and costs a few µs of CPU in system
-/// calls, so sleeping through a gap this short is both later and dearer.
+/// Gaps shorter than this are spun through rather than slept, within the
+/// spin budget: a timed wait on Linux wakes 50 to 90 µs late, so sleeping
+/// through a gap this short makes its task late by several gaps.
 const SHORT_GAP: Duration = Duration::from_micros(25);
+
+/// The spin budget is counted per window of this many nanoseconds (a tenth
+/// of a second), so a burst of short gaps spins until its share of the
+/// window is spent, then sleeps.
+const SPIN_WINDOW: u64 = 100_000_000;
+
+/// What the driver threads spun in the current window.
+#[derive(Debug, Default)]
+struct SpinMeter {
+    /// Start of the window, in ticks.
+    since: u64,
+    /// Nanoseconds spun in it.
+    spent: u64,
+}
+
+impl SpinMeter {
+    /// Whether a spin of `gap` ns at `now` stays within `budget` ns per
+    /// window.
+    fn allows(&mut self, now: u64, gap: u64, budget: u64) -> bool {
+        if now.saturating_sub(self.since) >= SPIN_WINDOW {
+            *self = SpinMeter {
+                since: now,
+                spent: 0,
+            };
+        }
+        self.spent.saturating_add(gap) <= budget
+    }
+}
 
 /// The algorithm's pure queue.
 #[derive(Debug)]
@@ -118,6 +146,8 @@ pub(crate) struct Config {
     pub(crate) policy: ShutdownPolicy,
     pub(crate) pending_limit: Option<usize>,
     pub(crate) remove_on_cancel: bool,
+    /// Spinning allowed per second of the clock's time.
+    pub(crate) spin_budget: Duration,
 }
 
 /// Counters bumped by cancelling threads, one cache line per shard so that
@@ -179,6 +209,7 @@ pub(crate) struct Inner {
     /// Tasks claimed and not yet finished, plus keys handed to an executor.
     pub(crate) busy: usize,
     purge_requested: bool,
+    spin: SpinMeter,
     /// Driver threads alive.
     pub(crate) threads: usize,
     /// The thread waiting, timed, for the next deadline while others wait
@@ -203,6 +234,8 @@ pub(crate) struct Shared {
     policy: ShutdownPolicy,
     pending_limit: usize,
     remove_on_cancel: bool,
+    /// Nanoseconds of spinning allowed per [`SPIN_WINDOW`].
+    spin_per_window: u64,
     pub(crate) executor: Executor,
     /// When the waiting driver wakes by itself, in ticks: `NEVER` while it
     /// waits for a signal, 0 while it is awake. A submission due earlier
@@ -236,6 +269,7 @@ impl Shared {
                 reclaimed: 0,
                 busy: 0,
                 purge_requested: false,
+                spin: SpinMeter::default(),
                 threads: 0,
                 leader: None,
                 terminated: false,
@@ -248,6 +282,8 @@ impl Shared {
             policy: config.policy,
             pending_limit: config.pending_limit.unwrap_or(usize::MAX),
             remove_on_cancel: config.remove_on_cancel,
+            spin_per_window: (nanos(config.spin_budget) as u128 * u128::from(SPIN_WINDOW)
+                / 1_000_000_000) as u64,
             executor: config.executor,
             wake_at: AtomicU64::new(0),
             cancels: Sharded {
@@ -755,7 +791,7 @@ impl Shared {
     /// leaves the right value; while any is awake it reads 0.
     pub(crate) fn wait<'a>(
         &'a self,
-        inner: MutexGuard<'a, Inner>,
+        mut inner: MutexGuard<'a, Inner>,
         deadline: Option<u64>,
         wake_at: u64,
     ) -> MutexGuard<'a, Inner> {
@@ -763,13 +799,18 @@ impl Shared {
             .and_then(|d| self.timebase.instant(d))
             .and_then(|at| self.clock.wait_for(at));
         if let (Some(t), Some(d)) = (timeout, deadline) {
-            if t < SHORT_GAP {
+            let (now, gap) = (self.now(), nanos(t));
+            if t < SHORT_GAP && inner.spin.allows(now, gap, self.spin_per_window) {
                 // A timed wait would wake later than this gap lasts.
                 drop(inner);
-                while self.now() < d {
+                let mut at = now;
+                while at < d {
                     std::hint::spin_loop();
+                    at = self.now();
                 }
-                return self.lock();
+                let mut inner = self.lock();
+                inner.spin.spent += at - now;
+                return inner;
             }
         }
         self.wake_at.store(wake_at, SeqCst);
@@ -1005,5 +1046,31 @@ impl Wakeable for Shared {
 impl fmt::Debug for Shared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Shared").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// The meter lets a window spin up to its budget, counting each spin
+    /// as it is asked for, and starts afresh in the next window.
+    #[test]
+    fn spinning_stops_when_the_window_budget_is_spent() {
+        let mut meter = SpinMeter::default();
+        let budget = 10_000;
+        assert!(meter.allows(0, 6_000, budget));
+        meter.spent += 6_000;
+        assert!(meter.allows(1_000, 4_000, budget));
+        meter.spent += 4_000;
+        assert!(
+            !meter.allows(2_000, 1, budget),
+            "the window's budget is spent"
+        );
+        assert!(meter.allows(SPIN_WINDOW, 5_000, budget), "a new window");
+        assert!(
+            !SpinMeter::default().allows(0, 1, 0),
+            "a zero budget never spins"
+        );
     }
 }

@@ -118,6 +118,38 @@ fn a_zero_pending_limit_and_a_nul_in_a_thread_name_are_refused() {
     );
 }
 
+/// A spin budget beyond one second per second is refused; the edges, no
+/// spinning and always spinning, are accepted.
+#[test]
+fn a_spin_budget_beyond_a_second_per_second_is_refused() {
+    let too_much = Duration::from_secs(1) + Duration::from_nanos(1);
+    refused(
+        HeapTimer::builder().spin_budget(too_much).build(),
+        Error::is_invalid_spin_budget,
+    );
+    refused(
+        ScheduledThreadPool::builder().spin_budget(too_much).build(),
+        Error::is_invalid_spin_budget,
+    );
+    refused(
+        HashedWheelTimer::builder().spin_budget(too_much).build(),
+        Error::is_invalid_spin_budget,
+    );
+    refused(
+        HierarchicalWheelTimer::builder()
+            .spin_budget(too_much)
+            .build(),
+        Error::is_invalid_spin_budget,
+    );
+    for budget in [Duration::ZERO, Duration::from_secs(1)] {
+        let timer = HeapTimer::builder().spin_budget(budget).build().unwrap();
+        assert_eq!(
+            timer.schedule(Duration::ZERO, || 7).unwrap().get().unwrap(),
+            7
+        );
+    }
+}
+
 /// The edges of every range are accepted and work as set: nothing is
 /// rounded except the hashed wheel's size, up to a power of two.
 #[test]

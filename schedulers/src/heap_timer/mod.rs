@@ -158,6 +158,7 @@ impl HeapTimerBuilder {
             executor: Executor::inline(),
             policy: self.common.policy,
             pending_limit: self.common.pending_limit,
+            spin_budget: self.common.spin_budget,
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, self.spin)?;

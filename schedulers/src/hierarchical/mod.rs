@@ -260,6 +260,7 @@ impl HierarchicalWheelTimerBuilder {
             executor: self.executor,
             policy: self.common.policy,
             pending_limit: self.common.pending_limit,
+            spin_budget: self.common.spin_budget,
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)?;

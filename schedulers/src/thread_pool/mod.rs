@@ -360,6 +360,7 @@ impl ScheduledThreadPoolBuilder {
             executor: Executor::inline(),
             policy: self.common.policy,
             pending_limit: self.common.pending_limit,
+            spin_budget: self.common.spin_budget,
             remove_on_cancel: self.remove_on_cancel,
         });
         Ok(ScheduledThreadPool {
