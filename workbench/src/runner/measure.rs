@@ -107,15 +107,25 @@ pub fn ns(a: Instant, b: Instant) -> u64 {
 /// the calling one, from `/proc/self/task/*/status`: how often the subject's
 /// own threads woke up. 0 where `/proc` is unavailable.
 pub fn wakeups_of_other_threads() -> u64 {
-    let me = std::fs::read_link("/proc/thread-self")
+    let me = this_thread_id();
+    wakeups_of_threads(|tid| Some(tid) != me.as_deref())
+}
+
+/// The kernel's id of the calling thread (its name in `/proc/self/task`).
+fn this_thread_id() -> Option<String> {
+    std::fs::read_link("/proc/thread-self")
         .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_os_string()));
+        .and_then(|p| Some(p.file_name()?.to_str()?.to_owned()))
+}
+
+/// Context switches of the threads of this process whose id `keep` accepts.
+fn wakeups_of_threads(keep: impl Fn(&str) -> bool) -> u64 {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
     tasks
         .flatten()
-        .filter(|t| Some(t.file_name()) != me)
+        .filter(|t| t.file_name().to_str().is_some_and(&keep))
         .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
         .map(|status| {
             status
@@ -132,27 +142,33 @@ mod test {
     use super::*;
 
     /// The wake-up count sees a thread of the process that sleeps and
-    /// wakes: a check that can fail, for a figure that is often zero.
+    /// wakes: checks that can fail, for
+    /// a figure that is often zero. (The process-wide sum is not compared
+    /// before and after: other tests' threads come and go meanwhile.)
     #[test]
     fn wakeups_count_another_thread_waking() {
-        let before = wakeups_of_other_threads();
-        let (slept, slept_rx) = std::sync::mpsc::channel::<()>();
+        let (slept, slept_rx) = std::sync::mpsc::channel::<String>();
         let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
         let sleeper = std::thread::spawn(move || {
+            let tid = this_thread_id().expect("/proc/thread-self");
+            let before = wakeups_of_threads(|t| t == tid);
             for _ in 0..50 {
                 sleep(Duration::from_millis(1));
             }
-            slept.send(()).unwrap();
+            slept.send(tid).unwrap();
             // Stay alive, so its counts are still there to read.
             stop_rx.recv().unwrap();
+            before
         });
-        slept_rx.recv().unwrap();
-        let after = wakeups_of_other_threads();
+        let tid = slept_rx.recv().unwrap();
+        let after = wakeups_of_threads(|t| t == tid);
+        let seen_by_others = wakeups_of_other_threads() >= after;
         stop.send(()).unwrap();
-        sleeper.join().unwrap();
+        let before = sleeper.join().unwrap();
         assert!(
             after >= before + 50,
             "50 sleeps and wake-ups not seen: {before} then {after}"
         );
+        assert!(seen_by_others, "the sleeper is one of the other threads");
     }
 }
