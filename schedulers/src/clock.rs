@@ -383,14 +383,16 @@ pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Asks Linux to wake this thread's timed waits on time: the default timer
-/// slack of 50 µs would be added to every timer thread's lateness. Best
-/// effort; elsewhere, or if refused, nothing changes.
-pub(crate) fn reduce_timer_slack() {
+/// Tells Linux how late it may wake this thread's timed waits: its default
+/// of 50 µs would be added to every timer thread's lateness. Best effort;
+/// elsewhere, or if refused, nothing changes.
+pub(crate) fn set_timer_slack(slack: Duration) {
     #[cfg(target_os = "linux")]
     {
-        let _ = nix::sys::prctl::set_timerslack(1);
+        let _ = nix::sys::prctl::set_timerslack(nanos(slack));
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = slack;
 }
 
 thread_local! {

@@ -50,6 +50,7 @@ pub(crate) enum Setting {
     PendingLimit,
     ThreadName,
     SpinBudget,
+    TimerSlack,
 }
 
 impl Error {
@@ -108,6 +109,11 @@ impl Error {
     /// A spin budget of more than one second per second.
     pub fn is_invalid_spin_budget(&self) -> bool {
         self.is_setting(Setting::SpinBudget)
+    }
+
+    /// A timer slack of zero or of more than a second.
+    pub fn is_invalid_timer_slack(&self) -> bool {
+        self.is_setting(Setting::TimerSlack)
     }
 
     /// The operating system refused to start a thread the scheduler needs
@@ -188,6 +194,7 @@ impl fmt::Display for Error {
                     Setting::PendingLimit => "pending limit",
                     Setting::ThreadName => "thread name",
                     Setting::SpinBudget => "spin budget",
+                    Setting::TimerSlack => "timer slack",
                 };
                 write!(f, "invalid {name}: {why}")
             }

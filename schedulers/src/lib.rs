@@ -19,7 +19,7 @@
 //!
 //! # Lateness and its CPU cost
 //!
-//! Every driver thread asks Linux for a timer slack of 1 ns and, on the
+//! Every driver thread asks Linux for a timer slack of 1 ns (by default) and, on the
 //! wheels too, sleeps until a timer's exact deadline, so a task starts a
 //! wake-up's latency after its deadline (tens of µs), not a tick after. A gap
 //! between deadlines shorter than a wake-up (under 25 µs) is spun through
@@ -33,7 +33,11 @@
 //! CPU: on such a machine a timed wait costs about as much CPU as the gap it
 //! sleeps through. The JDK's `ScheduledThreadPoolExecutor` measured 42–49 µs
 //! p50 in the same run, at about half the CPU per periodic run (it wakes
-//! later and runs more tasks per wake-up).
+//! later and runs more tasks per wake-up). That is the timer slack:
+//! `timer_slack` on every builder (default [`DEFAULT_TIMER_SLACK`], 1 ns)
+//! sets how late Linux may wake a driver's threads; at the JDK's 50 µs,
+//! `HeapTimer` spends what the JDK's executor spends per periodic run, and is
+//! as late.
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
@@ -137,7 +141,7 @@ pub mod thread_pool;
 mod timer_thread;
 mod waiters;
 
-pub use builder::{OnShutdown, ShutdownPolicy, DEFAULT_SPIN_BUDGET};
+pub use builder::{OnShutdown, ShutdownPolicy, DEFAULT_SPIN_BUDGET, DEFAULT_TIMER_SLACK};
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
 pub use error::{Error, Rejected};
 pub use executor::{Executor, Job};

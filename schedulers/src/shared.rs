@@ -148,6 +148,8 @@ pub(crate) struct Config {
     pub(crate) remove_on_cancel: bool,
     /// Spinning allowed per second of the clock's time.
     pub(crate) spin_budget: Duration,
+    /// How late the OS may wake the driver's threads.
+    pub(crate) timer_slack: Duration,
 }
 
 /// Counters bumped by cancelling threads, one cache line per shard so that
@@ -236,6 +238,8 @@ pub(crate) struct Shared {
     remove_on_cancel: bool,
     /// Nanoseconds of spinning allowed per [`SPIN_WINDOW`].
     spin_per_window: u64,
+    /// What the driver's threads ask of Linux: see `set_timer_slack`.
+    timer_slack: Duration,
     pub(crate) executor: Executor,
     /// When the waiting driver wakes by itself, in ticks: `NEVER` while it
     /// waits for a signal, 0 while it is awake. A submission due earlier
@@ -284,6 +288,7 @@ impl Shared {
             remove_on_cancel: config.remove_on_cancel,
             spin_per_window: (nanos(config.spin_budget) as u128 * u128::from(SPIN_WINDOW)
                 / 1_000_000_000) as u64,
+            timer_slack: config.timer_slack,
             executor: config.executor,
             wake_at: AtomicU64::new(0),
             cancels: Sharded {
@@ -830,6 +835,11 @@ impl Shared {
         self.wakeups.fetch_add(1, Relaxed);
         self.wake_at.store(0, SeqCst);
         inner
+    }
+
+    /// Called first on every driver thread: sets its timer slack.
+    pub(crate) fn on_driver_thread(&self) {
+        crate::clock::set_timer_slack(self.timer_slack);
     }
 
     /// Times a driver thread woke from a wait.

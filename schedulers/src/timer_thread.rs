@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::{reduce_timer_slack, NEVER};
+use crate::clock::NEVER;
 use crate::error::Error;
 use crate::shared::Shared;
 use crate::task::{self, Ran};
@@ -32,7 +32,7 @@ pub(crate) fn spawn(shared: &Arc<Shared>, name: &str, spin: Duration) -> Result<
 }
 
 fn main_loop(shared: Arc<Shared>, spin: Duration) {
-    reduce_timer_slack();
+    shared.on_driver_thread();
     let inline = shared.executor.is_inline();
     let mut inner = shared.lock();
     let mut finished: Option<(crate::core::Key, u64, Ran)> = None;

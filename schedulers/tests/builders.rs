@@ -150,6 +150,91 @@ fn a_spin_budget_beyond_a_second_per_second_is_refused() {
     }
 }
 
+/// A timer slack of zero (which Linux would read as its default) or beyond
+/// a second is refused; one in range is what every scheduler's threads,
+/// where tasks run, ask of Linux.
+#[test]
+fn a_timer_slack_out_of_range_is_refused_and_one_in_range_is_used() {
+    for slack in [
+        Duration::ZERO,
+        Duration::from_secs(1) + Duration::from_nanos(1),
+    ] {
+        refused(
+            HeapTimer::builder().timer_slack(slack).build(),
+            Error::is_invalid_timer_slack,
+        );
+        refused(
+            ScheduledThreadPool::builder().timer_slack(slack).build(),
+            Error::is_invalid_timer_slack,
+        );
+        refused(
+            HashedWheelTimer::builder().timer_slack(slack).build(),
+            Error::is_invalid_timer_slack,
+        );
+        refused(
+            HierarchicalWheelTimer::builder().timer_slack(slack).build(),
+            Error::is_invalid_timer_slack,
+        );
+    }
+    for slack in [
+        Duration::from_nanos(1),
+        Duration::from_micros(37),
+        Duration::from_secs(1),
+    ] {
+        let clock = ManualClock::new();
+        let timers: [Box<dyn Scheduler>; 4] = [
+            Box::new(
+                HeapTimer::builder()
+                    .clock(clock.clone())
+                    .timer_slack(slack)
+                    .build()
+                    .unwrap(),
+            ),
+            Box::new(
+                ScheduledThreadPool::builder()
+                    .clock(clock.clone())
+                    .timer_slack(slack)
+                    .build()
+                    .unwrap(),
+            ),
+            Box::new(
+                HashedWheelTimer::builder()
+                    .clock(clock.clone())
+                    .executor(Executor::inline())
+                    .timer_slack(slack)
+                    .build()
+                    .unwrap(),
+            ),
+            Box::new(
+                HierarchicalWheelTimer::builder()
+                    .clock(clock.clone())
+                    .executor(Executor::inline())
+                    .timer_slack(slack)
+                    .build()
+                    .unwrap(),
+            ),
+        ];
+        for timer in &timers {
+            let task = timer
+                .schedule(Duration::ZERO, slack_of_this_thread)
+                .unwrap();
+            clock.advance(Duration::ZERO);
+            let got = task.get().unwrap();
+            if cfg!(target_os = "linux") {
+                assert_eq!(got, Some(slack.as_nanos() as u64));
+            }
+        }
+    }
+}
+
+/// The timer slack Linux applies to the calling thread.
+fn slack_of_this_thread() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    return nix::sys::prctl::get_timerslack().ok().map(|ns| ns as u64);
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
 /// The edges of every range are accepted and work as set: nothing is
 /// rounded except the hashed wheel's size, up to a power of two.
 #[test]

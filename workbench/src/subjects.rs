@@ -61,6 +61,16 @@ pub const SCHEDULERS: &[Algorithm] = &[
         make: || Ok(Box::new(HeapTimer::new()?)),
     },
     Algorithm {
+        name: "heap-slack50",
+        about: "HeapTimer with timer_slack(50 µs), the slack the JDK's threads run with: fewer wake-ups, later fires",
+        make: || {
+            let timer = HeapTimer::builder()
+                .timer_slack(Duration::from_micros(50))
+                .build()?;
+            Ok(Box::new(timer))
+        },
+    },
+    Algorithm {
         name: "stpe",
         about: "ScheduledThreadPool: ScheduledThreadPoolExecutor clone, 2 workers, leader/follower",
         make: || Ok(Box::new(ScheduledThreadPool::new(2)?)),

@@ -159,6 +159,7 @@ impl HeapTimerBuilder {
             policy: self.common.policy,
             pending_limit: self.common.pending_limit,
             spin_budget: self.common.spin_budget,
+            timer_slack: self.common.timer_slack,
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, self.spin)?;

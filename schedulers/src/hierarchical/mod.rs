@@ -261,6 +261,7 @@ impl HierarchicalWheelTimerBuilder {
             policy: self.common.policy,
             pending_limit: self.common.pending_limit,
             spin_budget: self.common.spin_budget,
+            timer_slack: self.common.timer_slack,
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)?;

@@ -361,6 +361,7 @@ impl ScheduledThreadPoolBuilder {
             policy: self.common.policy,
             pending_limit: self.common.pending_limit,
             spin_budget: self.common.spin_budget,
+            timer_slack: self.common.timer_slack,
             remove_on_cancel: self.remove_on_cancel,
         });
         Ok(ScheduledThreadPool {
@@ -375,7 +376,7 @@ impl ScheduledThreadPoolBuilder {
 
 /// One worker: `ThreadPoolExecutor.runWorker` over `DelayedWorkQueue.take`.
 fn worker(shared: Arc<Shared>, id: usize) {
-    crate::clock::reduce_timer_slack();
+    shared.on_driver_thread();
     let mut inner = shared.lock();
     let mut finished = None;
     loop {
