@@ -794,12 +794,19 @@ impl Shared {
     /// leader's), so that a submission due earlier signals one of them.
     /// Every thread republishes before it sleeps, so the last one to sleep
     /// leaves the right value; while any is awake it reads 0.
+    ///
+    /// A deadline that has passed returns at once: the queue still has
+    /// work for this instant (a cascade it spreads over polls), and a
+    /// virtual clock would never wake a driver for it.
     pub(crate) fn wait<'a>(
         &'a self,
         mut inner: MutexGuard<'a, Inner>,
         deadline: Option<u64>,
         wake_at: u64,
     ) -> MutexGuard<'a, Inner> {
+        if deadline.is_some_and(|d| d <= self.now()) {
+            return inner;
+        }
         let timeout = deadline
             .and_then(|d| self.timebase.instant(d))
             .and_then(|at| self.clock.wait_for(at));

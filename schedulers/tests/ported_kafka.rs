@@ -313,9 +313,11 @@ fn driver_wake_ups_with_100k_timers_an_hour_away() {
         worst_late.load(SeqCst)
     );
     // A bucket expires at its earliest timer, so every wake-up fires at least
-    // one timer: at most one per occupied millisecond (Netty: one per tick).
+    // one timer: at most one per occupied millisecond (Netty: one per tick),
+    // plus one for each bucket of more than 256 timers, which moves down
+    // ahead of its time (at most N / 256 on each of the 5 levels above 0).
     assert!(
-        busy_wakes <= N as u64,
+        busy_wakes <= N as u64 + 5 * N as u64 / 256,
         "{busy_wakes} wake-ups for {N} timers"
     );
     eprintln!("wake-ups: {woken_by_submits} during submits, {wakes} in the idle hour, {busy_wakes} in the firing hour");

@@ -19,6 +19,19 @@
 //! expiring bucket costs nothing, so a driver sleeps until
 //! [`next_deadline`](TimerQueue::next_deadline) however many timers wait.
 //!
+//! A bucket above level 0 that received more than 256 timers is keyed half
+//! a unit of the level below *ahead* of its earliest timer (and no earlier
+//! than the level below can take that timer). When its key passes, its
+//! timers move to the bucket's *staging* list, and each poll moves at most
+//! 256 of them down a level while the staging list keeps the queue's head
+//! (so `next_deadline` stays in the past and a driver polls again at once).
+//! A cascade of 20,000 timers (a 400 ms bucket of 10^5 timers spread over
+//! 2 s) takes about a millisecond; done in one poll at the bucket's first
+//! deadline it made every timer due meanwhile that much late. If a staged
+//! timer comes due before its turn, the rest of its list moves in one poll.
+//! A smaller bucket expires at its earliest timer, as before: its cascade
+//! is no longer than a chunk, and moving it ahead would cost a wake-up.
+//!
 //! # Differences from Kafka
 //!
 //! - **Never early.** Kafka's bucket expires at the start of its range and
@@ -33,6 +46,8 @@
 //!   submission sequence; Kafka runs a bucket in list order.
 //! - **Empty buckets leave the queue**, so a driver does not wake for a
 //!   bucket that cancels emptied.
+//! - **Cascades ahead of time, a chunk per poll** (above), where Kafka
+//!   moves a whole bucket when its range starts.
 //!
 //! # Costs
 //!
@@ -41,6 +56,7 @@
 //! re-inserted once per level it descends through before it expires.
 
 use std::cmp::Reverse;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use priority_queue::PriorityQueue;
 
@@ -56,9 +72,47 @@ struct Level {
     current: u64,
     /// `unit * size`, or `None` if that overflows (the level spans everything).
     interval: Option<u64>,
-    /// Number of its first bucket's list.
+    /// Number of its first bucket's list; the `size` lists after the
+    /// buckets are their staging lists.
     first: u32,
 }
+
+/// Hashes a bucket's list number for the delay queue. List numbers are
+/// small distinct integers, so one multiply spreads them; the default
+/// SipHash cost about as much as the rest of an insert.
+#[derive(Debug, Default)]
+struct ListHasher(u64);
+
+/// 2^64 divided by the golden ratio: Fibonacci hashing's multiplier.
+const SPREAD: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl Hasher for ListHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(SPREAD);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(SPREAD);
+    }
+}
+
+/// Lists (by number) keyed by when a poll should take them.
+type DelayQueue = PriorityQueue<u32, Reverse<u64>, BuildHasherDefault<ListHasher>>;
+
+/// Timers one poll moves down a level ahead of their time, at most; the
+/// rest of the staging list waits for the next poll, so timers due meanwhile
+/// wait for a chunk (tens of microseconds), not for the whole cascade.
+#[cfg(not(test))]
+pub(crate) const CASCADE_CHUNK: usize = 256;
+/// Small in tests, so that the model test meets cascades spread over polls.
+#[cfg(test)]
+pub(crate) const CASCADE_CHUNK: usize = 3;
 
 /// Hierarchical timing wheels. See the [module docs](self).
 ///
@@ -82,10 +136,17 @@ pub struct HierarchicalWheel {
     size: u64,
     precision: Precision,
     levels: Vec<Level>,
-    /// The bucket lists of every level, then the overdue list (number 0).
+    /// The overdue list (number 0), then each level's buckets and staging
+    /// lists.
     lists: Lists,
-    /// Buckets (by list number) keyed by their earliest deadline.
-    queue: PriorityQueue<u32, Reverse<u64>>,
+    /// Buckets and staging lists by when a poll should take them.
+    queue: DelayQueue,
+    /// A lower bound of each list's deadlines, while it is queued (or, for
+    /// a staging list, not empty): read without a hash lookup on insert.
+    earliest: Vec<Option<u64>>,
+    /// Timers placed in each bucket since it was last empty: an upper bound
+    /// of its length (a removal does not count down).
+    placed: Vec<u32>,
     seq: u64,
 }
 
@@ -117,7 +178,9 @@ impl HierarchicalWheel {
             precision,
             levels: Vec::new(),
             lists: Lists::new(1),
-            queue: PriorityQueue::new(),
+            queue: DelayQueue::with_default_hasher(),
+            earliest: vec![None],
+            placed: vec![0],
             seq: 0,
         };
         wheels.push_level(1, now / tick);
@@ -125,7 +188,10 @@ impl HierarchicalWheel {
     }
 
     fn push_level(&mut self, unit: u64, start: u64) {
-        let first = self.lists.add_lists(self.size as usize);
+        let first = self.lists.add_lists(2 * self.size as usize);
+        self.earliest
+            .resize(self.earliest.len() + 2 * self.size as usize, None);
+        self.placed.resize(self.earliest.len(), 0);
         self.levels.push(Level {
             unit,
             current: start - start % unit,
@@ -164,12 +230,16 @@ impl HierarchicalWheel {
             if level.interval.is_none_or(|span| e - level.current < span) {
                 let list = level.first + ((e / level.unit) % self.size) as u32;
                 self.lists.push_back(list, key);
-                let earlier = self
-                    .queue
-                    .get_priority(&list)
-                    .is_none_or(|Reverse(at)| deadline < *at);
-                if earlier {
-                    self.queue.push(list, Reverse(deadline));
+                let placed = &mut self.placed[list as usize];
+                *placed = placed.saturating_add(1);
+                let big = *placed > CASCADE_CHUNK as u32;
+                let became_big = *placed == CASCADE_CHUNK as u32 + 1;
+                let earliest = &mut self.earliest[list as usize];
+                if earliest.is_none_or(|at| deadline < at) || became_big {
+                    let first = earliest.map_or(deadline, |at| at.min(deadline));
+                    *earliest = Some(first);
+                    let at = self.cascade_at(l, first, big);
+                    self.queue.push(list, Reverse(at));
                 }
                 return;
             }
@@ -181,11 +251,44 @@ impl HierarchicalWheel {
         }
     }
 
-    /// Unlinks `key`, taking its bucket out of the queue if that emptied it.
+    /// When a bucket of level `l` whose earliest timer is due at `deadline`
+    /// should leave the queue: at that deadline, unless it is `big` and
+    /// above level 0; then half a unit of the level below ahead of it, but
+    /// not before the level below spans the deadline's tick (else the timer
+    /// would come straight back to this bucket).
+    fn cascade_at(&self, l: usize, deadline: u64, big: bool) -> u64 {
+        if l == 0 || !big {
+            return deadline;
+        }
+        let e = self.tick_of(deadline);
+        let below = self.levels[l - 1].unit;
+        let ahead = below.saturating_mul(self.tick) / 2;
+        // The level below spans `e` once its time passes `e - unit`.
+        let spans_from = e
+            .saturating_sub(self.levels[l].unit - 1)
+            .checked_next_multiple_of(below)
+            .unwrap_or(u64::MAX);
+        deadline
+            .saturating_sub(ahead)
+            .max(spans_from.saturating_mul(self.tick))
+    }
+
+    /// The staging list of `list`, if it is a bucket above level 0.
+    fn staging_of(&self, list: u32) -> Option<u32> {
+        let size = self.size as u32;
+        self.levels[1..]
+            .iter()
+            .find(|level| (level.first..level.first + size).contains(&list))
+            .map(|_| list + size)
+    }
+
+    /// Unlinks `key`, taking its list out of the queue if that emptied it.
     fn unlink(&mut self, key: Key) {
         if let Some(list) = self.lists.unlink(key) {
             if list != OVERDUE {
                 self.queue.remove(&list);
+                self.earliest[list as usize] = None;
+                self.placed[list as usize] = 0;
             }
         }
     }
@@ -247,21 +350,55 @@ impl TimerQueue for HierarchicalWheel {
         };
         let mut out = Vec::new();
         let mut keys = Vec::new();
+        // Staging lists that moved a chunk: back in the queue after this
+        // poll, so that each moves one chunk per poll.
+        let mut unfinished = Vec::new();
         while let Some((&list, &Reverse(at))) = self.queue.peek() {
             if at > limit {
                 break;
             }
             self.queue.pop();
             self.advance_clock(self.tick_of(at).min(now_tick));
-            self.lists.take(list, &mut keys);
-            for key in keys.drain(..) {
-                let deadline = self.lists.timing(key).deadline;
-                if deadline <= limit {
-                    self.expired(key, &mut out);
-                } else {
+            let earliest = self.earliest[list as usize]
+                .take()
+                .expect("a queued list has a bound");
+            self.placed[list as usize] = 0;
+            if earliest <= limit {
+                // Something in it may be due: the whole list, now.
+                self.lists.take(list, &mut keys);
+                for key in keys.drain(..) {
+                    let deadline = self.lists.timing(key).deadline;
+                    if deadline <= limit {
+                        self.expired(key, &mut out);
+                    } else {
+                        self.place(key, deadline);
+                    }
+                }
+            } else if let Some(staging) = self.staging_of(list) {
+                // A bucket's time to move down: stage it.
+                self.lists.append(list, staging);
+                let bound = &mut self.earliest[staging as usize];
+                if bound.is_none() {
+                    self.queue.push(staging, Reverse(at));
+                }
+                *bound = Some(bound.map_or(earliest, |b| b.min(earliest)));
+            } else {
+                // A staging list: a chunk down, none of it due.
+                for _ in 0..CASCADE_CHUNK {
+                    let Some(key) = self.lists.pop_front(list) else {
+                        break;
+                    };
+                    let deadline = self.lists.timing(key).deadline;
                     self.place(key, deadline);
                 }
+                if !self.lists.is_empty(list) {
+                    self.earliest[list as usize] = Some(earliest);
+                    unfinished.push((list, at));
+                }
             }
+        }
+        for (list, at) in unfinished {
+            self.queue.push(list, Reverse(at));
         }
         self.advance_clock(now_tick);
         self.lists.take(OVERDUE, &mut keys);
@@ -290,6 +427,8 @@ impl TimerQueue for HierarchicalWheel {
         }
         self.lists.clear();
         self.queue.clear();
+        self.earliest.fill(None);
+        self.placed.fill(0);
         all.sort_unstable_by_key(|&(tick, seq, _)| (tick, seq));
         out.extend(all.into_iter().map(|(_, _, e)| e));
     }

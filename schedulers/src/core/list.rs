@@ -173,6 +173,32 @@ impl Lists {
         }
     }
 
+    /// Unlinks the first key of `list`, if any, and returns it.
+    pub(crate) fn pop_front(&mut self, list: u32) -> Option<Key> {
+        let key = self.head(list)?;
+        self.unlink(key);
+        Some(key)
+    }
+
+    /// Moves every key of `from` to the end of `to`, in order, in O(1).
+    pub(crate) fn append(&mut self, from: u32, to: u32) {
+        let moved = self.ends[from as usize];
+        if moved.head == NIL {
+            return;
+        }
+        self.ends[from as usize] = EMPTY;
+        let tail = self.ends[to as usize].tail;
+        if tail == NIL {
+            self.nodes[moved.head as usize].prev = TAG | to;
+            self.ends[to as usize].head = moved.head;
+        } else {
+            self.nodes[moved.head as usize].prev = tail;
+            self.nodes[tail as usize].next = moved.head;
+        }
+        self.nodes[moved.tail as usize].next = TAG | to;
+        self.ends[to as usize].tail = moved.tail;
+    }
+
     /// Unlinks every key and empties every list.
     pub(crate) fn clear(&mut self) {
         self.ends.fill(EMPTY);
@@ -190,5 +216,43 @@ impl Lists {
             .enumerate()
             .filter(|(_, n)| n.next != NIL)
             .map(|(k, _)| k as Key)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn keys(lists: &Lists, list: u32) -> Vec<Key> {
+        std::iter::successors(lists.head(list), |&k| lists.next(k)).collect()
+    }
+
+    #[test]
+    fn append_moves_a_whole_list_and_unlink_still_finds_the_ends() {
+        let mut lists = Lists::new(3);
+        for k in 0..6 {
+            lists.set(k, 0, 0);
+        }
+        for k in [0, 1, 2] {
+            lists.push_back(0, k);
+        }
+        for k in [3, 4] {
+            lists.push_back(1, k);
+        }
+        lists.append(0, 1);
+        assert!(lists.is_empty(0));
+        assert_eq!(keys(&lists, 1), [3, 4, 0, 1, 2]);
+        lists.append(1, 2); // onto an empty list
+        assert_eq!(keys(&lists, 2), [3, 4, 0, 1, 2]);
+        lists.append(0, 2); // an empty list changes nothing
+        assert_eq!(lists.unlink(2), None); // the tail names list 2
+        assert_eq!(lists.pop_front(2), Some(3)); // so does the head
+        lists.push_back(2, 5);
+        assert_eq!(keys(&lists, 2), [4, 0, 1, 5]);
+        for k in [4, 0, 1] {
+            assert_eq!(lists.pop_front(2), Some(k));
+        }
+        assert_eq!(lists.unlink(5), Some(2));
+        assert_eq!((lists.pop_front(2), lists.len()), (None, 0));
     }
 }

@@ -100,7 +100,10 @@ pub trait TimerQueue {
     /// The earliest time at which [`TimerQueue::poll`] may return a timer:
     /// a driver may sleep until then. `None` when the queue is empty. It may
     /// be earlier than the first real deadline (a wheel keeps lower bounds
-    /// after removals), never later.
+    /// after removals), never later. It may even be in the past right after
+    /// a poll, while a queue spreads work that is not due yet over polls
+    /// ([`HierarchicalWheel`] moves a large bucket down a chunk per poll):
+    /// poll again, as for any deadline that passed.
     fn next_deadline(&self) -> Option<u64>;
 
     /// Removes every timer, due or not, appending them in order.

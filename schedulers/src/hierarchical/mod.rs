@@ -45,8 +45,13 @@
 //!   its tick).
 //! - **Tasks run on the driver thread by default**, not on a worker pool.
 //! - **A bucket expires at its earliest timer**, not at the start of its
-//!   range, so a cascade never costs a wake-up of its own (see
-//!   `timing_wheel`): a timer an hour away wakes nobody before its hour.
+//!   range, so a small bucket's cascade never costs a wake-up of its own
+//!   (see [`core::HierarchicalWheel`](crate::core::HierarchicalWheel)): a
+//!   timer an hour away wakes nobody before its hour. A bucket of more than
+//!   256 timers moves down a little ahead of its earliest timer, 256 timers
+//!   per pass of the driver, so a cascade of thousands does not make the
+//!   timers due meanwhile late (with 10^5 timers over 2 s, lateness p99
+//!   went from 239–527 µs to 76 µs).
 //! - **No polling reaper.** Kafka's reaper polls the delay queue every
 //!   200 ms at most; this driver blocks until the earliest bucket, and a
 //!   submit into an earlier bucket wakes it.
