@@ -29,6 +29,20 @@ fn refused(result: Result<impl Scheduler, Error>, is: fn(&Error) -> bool) {
     assert!(e.to_string().starts_with("invalid "), "{e}");
 }
 
+/// Each of the four builders, given `.setting(value)`, refuses it with an
+/// error that `is` recognises.
+macro_rules! refused_by_every_builder {
+    (.$setting:ident($value:expr), $is:expr) => {
+        refused(HeapTimer::builder().$setting($value).build(), $is);
+        refused(ScheduledThreadPool::builder().$setting($value).build(), $is);
+        refused(HashedWheelTimer::builder().$setting($value).build(), $is);
+        refused(
+            HierarchicalWheelTimer::builder().$setting($value).build(),
+            $is,
+        );
+    };
+}
+
 #[test]
 fn an_absurd_tick_is_refused_not_accepted_silently() {
     let year = Duration::from_secs(365 * 24 * 3600);
@@ -83,39 +97,9 @@ fn zero_threads_are_refused() {
 
 #[test]
 fn a_zero_pending_limit_and_a_nul_in_a_thread_name_are_refused() {
-    refused(
-        HeapTimer::builder().pending_limit(0).build(),
-        Error::is_invalid_pending_limit,
-    );
-    refused(
-        ScheduledThreadPool::builder().pending_limit(0).build(),
-        Error::is_invalid_pending_limit,
-    );
-    refused(
-        HashedWheelTimer::builder().pending_limit(0).build(),
-        Error::is_invalid_pending_limit,
-    );
-    refused(
-        HierarchicalWheelTimer::builder().pending_limit(0).build(),
-        Error::is_invalid_pending_limit,
-    );
+    refused_by_every_builder!(.pending_limit(0), Error::is_invalid_pending_limit);
     let name = "timer\0";
-    refused(
-        HeapTimer::builder().thread_name(name).build(),
-        Error::is_invalid_thread_name,
-    );
-    refused(
-        ScheduledThreadPool::builder().thread_name(name).build(),
-        Error::is_invalid_thread_name,
-    );
-    refused(
-        HashedWheelTimer::builder().thread_name(name).build(),
-        Error::is_invalid_thread_name,
-    );
-    refused(
-        HierarchicalWheelTimer::builder().thread_name(name).build(),
-        Error::is_invalid_thread_name,
-    );
+    refused_by_every_builder!(.thread_name(name), Error::is_invalid_thread_name);
 }
 
 /// A spin budget beyond one second per second is refused; the edges, no
@@ -123,24 +107,7 @@ fn a_zero_pending_limit_and_a_nul_in_a_thread_name_are_refused() {
 #[test]
 fn a_spin_budget_beyond_a_second_per_second_is_refused() {
     let too_much = Duration::from_secs(1) + Duration::from_nanos(1);
-    refused(
-        HeapTimer::builder().spin_budget(too_much).build(),
-        Error::is_invalid_spin_budget,
-    );
-    refused(
-        ScheduledThreadPool::builder().spin_budget(too_much).build(),
-        Error::is_invalid_spin_budget,
-    );
-    refused(
-        HashedWheelTimer::builder().spin_budget(too_much).build(),
-        Error::is_invalid_spin_budget,
-    );
-    refused(
-        HierarchicalWheelTimer::builder()
-            .spin_budget(too_much)
-            .build(),
-        Error::is_invalid_spin_budget,
-    );
+    refused_by_every_builder!(.spin_budget(too_much), Error::is_invalid_spin_budget);
     for budget in [Duration::ZERO, Duration::from_secs(1)] {
         let timer = HeapTimer::builder().spin_budget(budget).build().unwrap();
         assert_eq!(
@@ -159,22 +126,7 @@ fn a_timer_slack_out_of_range_is_refused_and_one_in_range_is_used() {
         Duration::ZERO,
         Duration::from_secs(1) + Duration::from_nanos(1),
     ] {
-        refused(
-            HeapTimer::builder().timer_slack(slack).build(),
-            Error::is_invalid_timer_slack,
-        );
-        refused(
-            ScheduledThreadPool::builder().timer_slack(slack).build(),
-            Error::is_invalid_timer_slack,
-        );
-        refused(
-            HashedWheelTimer::builder().timer_slack(slack).build(),
-            Error::is_invalid_timer_slack,
-        );
-        refused(
-            HierarchicalWheelTimer::builder().timer_slack(slack).build(),
-            Error::is_invalid_timer_slack,
-        );
+        refused_by_every_builder!(.timer_slack(slack), Error::is_invalid_timer_slack);
     }
     for slack in [
         Duration::from_nanos(1),
