@@ -453,6 +453,7 @@ fn rerender(path: &Path, out: Option<PathBuf>) -> Result<()> {
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     });
     report::write(&results, &dir)?;
+    println!("{}", report::page::verdict_markdown(&results));
     if results.partial {
         println!("note: the run had not finished; the report says so");
     }

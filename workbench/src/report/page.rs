@@ -69,6 +69,8 @@ impl VerdictRow {
         let show =
             |e: &super::verdict::Entry| format!("{} ({} {unit})", e.subject, fmt_num(e.value));
         let (margin, class) = match (v.factor, &v.peer) {
+            // Equal figures (0 wake-ups against 0, say): nobody is ahead.
+            (Some(f), Some(p)) if f == 1.0 => (format!("level with {}", p.subject), ""),
             (Some(f), Some(p)) if v.ours_ahead => (
                 format!("ours ahead of {} by ×{}", p.subject, fmt_ratio(f)),
                 "best",
@@ -548,5 +550,34 @@ mod test {
         );
         assert_eq!(fmt_num(1_234_567.0), "1.23M");
         assert_eq!(fmt_num(0.0), "0.00");
+    }
+
+    #[test]
+    fn equal_figures_are_level_not_ahead() {
+        let entry = |subject: &str, value| crate::report::verdict::Entry {
+            subject: subject.into(),
+            value,
+            spread: 0.0,
+        };
+        let mut v = Verdict {
+            workload: "idle".into(),
+            metric: Metric::WakeupsPerS,
+            size: None,
+            ours: Some(entry("heap", 0.0)),
+            peer: Some(entry("tokio-sleep", 0.0)),
+            factor: Some(1.0),
+            ours_ahead: true,
+            beyond_noise: false,
+            fires_early: Vec::new(),
+        };
+        assert_eq!(VerdictRow::new(&v).margin, "level with tokio-sleep");
+        v.ours = Some(entry("heap", 2.0));
+        v.peer = Some(entry("tokio-sleep", 1.0));
+        v.factor = Some(2.0);
+        v.ours_ahead = false;
+        assert_eq!(
+            VerdictRow::new(&v).margin,
+            "tokio-sleep ahead of ours by ×2.00"
+        );
     }
 }
