@@ -78,8 +78,8 @@ struct Level {
 }
 
 /// Hashes a bucket's list number for the delay queue. List numbers are
-/// small distinct integers, so one multiply spreads them; the default
-/// SipHash cost about as much as the rest of an insert.
+/// small distinct integers, so one multiply spreads them where SipHash
+/// would cost more than the queue's work.
 #[derive(Debug, Default)]
 struct ListHasher(u64);
 

@@ -70,7 +70,7 @@ impl VerdictRow {
             |e: &super::verdict::Entry| format!("{} ({} {unit})", e.subject, fmt_num(e.value));
         let (margin, class) = match (v.factor, &v.peer) {
             // Equal figures (0 wake-ups against 0, say): nobody is ahead.
-            (Some(f), Some(p)) if f == 1.0 => (format!("level with {}", p.subject), ""),
+            (Some(1.0), Some(p)) => (format!("level with {}", p.subject), ""),
             (Some(f), Some(p)) if v.ours_ahead => (
                 format!("ours ahead of {} by ×{}", p.subject, fmt_ratio(f)),
                 "best",
