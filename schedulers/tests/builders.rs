@@ -22,6 +22,19 @@ fn fires_on_time(timer: &dyn Scheduler, clock: &ManualClock, tick: Duration) {
     assert_eq!(task.get().unwrap(), 5);
 }
 
+/// The four schedulers, each built with the same chain of settings.
+macro_rules! built_by_every_builder {
+    ($(.$setting:ident($($value:expr),*))*) => {
+        [
+            Box::new(HeapTimer::builder()$(.$setting($($value),*))*.build().unwrap())
+                as Box<dyn Scheduler>,
+            Box::new(ScheduledThreadPool::builder()$(.$setting($($value),*))*.build().unwrap()),
+            Box::new(HashedWheelTimer::builder()$(.$setting($($value),*))*.build().unwrap()),
+            Box::new(HierarchicalWheelTimer::builder()$(.$setting($($value),*))*.build().unwrap()),
+        ]
+    };
+}
+
 #[track_caller]
 fn refused(result: Result<impl Scheduler, Error>, is: fn(&Error) -> bool) {
     let e = result.map(drop).unwrap_err();
@@ -134,38 +147,8 @@ fn a_timer_slack_out_of_range_is_refused_and_one_in_range_is_used() {
         Duration::from_secs(1),
     ] {
         let clock = ManualClock::new();
-        let timers: [Box<dyn Scheduler>; 4] = [
-            Box::new(
-                HeapTimer::builder()
-                    .clock(clock.clone())
-                    .timer_slack(slack)
-                    .build()
-                    .unwrap(),
-            ),
-            Box::new(
-                ScheduledThreadPool::builder()
-                    .clock(clock.clone())
-                    .timer_slack(slack)
-                    .build()
-                    .unwrap(),
-            ),
-            Box::new(
-                HashedWheelTimer::builder()
-                    .clock(clock.clone())
-                    .executor(Executor::inline())
-                    .timer_slack(slack)
-                    .build()
-                    .unwrap(),
-            ),
-            Box::new(
-                HierarchicalWheelTimer::builder()
-                    .clock(clock.clone())
-                    .executor(Executor::inline())
-                    .timer_slack(slack)
-                    .build()
-                    .unwrap(),
-            ),
-        ];
+        // The wheels' default executor runs tasks on the driver thread.
+        let timers = built_by_every_builder!(.clock(clock.clone()).timer_slack(slack));
         for timer in &timers {
             let task = timer
                 .schedule(Duration::ZERO, slack_of_this_thread)
