@@ -93,8 +93,9 @@ fn power_loss_run(always: bool, d: Durability, cut_back_s: i64) -> Losses {
         .map(|i| WorkerProc::spawn(&url, &dir, &format!("before-{i}"), &o))
         .collect();
     // For 3 s: jobs due 2.5 s ahead, and every third one cancelled 1.5 s
-    // after it was scheduled, so the last seconds before the loss hold
-    // schedules, claims, acks and cancels of jobs stored earlier.
+    // (on a loaded machine, somewhat more) after it was scheduled, so the
+    // last seconds before the loss hold schedules, claims, acks and cancels
+    // of jobs stored earlier.
     let mut jobs = BTreeMap::new();
     let mut to_cancel: std::collections::VecDeque<(Instant, String)> = Default::default();
     let end = Instant::now() + Duration::from_secs(3);
@@ -133,8 +134,8 @@ fn power_loss_run(always: bool, d: Durability, cut_back_s: i64) -> Losses {
         }
         i += 1;
     }
-    // The power goes: the workers and Redis die at once, and the disk keeps
-    // the AOF up to its last fsync.
+    // The power goes: the workers and Redis die milliseconds apart, and the
+    // disk keeps the AOF up to its last fsync.
     for w in &mut before {
         w.kill9();
     }
