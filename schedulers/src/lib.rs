@@ -37,7 +37,10 @@
 //! `timer_slack` on every builder (default [`DEFAULT_TIMER_SLACK`], 1 ns)
 //! sets how late Linux may wake a driver's threads; at the JDK's 50 µs,
 //! `HeapTimer` spends what the JDK's executor spends per periodic run, and is
-//! as late.
+//! as late. In between (the same fixed-rate and lateness workloads, one
+//! full-size run each): 1 ns, p50 14 µs at 6.8 µs of CPU per periodic run;
+//! 20 µs, 24 µs at 4.3; 35 µs, 30 µs at 3.7; the JDK's two-thread executor
+//! 40 µs at 3.1 in the same runs.
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
