@@ -22,21 +22,25 @@ fn fires_on_time(timer: &dyn Scheduler, clock: &ManualClock, tick: Duration) {
     assert_eq!(task.get().unwrap(), 5);
 }
 
-/// The four schedulers, each built with the same chain of settings.
-macro_rules! built_by_every_builder {
+/// What each of the four builders returns from `build()` when given the
+/// same chain of settings.
+macro_rules! every_builder {
     ($(.$setting:ident($($value:expr),*))*) => {
         [
-            Box::new(HeapTimer::builder()$(.$setting($($value),*))*.build().unwrap())
-                as Box<dyn Scheduler>,
-            Box::new(ScheduledThreadPool::builder()$(.$setting($($value),*))*.build().unwrap()),
-            Box::new(HashedWheelTimer::builder()$(.$setting($($value),*))*.build().unwrap()),
-            Box::new(HierarchicalWheelTimer::builder()$(.$setting($($value),*))*.build().unwrap()),
+            HeapTimer::builder()$(.$setting($($value),*))*.build().map(boxed),
+            ScheduledThreadPool::builder()$(.$setting($($value),*))*.build().map(boxed),
+            HashedWheelTimer::builder()$(.$setting($($value),*))*.build().map(boxed),
+            HierarchicalWheelTimer::builder()$(.$setting($($value),*))*.build().map(boxed),
         ]
     };
 }
 
+fn boxed(s: impl Scheduler + 'static) -> Box<dyn Scheduler> {
+    Box::new(s)
+}
+
 #[track_caller]
-fn refused(result: Result<impl Scheduler, Error>, is: fn(&Error) -> bool) {
+fn refused<T>(result: Result<T, Error>, is: fn(&Error) -> bool) {
     let e = result.map(drop).unwrap_err();
     assert!(is(&e) && e.is_invalid_setting(), "wrong error: {e}");
     assert!(e.to_string().starts_with("invalid "), "{e}");
@@ -46,13 +50,9 @@ fn refused(result: Result<impl Scheduler, Error>, is: fn(&Error) -> bool) {
 /// error that `is` recognises.
 macro_rules! refused_by_every_builder {
     (.$setting:ident($value:expr), $is:expr) => {
-        refused(HeapTimer::builder().$setting($value).build(), $is);
-        refused(ScheduledThreadPool::builder().$setting($value).build(), $is);
-        refused(HashedWheelTimer::builder().$setting($value).build(), $is);
-        refused(
-            HierarchicalWheelTimer::builder().$setting($value).build(),
-            $is,
-        );
+        for result in every_builder!(.$setting($value)) {
+            refused(result, $is);
+        }
     };
 }
 
@@ -148,7 +148,7 @@ fn a_timer_slack_out_of_range_is_refused_and_one_in_range_is_used() {
     ] {
         let clock = ManualClock::new();
         // The wheels' default executor runs tasks on the driver thread.
-        let timers = built_by_every_builder!(.clock(clock.clone()).timer_slack(slack));
+        let timers = every_builder!(.clock(clock.clone()).timer_slack(slack)).map(Result::unwrap);
         for timer in &timers {
             let task = timer
                 .schedule(Duration::ZERO, slack_of_this_thread)
