@@ -171,15 +171,18 @@ local function tomb_add(now, fps)
     redis.call('SADD', tkey(b, 0), '0')
     redis.call('PEXPIREAT', tkey(b, 0), at)
   end
+  -- Grouped by set number, each set's key built once (tkey's text, with
+  -- the bucket's part formatted once for the batch).
   local groups = {}
   for _, fp in ipairs(fps) do
-    local key = tkey(b, taddr(fp, n, s))
-    local g = groups[key]
-    if not g then g = {}; groups[key] = g end
+    local a = taddr(fp, n, s)
+    local g = groups[a]
+    if not g then g = {}; groups[a] = g end
     g[#g + 1] = fp
   end
-  for key, g in pairs(groups) do
-    c = c + redis.call('SADD', key, unpack(g))
+  local base = PREFIX .. ':x:' .. fb .. ':'
+  for a, g in pairs(groups) do
+    c = c + redis.call('SADD', base .. fmt(a), unpack(g))
   end
   while c > 192 * (n + s) do
     local old, new = tkey(b, s), tkey(b, s + n)
