@@ -9,7 +9,7 @@
 //!     [--durability async|fsync|replicas:N] [--durability-timeout-ms 2000]
 //!     [--io-timeout-ms 5000]
 //!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 1000]
-//!     [--batch 64] [--buffer 64] [--max-attempts 5] [--backoff-ms 1000]
+//!     [--batch 64] [--buffer N] [--max-attempts 5] [--backoff-ms 1000]
 //!     [--history FILE] [--summary 1] [--name NAME]
 //! <binary> cluster [--masters 3] [--replicas 1]
 //! <binary> bench [--shape drain|paced|ceiling|idle] [--url URL]

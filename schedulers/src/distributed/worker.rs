@@ -4,9 +4,10 @@
 //!
 //! Threads of one [`Worker`], each with its own connection:
 //! - the **claimer** takes up to `batch` due jobs per script call into a
-//!   bounded local buffer of `buffer` jobs, whatever the number of idle
-//!   handler threads, pipelining the calls of every due shard into one round
-//!   trip. It knows each shard's earliest run time (from its claims, from a
+//!   bounded local buffer, whatever the number of idle handler threads,
+//!   pipelining the calls of every due shard into one round trip. The buffer
+//!   holds `buffer` jobs if that is set, else about 5 ms of the handlers'
+//!   measured work, between `batch` and 8 × `batch` (see [`BufferSize`]). It knows each shard's earliest run time (from its claims, from a
 //!   look at every shard once per `poll_interval`, and from wake-up hints)
 //!   and sleeps until the earliest one, or until the buffer drains to half;
 //! - the **waker** listens to the shards' wake-up channels (Pub/Sub): a
@@ -227,11 +228,13 @@ impl WorkerBuilder {
         self
     }
 
-    /// Capacity of the local buffer of claimed jobs not started yet
-    /// (default: the batch). The worker claims again when it is half empty.
-    /// A larger buffer means fewer claims per job at saturation; while jobs
-    /// wait in it no other worker can take them, so keep it small when
-    /// handlers are slow.
+    /// Capacity of the local buffer of claimed jobs not started yet. The
+    /// worker claims again when it is half empty. A larger buffer means
+    /// fewer, larger claims per job at saturation; while jobs wait in it no
+    /// other worker can take them. By default the capacity follows the
+    /// handlers: about 5 ms of their measured work, between the batch and
+    /// 8 × the batch, so fast handlers get large claims and slow ones hold
+    /// no more than a batch. Setting it fixes it.
     pub fn buffer(mut self, n: usize) -> Self {
         self.buffer = Some(n);
         self
@@ -293,7 +296,10 @@ impl WorkerBuilder {
         let lease_ms = self.lease.as_millis().min(i64::MAX as u128) as i64;
         let heartbeat = self.heartbeat.unwrap_or(self.lease / 3);
         let reap = self.reap.unwrap_or(self.lease / 3);
-        let capacity = self.buffer.unwrap_or(self.batch);
+        let sizing = match self.buffer {
+            Some(n) => BufferSize::fixed(n),
+            None => BufferSize::adaptive(self.batch),
+        };
         if self.threads == 0 {
             return Err(DistError::InvalidConfig("threads must be at least 1"));
         }
@@ -313,7 +319,7 @@ impl WorkerBuilder {
         if !(1..=MAX_BATCH).contains(&self.batch) {
             return Err(DistError::InvalidConfig("batch must be within 1..=1000"));
         }
-        if capacity == 0 {
+        if sizing.max == 0 {
             return Err(DistError::InvalidConfig("buffer must be at least 1"));
         }
         if self.retry.max_attempts < 1
@@ -337,7 +343,6 @@ impl WorkerBuilder {
             .name
             .unwrap_or_else(|| format!("worker-{}-{:x}", std::process::id(), seed()));
         let (ctl_tx, ctl_rx) = unbounded::<Ctl>();
-        let refill = capacity.div_ceil(2);
         let shared = Arc::new(Shared {
             store,
             name,
@@ -346,8 +351,8 @@ impl WorkerBuilder {
             reap,
             poll: self.poll,
             batch: self.batch,
-            capacity,
-            low_water: capacity - refill,
+            limit: AtomicUsize::new(sizing.limit),
+            wants_room: AtomicBool::new(false),
             retry: self.retry,
             handlers: self.handlers,
             listener: self.listener,
@@ -357,7 +362,7 @@ impl WorkerBuilder {
             claimed: AtomicU64::new(0),
             ctl: ctl_tx,
         });
-        let (buf_tx, buf_rx) = bounded::<Arc<Held>>(capacity);
+        let (buf_tx, buf_rx) = bounded::<Arc<Held>>(sizing.max);
         let (done_tx, done_rx) = unbounded::<Done>();
         let (stop_tx, stop_rx) = bounded::<()>(0);
         let mut joins = Vec::new();
@@ -388,7 +393,7 @@ impl WorkerBuilder {
             let sh = shared.clone();
             go(
                 "dist-claimer",
-                Box::new(move || claim_loop(&sh, &ctl_rx, buf_tx, &buf_rx, &done_tx)),
+                Box::new(move || claim_loop(&sh, sizing, &ctl_rx, buf_tx, &buf_rx, &done_tx)),
             )?;
         }
         Ok(Worker {
@@ -453,10 +458,12 @@ struct Shared {
     reap: Duration,
     poll: Duration,
     batch: usize,
-    /// Buffer capacity; the claimer claims when the buffer is at or below
-    /// `low_water`.
-    capacity: usize,
-    low_water: usize,
+    /// The buffer's capacity now (set by the claimer's [`BufferSize`]); the
+    /// claimer claims when the buffer is at most half full.
+    limit: AtomicUsize,
+    /// The claimer waits for room: the handler that drains the buffer to
+    /// half wakes it.
+    wants_room: AtomicBool,
     retry: RetryPolicy,
     handlers: HashMap<String, Handler>,
     listener: Option<Listener>,
@@ -607,6 +614,68 @@ impl RedisClock {
     }
 }
 
+/// How long a window the handlers' pace is measured over.
+const PACE_WINDOW: Duration = Duration::from_millis(10);
+
+/// How much of the handlers' work an adaptive buffer holds.
+const BUFFER_WORK: Duration = Duration::from_millis(5);
+
+/// The buffer's capacity: fixed, or adapted to the handlers' pace. At a
+/// backlog, a buffer of one batch is claimed 32 jobs at a time (half of it),
+/// so no-op handlers spend as much Redis time on script calls as on jobs
+/// (75k jobs/s where a buffer of 512 drains 95k, same Redis); a buffer of
+/// 512 in front of handlers that take 100 ms keeps jobs from other workers
+/// for seconds. Holding about 5 ms of the handlers' measured work serves
+/// both: never less than a batch (the default before), never more than 8.
+#[derive(Debug, Clone, Copy)]
+struct BufferSize {
+    min: usize,
+    max: usize,
+    /// The capacity now.
+    limit: usize,
+    /// Start of the current pace window, and the jobs taken by then.
+    since: Option<(Instant, u64)>,
+}
+
+impl BufferSize {
+    fn fixed(n: usize) -> Self {
+        BufferSize {
+            min: n,
+            max: n,
+            limit: n,
+            since: None,
+        }
+    }
+
+    fn adaptive(batch: usize) -> Self {
+        BufferSize {
+            min: batch,
+            max: batch * 8,
+            limit: batch,
+            since: None,
+        }
+    }
+
+    /// Updates the capacity from `taken`, the number of jobs the handlers
+    /// have taken from the buffer so far, at `now`; returns the capacity.
+    fn observe(&mut self, taken: u64, now: Instant) -> usize {
+        if self.min == self.max {
+            return self.limit;
+        }
+        match self.since {
+            Some((t0, n0)) if now.duration_since(t0) >= PACE_WINDOW => {
+                let per_s = taken.saturating_sub(n0) as f64 / now.duration_since(t0).as_secs_f64();
+                let want = (per_s * BUFFER_WORK.as_secs_f64()).round() as usize;
+                self.limit = want.clamp(self.min, self.max);
+                self.since = Some((now, taken));
+            }
+            Some(_) => {}
+            None => self.since = Some((now, taken)),
+        }
+        self.limit
+    }
+}
+
 /// Divides `room` among due shards: shards whose last claim came back
 /// short have little due, so each gets an even share; backlogged ones
 /// (their last claim was full) get whole batches with what is left.
@@ -629,6 +698,7 @@ fn allocate(room: usize, due: &[usize], backlogged: &[bool], batch: usize) -> Ve
 
 fn claim_loop(
     sh: &Shared,
+    mut sizing: BufferSize,
     ctl: &Receiver<Ctl>,
     buf: Sender<Arc<Held>>,
     buf_rx: &Receiver<Arc<Held>>,
@@ -654,8 +724,21 @@ fn claim_loop(
                 heads = h;
                 look_at = Instant::now() + sh.poll;
             }
-            let room = sh.capacity - sh.queued.load(Ordering::Acquire).min(sh.capacity);
-            let may_claim = room > 0 && room >= sh.capacity - sh.low_water;
+            let mut queued = sh.queued.load(Ordering::SeqCst);
+            let taken = sh
+                .claimed
+                .load(Ordering::Relaxed)
+                .saturating_sub(queued as u64);
+            let limit = sizing.observe(taken, Instant::now());
+            sh.limit.store(limit, Ordering::Relaxed);
+            if queued > limit / 2 {
+                // Ask to be woken, then look again: a handler that drained
+                // the buffer to half before seeing the flag shows here.
+                sh.wants_room.store(true, Ordering::SeqCst);
+                queued = sh.queued.load(Ordering::SeqCst);
+            }
+            let room = limit - queued.min(limit);
+            let may_claim = room > 0 && room >= limit.div_ceil(2);
             let est = clock.now_ms();
             let due: Vec<usize> = (0..n)
                 .map(|i| (start + i) % n)
@@ -748,7 +831,10 @@ fn claim_loop(
 
 fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
     while let Ok(h) = jobs.recv() {
-        if sh.queued.fetch_sub(1, Ordering::AcqRel) == sh.low_water + 1 {
+        let left = sh.queued.fetch_sub(1, Ordering::SeqCst) - 1;
+        if left <= sh.limit.load(Ordering::Relaxed) / 2
+            && sh.wants_room.swap(false, Ordering::SeqCst)
+        {
             let _ = sh.ctl.send(Ctl::Room);
         }
         if sh.stopped() {
@@ -1095,7 +1181,35 @@ fn wake_loop(sh: &Shared, stop: &Receiver<()>) {
 
 #[cfg(test)]
 mod test {
-    use super::allocate;
+    use std::time::{Duration, Instant};
+
+    use super::{allocate, BufferSize};
+
+    #[test]
+    fn an_adaptive_buffer_holds_5_ms_of_the_handlers_work_between_1_and_8_batches() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut b = BufferSize::adaptive(64);
+        assert_eq!(b.observe(0, ms(0)), 64, "a batch before any pace is known");
+        // Within the first window nothing changes, whatever was taken.
+        assert_eq!(b.observe(5_000, ms(9)), 64);
+        // 40k jobs/s: 200 jobs in 5 ms.
+        assert_eq!(b.observe(400, ms(10)), 200);
+        // 1M jobs/s: capped at 8 batches.
+        assert_eq!(b.observe(20_400, ms(30)), 512);
+        // Slow handlers (100 jobs/s): never below a batch.
+        assert_eq!(b.observe(20_401, ms(40)), 64);
+        // A long idle stretch counts as one slow window.
+        assert_eq!(b.observe(20_401, ms(60_000)), 64);
+    }
+
+    #[test]
+    fn a_fixed_buffer_ignores_the_pace() {
+        let t0 = Instant::now();
+        let mut b = BufferSize::fixed(8);
+        assert_eq!(b.observe(0, t0), 8);
+        assert_eq!(b.observe(1_000_000, t0 + Duration::from_secs(1)), 8);
+    }
 
     #[test]
     fn allocation_never_exceeds_the_room() {
