@@ -440,10 +440,12 @@ return {now, lu, lost}
 /// tombstoned together; a periodic job moves to its next run on its
 /// original grid, runs missed while late coalesced. A fence that no longer
 /// holds its lease gets the logged outcome of that lease (a repeat of an
-/// applied call gets the original outcome). Replies {now, {status, next due
-/// or 0}...} in the order of the items: status `DONE`, `NEXT`, `RETRY`,
-/// `DEAD`, `CANCELLED`, `RELEASED`, `STALE` (the lease was lost) or
-/// `UNKNOWN` (the lease ended more than an outcome window ago).
+/// applied call gets the original outcome). Replies {now, status...} in the
+/// order of the items, each status as the outcome log writes it: `DONE`,
+/// `NEXT:<next due>`, `RETRY`, `DEAD`, `CANCELLED`, `RELEASED`, `STALE` (the
+/// lease was lost) or `UNKNOWN` (the lease ended more than an outcome window
+/// ago). Flat, one string a lease: a table a lease cost the bulk of the
+/// traffic, one-shot acks, a table each to build and to encode.
 const SETTLE: &str = r#"
 local now = now_ms()
 local maxatt, base, cap = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -544,11 +546,12 @@ for j, id in ipairs(ids) do
     key = nil
   end
   if status == 'DONE' then key = nil end
+  local said = (status == 'NEXT') and ('NEXT:' .. fmt(nxt)) or status
   if key then
     logs[#logs + 1] = key
-    logs[#logs + 1] = (status == 'NEXT') and ('NEXT:' .. fmt(nxt)) or status
+    logs[#logs + 1] = said
   end
-  out[#out + 1] = {status, nxt}
+  out[#out + 1] = said
 end
 if #done > 0 then
   redis.call('HDEL', K.m, unpack(done))

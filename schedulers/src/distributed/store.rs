@@ -570,18 +570,19 @@ impl Store {
                 a.iter()
                     .skip(1)
                     .map(|r| {
-                        let r = array(r)?;
-                        let next = int(r.get(1))?;
-                        let s = match string(r.first())?.as_str() {
+                        let said = string(Some(r))?;
+                        let s = match said.as_str() {
                             "DONE" => Settled::Done,
-                            "NEXT" => Settled::Next(next),
                             "RETRY" => Settled::Retry,
                             "DEAD" => Settled::Dead,
                             "CANCELLED" => Settled::Cancelled,
                             "RELEASED" => Settled::Released,
                             "STALE" => Settled::Stale,
                             "UNKNOWN" => Settled::Unknown,
-                            other => return Err(DistError::Protocol(format!("settle: {other}"))),
+                            other => match other.strip_prefix("NEXT:").map(str::parse) {
+                                Some(Ok(due)) => Settled::Next(due),
+                                _ => return Err(DistError::Protocol(format!("settle: {other}"))),
+                            },
                         };
                         Ok((s, now, shortfall.clone()))
                     })
