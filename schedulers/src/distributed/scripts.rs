@@ -489,14 +489,13 @@ local function done_with(id, err, fp)
   fps[#fps + 1] = fp
   if err == 1 then errs[#errs + 1] = id end
 end
-for j, id in ipairs(ids) do
+-- Every lease but a fast ack: what happens to it, logged unless it is a
+-- one-shot ack; returns the outcome as the log writes it.
+local function settle_one(j, id)
   local op, m = ops[j], ms[j]
   local status, nxt = 'STALE', 0
   local key = id .. '|' .. fences[j]
-  if fast[j] then
-    done_with(id, fast[j], fpa[j])
-    status = 'DONE'
-  elseif m and m.st == 'l' and m.fen == tonumber(fences[j]) then
+  if m and m.st == 'l' and m.fen == tonumber(fences[j]) then
     if op == 'r' then
       redis.call('ZREM', K.l, id)
       if m.can == 1 then
@@ -551,7 +550,15 @@ for j, id in ipairs(ids) do
     logs[#logs + 1] = key
     logs[#logs + 1] = said
   end
-  out[#out + 1] = said
+  return said
+end
+for j, id in ipairs(ids) do
+  if fast[j] then
+    done_with(id, fast[j], fpa[j])
+    out[#out + 1] = 'DONE'
+  else
+    out[#out + 1] = settle_one(j, id)
+  end
 end
 if #done > 0 then
   redis.call('HDEL', K.m, unpack(done))
