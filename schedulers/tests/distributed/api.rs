@@ -324,6 +324,43 @@ fn graceful_shutdown_finishes_the_running_job() {
 }
 
 #[test]
+fn slow_handlers_keep_the_default_buffer_at_one_batch() {
+    let Some(redis) = server() else { return };
+    let log: Log = Arc::default();
+    // Two threads at 20 ms a job drain at most 100 jobs/s, a job per 10 ms
+    // of work: the adaptive buffer stays at its floor, one batch, however
+    // long the backlog (a buffer of 16 batches would hold all of it).
+    let slow = |_: &schedulers::distributed::Fire| {
+        std::thread::sleep(Duration::from_millis(20));
+        Ok(())
+    };
+    let w = worker(&redis.url(), "floor", &log)
+        .batch(8)
+        .handler("slow", slow)
+        .start()
+        .unwrap();
+    let s = RedisScheduler::connect(&redis.url(), config("floor")).unwrap();
+    for i in 0..100 {
+        s.schedule_after(&format!("f-{i}"), "slow", &(), Duration::ZERO)
+            .unwrap();
+    }
+    let mut most = 0;
+    for _ in 0..60 {
+        most = most.max(w.in_flight());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Held = buffered (8) + running (2) + finished and waiting for their
+    // ack (the settler gathers for 5 ms; a slow settle on a loaded machine
+    // lets a few more wait). With `.buffer(128)` this reads 96.
+    assert!(
+        (8..=30).contains(&most),
+        "held at most {most} of a backlog of 100 (a batch of 8, 2 threads)"
+    );
+    w.shutdown();
+    w.join();
+}
+
+#[test]
 fn graceful_stop_hands_the_buffered_jobs_back_at_once() {
     let Some(redis) = server() else { return };
     let log: Log = Arc::default();
