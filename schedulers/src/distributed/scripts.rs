@@ -348,8 +348,9 @@ return {'OK', now, due}
 
 /// claim: ARGV from 5: limit, lease_ms. Takes up to `limit` due jobs,
 /// oldest first, from the due slices of idx. Replies {now, earliest run
-/// time left in the shard or -1, {id, kind, payload, due, fence, attempt,
-/// period}...}.
+/// time left in the shard or -1, then id, kind, payload, due, fence,
+/// attempt, period of each job, flat} (a table per job cost a fifth of the
+/// claim, like the settle's).
 const CLAIM: &str = r#"
 local now = now_ms()
 local limit = tonumber(ARGV[5])
@@ -376,7 +377,9 @@ for _, sl in ipairs(slices) do
           hs[#hs + 1] = id
           hs[#hs + 1] = string.format('l|%d|%d|%s|%s|%s|%s|%d|%s|%s|%s|%s', fen, att, due, per, run, rsl, lu, can, err, fp, k)
           zs[#zs + 1] = lu; zs[#zs + 1] = id
-          out[#out + 1] = {id, k, pays[j] or 'null', due, fen, att, per}
+          local o = #out
+          out[o + 1] = id; out[o + 2] = k; out[o + 3] = pays[j] or 'null'
+          out[o + 4] = due; out[o + 5] = fen; out[o + 6] = att; out[o + 7] = per
           n = n + 1
         end
       end

@@ -17,6 +17,10 @@ use super::{Config, DistError};
 /// thousand values, and a call must stay short (Redis runs one at a time).
 pub(crate) const MAX_BATCH: usize = 1000;
 
+/// Values per job in a claim reply: id, kind, payload, due, fence, attempt,
+/// period.
+const CLAIMED_FIELDS: usize = 7;
+
 /// One result per item of a batch operation; the outer error of such an
 /// operation is a failed round trip (any subset of the items may have been
 /// applied).
@@ -416,11 +420,16 @@ impl Store {
                 let items = array(&reply)?;
                 let now = int(items.first())?;
                 let head = int(items.get(1))?;
-                let fires = items
-                    .iter()
-                    .skip(2)
-                    .map(|it| {
-                        let f = array(it)?;
+                let jobs = items.get(2..).unwrap_or_default();
+                if jobs.len() % CLAIMED_FIELDS != 0 {
+                    return Err(DistError::Protocol(format!(
+                        "claim: {} values, not {CLAIMED_FIELDS} per job",
+                        jobs.len()
+                    )));
+                }
+                let fires = jobs
+                    .chunks_exact(CLAIMED_FIELDS)
+                    .map(|f| {
                         Ok(Fire {
                             id: string(f.first())?,
                             kind: string(f.get(1))?,
