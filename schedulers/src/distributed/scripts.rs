@@ -349,8 +349,8 @@ return {'OK', now, due}
 /// claim: ARGV from 5: limit, lease_ms. Takes up to `limit` due jobs,
 /// oldest first, from the due slices of idx. Replies {now, earliest run
 /// time left in the shard or -1, then id, kind, payload, due, fence,
-/// attempt, period of each job, flat} (a table per job cost a fifth of the
-/// claim, like the settle's).
+/// attempt, period of each job, flat} (a table per job to build and encode
+/// cost about 0.2 µs of the claim's 4.7).
 const CLAIM: &str = r#"
 local now = now_ms()
 local limit = tonumber(ARGV[5])
