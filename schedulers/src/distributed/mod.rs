@@ -211,26 +211,29 @@
 //!
 //! A master runs scripts on one core, so its capacity is one core's worth
 //! of Redis CPU per job: **jobs/s per master ≈ 10⁶ / (µs of Redis CPU per
-//! job)**. Measured by the workbench (run `20261124-091617-quick`, commit
-//! 95d89f0, 2 cores shared with the workers, load 0.8–1.7): a backlog
-//! drained at 13.9 µs of Redis CPU per job (claim and ack batched, one
-//! worker), so one master tops out near 70k jobs/s (the claim script alone:
-//! 147k); at a paced 2,500 jobs/s batches are small and a job cost 82 µs,
-//! about a fifth of one core. `Fsync` on `appendfsync always` cost 15.8 µs
-//! per drained job (118 µs paced), and `WAIT 1` on the Cluster 17.5 µs
-//! against 16.9 µs asynchronous.
+//! job)**. Measured by the workbench (run `20261125-192216-quick`, commit
+//! 75b3ab3, three repeats, 2 cores shared with the workers and the
+//! producer, load 0.7–2.3): a backlog drained at 8.3 µs of Redis CPU per
+//! job (claim and ack batched, one worker, 102k jobs/s), so one master tops
+//! out near 120k jobs/s (the claim script alone: 228k); at a paced 2,500
+//! jobs/s batches are small and a job cost 49 µs, about an eighth of one
+//! core. `Fsync` on `appendfsync always` cost 8.0 µs per drained job in the
+//! same run (no more than the asynchronous 8.3: with large batches the
+//! fsyncs are few, and a wait for the disk is not CPU; drain −2%) and 83 µs
+//! per paced job against 49, and `WAIT 1` on the Cluster 10.1 µs per
+//! drained job against 9.7 µs asynchronous (drain −13%).
 //!
 //! With `M` masters and `S ≥ M` shards spread evenly (S a multiple of M, or
 //! S ≫ M: the master with the most shards is the bottleneck), capacity is
 //! about `M ×` that of one master: the shards share no state, and a
 //! worker's round trip reaches all masters at once (one pipeline each,
-//! written before any is read). Ten masters at 14 µs per job would drain
-//! about 700k jobs/s, or hold about 120k jobs/s at the paced cost, each
+//! written before any is read). Ten masters at 8.3 µs per job would drain
+//! about 1.2M jobs/s, or hold about 100k jobs/s at the paced cost, each
 //! master half busy. The workers scale apart from Redis. On the test
 //! machine's 2 cores a 3-master Cluster cannot show that scaling: its six
 //! servers, two workers and the producer share two cores, and it drained
-//! 56,022 jobs/s against one Redis's 65,789 with the same two workers, with
-//! the same paced lateness (p50 0 ms, p99 1 ms; max 4 ms against 2 ms).
+//! 113,636 jobs/s against one Redis's 112,994 with the same two workers,
+//! with the same paced lateness (p50 0 ms, p99 1 ms).
 //!
 //! # Operating it
 //!
