@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use schedulers::distributed::{
-    AckOutcome, CancelOutcome, Config, DistError, Job, JobInfo, JobState, RedisScheduler, Worker,
-    WorkerEvent,
+    AckOutcome, CancelOutcome, Config, DistError, Fire, HandlerError, Job, JobInfo, JobState,
+    RedisScheduler, Worker, WorkerEvent,
 };
 
 use super::{server, wait_until};
@@ -141,6 +141,14 @@ fn worker(url: &str, ns: &str, log: &Log) -> schedulers::distributed::WorkerBuil
         .poll_interval(Duration::from_millis(10))
         .backoff(Duration::from_millis(10), Duration::from_millis(40))
         .on_event(move |e| log.lock().unwrap().push(e.clone()))
+}
+
+/// A handler that takes `ms` milliseconds a job.
+fn slow(ms: u64) -> impl Fn(&Fire) -> Result<(), HandlerError> + Send + Sync + 'static {
+    move |_| {
+        std::thread::sleep(Duration::from_millis(ms));
+        Ok(())
+    }
 }
 
 fn finished(log: &Log, id: &str) -> Vec<AckOutcome> {
@@ -285,10 +293,7 @@ fn graceful_shutdown_finishes_the_running_job() {
     let Some(redis) = server() else { return };
     let log: Log = Arc::default();
     let w = worker(&redis.url(), "shutdown", &log)
-        .handler("slow", |_| {
-            std::thread::sleep(Duration::from_millis(400));
-            Ok(())
-        })
+        .handler("slow", slow(400))
         .start()
         .unwrap();
     let s = RedisScheduler::connect(&redis.url(), config("shutdown")).unwrap();
@@ -330,13 +335,9 @@ fn slow_handlers_keep_the_default_buffer_at_one_batch() {
     // Two threads at 20 ms a job drain at most 100 jobs/s, a job per 10 ms
     // of work: the adaptive buffer stays at its floor, one batch, however
     // long the backlog (a buffer of 16 batches would hold all of it).
-    let slow = |_: &schedulers::distributed::Fire| {
-        std::thread::sleep(Duration::from_millis(20));
-        Ok(())
-    };
     let w = worker(&redis.url(), "floor", &log)
         .batch(8)
-        .handler("slow", slow)
+        .handler("slow", slow(20))
         .start()
         .unwrap();
     let s = RedisScheduler::connect(&redis.url(), config("floor")).unwrap();
@@ -366,16 +367,12 @@ fn graceful_stop_hands_the_buffered_jobs_back_at_once() {
     let log: Log = Arc::default();
     // A lease of a minute: a buffered job left to its lease would wait that
     // long; handed back, the next worker runs it at once.
-    let slow = |_: &schedulers::distributed::Fire| {
-        std::thread::sleep(Duration::from_millis(300));
-        Ok(())
-    };
     let w = worker(&redis.url(), "handback", &log)
         .threads(1)
         .lease(Duration::from_secs(60))
         .batch(8)
         .buffer(8)
-        .handler("slow", slow)
+        .handler("slow", slow(300))
         .start()
         .unwrap();
     let s = RedisScheduler::connect(&redis.url(), config("handback")).unwrap();
@@ -422,7 +419,7 @@ fn graceful_stop_hands_the_buffered_jobs_back_at_once() {
     // Another worker runs them all well within the old lease.
     let log2: Log = Arc::default();
     let w2 = worker(&redis.url(), "handback", &log2)
-        .handler("slow", slow)
+        .handler("slow", slow(300))
         .threads(4)
         .start()
         .unwrap();
