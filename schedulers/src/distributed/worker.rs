@@ -886,8 +886,10 @@ const SETTLE_RETRY_FOR: Duration = Duration::from_secs(30);
 /// How long the settler waits for more finished runs after the first: acks
 /// are not urgent (the lease covers them), and a settle costs one script
 /// call per shard, so at a paced load of a few thousand jobs a second over 8
-/// shards this turns about one call per job into one per several. At
-/// saturation batches fill without waiting.
+/// shards this turns about one call per job into one per several. At a
+/// backlog a settle carries what 5 ms finish (about 500 jobs at 100k jobs/s,
+/// some 60 per script call); a linger of 1 ms kept Redis busier but cost as
+/// much more per job in smaller settles, and drained no faster.
 const SETTLE_LINGER: Duration = Duration::from_millis(5);
 
 /// A finished run on its way to Redis, and how long it has been trying.
