@@ -26,7 +26,7 @@
 //! so a `kill -9` loses nothing already done. With `--summary`, the worker
 //! counts runs and lateness in memory and prints them as one `summary` JSON
 //! line when it exits. A `stats` line on its standard input prints its
-//! Redis round trips so far.
+//! Redis round trips so far and its buffer's capacity.
 //!
 //! `bench` runs one load shape and prints one JSON object per run:
 //! - `drain`: `--jobs` no-op jobs already due, then the workers start;
@@ -238,10 +238,11 @@ impl Tally {
     }
 }
 
-/// The worker's own Redis counters, printed on request (`stats` on stdin).
+/// The worker's own Redis counters and buffer capacity, printed on request
+/// (`stats` on stdin).
 fn counters(w: &Worker) -> serde_json::Value {
     let s = w.stats();
-    json!({"round_trips": s.round_trips, "commands": s.commands, "claimed": s.claimed})
+    json!({"round_trips": s.round_trips, "commands": s.commands, "claimed": s.claimed, "buffer": s.buffer})
 }
 
 fn work(o: &Opts) -> Result<(), String> {

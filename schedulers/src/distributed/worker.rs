@@ -122,7 +122,8 @@ pub enum WorkerEvent {
     },
 }
 
-/// A worker's traffic with Redis so far, from [`Worker::stats`].
+/// A worker's traffic with Redis so far, and its buffer, from
+/// [`Worker::stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkerStats {
     /// Round trips (a pipeline of many commands is one).
@@ -131,6 +132,9 @@ pub struct WorkerStats {
     pub commands: u64,
     /// Jobs claimed.
     pub claimed: u64,
+    /// The local buffer's capacity now: the one set with
+    /// [`WorkerBuilder::buffer`], or the one the handlers' pace sets.
+    pub buffer: usize,
 }
 
 /// Builds a [`Worker`].
@@ -555,13 +559,14 @@ impl Worker {
         self.shared.held().len()
     }
 
-    /// The worker's traffic with Redis so far.
+    /// The worker's traffic with Redis so far, and its buffer's capacity.
     pub fn stats(&self) -> WorkerStats {
         let c = self.shared.store.counters();
         WorkerStats {
             round_trips: c.round_trips.load(Ordering::Relaxed),
             commands: c.commands.load(Ordering::Relaxed),
             claimed: self.shared.claimed.load(Ordering::Relaxed),
+            buffer: self.shared.limit.load(Ordering::Relaxed),
         }
     }
 

@@ -348,6 +348,7 @@ fn slow_handlers_keep_the_default_buffer_at_one_batch() {
     let mut most = 0;
     for _ in 0..60 {
         most = most.max(w.in_flight());
+        assert_eq!(w.stats().buffer, 8, "the buffer left its floor");
         std::thread::sleep(Duration::from_millis(10));
     }
     // Held = buffered (8) + running (2) + finished and waiting for their
@@ -356,6 +357,51 @@ fn slow_handlers_keep_the_default_buffer_at_one_batch() {
     assert!(
         (8..=30).contains(&most),
         "held at most {most} of a backlog of 100 (a batch of 8, 2 threads)"
+    );
+    w.shutdown();
+    w.join();
+}
+
+#[test]
+fn fast_handlers_grow_the_default_buffer_past_one_batch() {
+    let Some(redis) = server() else { return };
+    let log: Log = Arc::default();
+    // A backlog of 3,000 due jobs, then a worker with no-op handlers: they
+    // drain far more than 800 jobs/s (8 jobs per 10 ms) on any machine, so
+    // the buffer grows past its batch of 8 while the backlog lasts.
+    let s = RedisScheduler::connect(&redis.url(), config("grow")).unwrap();
+    let jobs: Vec<Job> = (0..3000)
+        .map(|i| Job::new(format!("g-{i}"), "noop").unwrap())
+        .collect();
+    for r in s.schedule_many(&jobs).unwrap() {
+        r.unwrap();
+    }
+    let w = worker(&redis.url(), "grow", &log)
+        .batch(8)
+        .handler("noop", |_| Ok(()))
+        .start()
+        .unwrap();
+    // Sampled every millisecond from the start, beside the drain.
+    let most = AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let all_ran = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                most.fetch_max(w.stats().buffer, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let ran = wait_until(Duration::from_secs(30), || {
+            w.stats().claimed == 3000 && w.in_flight() == 0
+        });
+        done.store(true, Ordering::Relaxed);
+        ran
+    });
+    assert!(all_ran, "claimed {} of 3000", w.stats().claimed);
+    let most = most.into_inner();
+    assert!(
+        (9..=8 * 16).contains(&most),
+        "the buffer's largest capacity through a backlog of 3000 was {most}"
     );
     w.shutdown();
     w.join();
