@@ -844,7 +844,10 @@ fn claim_loop(
 fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
     while let Ok(h) = jobs.recv() {
         let left = sh.queued.fetch_sub(1, Ordering::SeqCst) - 1;
+        // Read before the swap: below half, most jobs find no one waiting,
+        // and a read leaves the flag's cache line shared.
         if left <= sh.limit.load(Ordering::Relaxed) / 2
+            && sh.wants_room.load(Ordering::SeqCst)
             && sh.wants_room.swap(false, Ordering::SeqCst)
         {
             let _ = sh.ctl.send(Ctl::Room);

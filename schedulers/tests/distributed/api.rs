@@ -1,6 +1,6 @@
 //! The client API and an in-process worker against a real server.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -383,7 +383,7 @@ fn fast_handlers_grow_the_default_buffer_past_one_batch() {
         .unwrap();
     // Sampled every millisecond from the start, beside the drain.
     let most = AtomicUsize::new(0);
-    let done = std::sync::atomic::AtomicBool::new(false);
+    let done = AtomicBool::new(false);
     let all_ran = std::thread::scope(|sc| {
         sc.spawn(|| {
             while !done.load(Ordering::Relaxed) {
