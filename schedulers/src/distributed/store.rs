@@ -17,9 +17,8 @@ use super::{Config, DistError};
 /// thousand values, and a call must stay short (Redis runs one at a time).
 pub(crate) const MAX_BATCH: usize = 1000;
 
-/// Values per job in a claim reply: id, kind, payload, due, fence, attempt,
-/// period.
-const CLAIMED_FIELDS: usize = 7;
+/// Values per job in a claim reply: id, record, payload.
+const CLAIMED_FIELDS: usize = 3;
 
 /// One result per item of a batch operation; the outer error of such an
 /// operation is a failed round trip (any subset of the items may have been
@@ -416,33 +415,24 @@ impl Store {
             .iter()
             .zip(replies)
             .map(|(&(shard, _), reply)| {
-                let reply = reply?;
-                let items = array(&reply)?;
+                let Value::Array(items) = reply? else {
+                    return Err(DistError::Protocol("claim: expected an array".into()));
+                };
                 let now = int(items.first())?;
                 let head = int(items.get(1))?;
-                let jobs = items.get(2..).unwrap_or_default();
-                if jobs.len() % CLAIMED_FIELDS != 0 {
+                if items.len() < 2 || (items.len() - 2) % CLAIMED_FIELDS != 0 {
                     return Err(DistError::Protocol(format!(
-                        "claim: {} values, not {CLAIMED_FIELDS} per job",
-                        jobs.len()
+                        "claim: {} values, not 2 and {CLAIMED_FIELDS} per job",
+                        items.len()
                     )));
                 }
-                let fires = jobs
-                    .chunks_exact(CLAIMED_FIELDS)
-                    .map(|f| {
-                        Ok(Fire {
-                            id: string(f.first())?,
-                            kind: string(f.get(1))?,
-                            payload: string(f.get(2))?,
-                            due_ms: int(f.get(3))?,
-                            fence: int(f.get(4))?,
-                            attempt: int(f.get(5))?,
-                            period_ms: int(f.get(6))?,
-                            claimed_ms: now,
-                            shard: shard as u32,
-                        })
-                    })
-                    .collect::<Result<_, DistError>>()?;
+                let mut values = items.into_iter().skip(2);
+                let mut fires = Vec::with_capacity(values.len() / CLAIMED_FIELDS);
+                while let (Some(id), Some(record), Some(payload)) =
+                    (values.next(), values.next(), values.next())
+                {
+                    fires.push(claimed_fire(id, &record, payload, now, shard)?);
+                }
                 Ok(Claimed {
                     shard,
                     now,
@@ -694,6 +684,48 @@ fn int(v: Option<&Value>) -> Result<i64, DistError> {
         other => Err(DistError::Protocol(format!(
             "expected an integer, got {other:?}"
         ))),
+    }
+}
+
+/// A claimed job from its id, its record as the claim wrote it
+/// (`l|fen|att|due|per|run|sl|lu|can|err|fp|kind`, the kind last: it may
+/// hold any character) and its payload. The id and payload are taken, not
+/// copied.
+fn claimed_fire(
+    id: Value,
+    record: &Value,
+    payload: Value,
+    now: i64,
+    shard: usize,
+) -> Result<Fire, DistError> {
+    let bad = || DistError::Protocol(format!("claim: malformed job record {record:?}"));
+    let Value::BulkString(rec) = record else {
+        return Err(bad());
+    };
+    let rec = std::str::from_utf8(rec).map_err(|_| bad())?;
+    let f: Vec<&str> = rec.splitn(12, '|').collect();
+    let num = |i: usize| -> Result<i64, DistError> {
+        f.get(i).and_then(|t| t.parse().ok()).ok_or_else(bad)
+    };
+    Ok(Fire {
+        id: owned_string(id)?,
+        kind: (*f.get(11).ok_or_else(bad)?).to_owned(),
+        payload: owned_string(payload)?,
+        due_ms: num(3)?,
+        fence: num(1)?,
+        attempt: num(2)?,
+        period_ms: num(4)?,
+        claimed_ms: now,
+        shard: shard as u32,
+    })
+}
+
+/// A bulk string reply as a `String`, without copying it when it is UTF-8.
+fn owned_string(v: Value) -> Result<String, DistError> {
+    match v {
+        Value::BulkString(b) => Ok(String::from_utf8(b)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())),
+        other => string(Some(&other)),
     }
 }
 

@@ -288,6 +288,52 @@ fn periodic_job_keeps_its_grid_and_cancel_in_flight_is_the_last_run() {
     w.join();
 }
 
+/// The claim reply carries a job's record as text, fields split by `|`:
+/// an id, a kind and a payload full of separators and non-ASCII text reach
+/// the handler unchanged, with the due time, period, fence and attempt.
+#[test]
+fn a_fire_carries_what_was_scheduled() {
+    let Some(redis) = server() else { return };
+    let log: Log = Arc::default();
+    let (id, kind) = ("id|1|é", "kind|x|ü|");
+    let payload = serde_json::json!({"text": "a|b|1|2|ß", "n": [1, 2]});
+    let w = worker(&redis.url(), "fields", &log)
+        .handler(kind, |_| Ok(()))
+        .start()
+        .unwrap();
+    let s = RedisScheduler::connect(&redis.url(), config("fields")).unwrap();
+    let due = s
+        .schedule_at_fixed_rate(
+            id,
+            kind,
+            &payload,
+            Duration::ZERO,
+            Duration::from_secs(3600),
+        )
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || finished(&log, id)
+        .len()
+        == 1));
+    let fire = log
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|e| match e {
+            WorkerEvent::Started { fire, .. } => Some(fire.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!((fire.id.as_str(), fire.kind.as_str()), (id, kind));
+    assert_eq!(fire.payload::<serde_json::Value>().unwrap(), payload);
+    assert_eq!(
+        (fire.due_ms, fire.period_ms, fire.fence, fire.attempt),
+        (due, 3_600_000, 1, 1)
+    );
+    assert_eq!(finished(&log, id), [AckOutcome::Next(due + 3_600_000)]);
+    w.shutdown();
+    w.join();
+}
+
 #[test]
 fn graceful_shutdown_finishes_the_running_job() {
     let Some(redis) = server() else { return };
