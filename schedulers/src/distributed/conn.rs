@@ -512,6 +512,18 @@ enum Via {
     Node { asking: bool },
 }
 
+/// One node's pipeline of a pass, written and not yet read: its node, its
+/// commands, and whether a durability wait follows them.
+type Written = (Option<Addr>, Vec<Pending>, bool);
+
+/// Requests whose first pass is written and not yet read (see
+/// [`Conn::send`]).
+pub(crate) struct InFlight {
+    written: Vec<Written>,
+    out: Vec<Option<Result<Value, DistError>>>,
+    refresh: bool,
+}
+
 /// One command's state across passes.
 struct Pending {
     idx: usize,
@@ -646,8 +658,10 @@ impl Conn {
                 script: Some(layout_script()),
                 write: true,
             };
+            let reqs = std::slice::from_ref(&req);
+            let sent = self.write_first(reqs);
             let recorded = self
-                .run_passes(std::slice::from_ref(&req))?
+                .recv_applied(reqs, sent)?
                 .pop()
                 .map_or_else(|| Err(DistError::Protocol("no reply".into())), |(r, _)| r)?;
             let recorded: String =
@@ -822,8 +836,69 @@ impl Conn {
     /// per-request connection error means that request may or may not have
     /// run.
     pub(crate) fn run(&mut self, reqs: &[Req]) -> Result<Vec<Result<Value, DistError>>, DistError> {
+        let sent = self.send(reqs)?;
+        self.recv(reqs, sent)
+    }
+
+    /// As [`run`](Self::run), but a write that was applied and not
+    /// confirmed durable keeps its reply, beside why its durability fell
+    /// short (for the worker's reaper, whose reaps happened on the master
+    /// whatever their durability, and must be reported).
+    pub(crate) fn run_applied(&mut self, reqs: &[Req]) -> Result<Vec<Applied>, DistError> {
+        let sent = self.send(reqs)?;
+        self.recv_applied(reqs, sent)
+    }
+
+    /// The first half of [`run`](Self::run): writes the requests' first
+    /// pass and returns without reading, so the caller works while Redis
+    /// does. Until [`recv`](Self::recv) reads it, send nothing else on
+    /// this connection: its replies would be read as this pass's.
+    pub(crate) fn send(&mut self, reqs: &[Req]) -> Result<InFlight, DistError> {
+        if reqs.is_empty() {
+            return Ok(InFlight {
+                written: Vec::new(),
+                out: Vec::new(),
+                refresh: false,
+            });
+        }
+        if let Err(e) = self.ensure() {
+            if e.is_connection() {
+                self.mode = Mode::Closed;
+            }
+            return Err(e);
+        }
+        Ok(self.write_first(reqs))
+    }
+
+    /// Writes the first pass of `reqs`, on a connection known to be open.
+    fn write_first(&mut self, reqs: &[Req]) -> InFlight {
+        let mut out: Vec<Option<Result<Value, DistError>>> = reqs.iter().map(|_| None).collect();
+        let pending = (0..reqs.len())
+            .map(|idx| Pending {
+                idx,
+                via: Via::Slot,
+                target: None,
+                eval: false,
+            })
+            .collect();
+        let (written, refresh) = self.write_pass(reqs, pending, &mut out);
+        InFlight {
+            written,
+            out,
+            refresh,
+        }
+    }
+
+    /// The second half of [`run`](Self::run): reads what [`send`](Self::send)
+    /// wrote for `reqs`, and makes the passes that follow (redirects, script
+    /// loads) at once.
+    pub(crate) fn recv(
+        &mut self,
+        reqs: &[Req],
+        sent: InFlight,
+    ) -> Result<Vec<Result<Value, DistError>>, DistError> {
         Ok(self
-            .run_applied(reqs)?
+            .recv_applied(reqs, sent)?
             .into_iter()
             .map(|(r, shortfall)| match (r, shortfall) {
                 (Ok(_), Some(why)) => Err(DistError::NotDurable(why)),
@@ -832,21 +907,52 @@ impl Conn {
             .collect())
     }
 
-    /// As [`run`](Self::run), but a write that was applied and not
-    /// confirmed durable keeps its reply, beside why its durability fell
-    /// short (for the worker's reaper, whose reaps happened on the master
-    /// whatever their durability, and must be reported).
-    pub(crate) fn run_applied(&mut self, reqs: &[Req]) -> Result<Vec<Applied>, DistError> {
+    fn recv_applied(&mut self, reqs: &[Req], sent: InFlight) -> Result<Vec<Applied>, DistError> {
         if reqs.is_empty() {
             return Ok(Vec::new());
         }
-        if let Err(e) = self.ensure() {
-            if e.is_connection() {
-                self.mode = Mode::Closed;
+        let InFlight {
+            mut written,
+            mut out,
+            mut refresh,
+        } = sent;
+        let mut shortfall: Vec<Option<String>> = reqs.iter().map(|_| None).collect();
+        // A redirect or a script fallback sends a command again; a few passes
+        // settle any real situation, more means the Cluster is in flux.
+        let mut passes = 0;
+        let pending = loop {
+            let (again, r) = self.read_pass(reqs, written, &mut out, &mut shortfall);
+            passes += 1;
+            if refresh || r {
+                if let Mode::Cluster(c) = &mut self.mode {
+                    c.stale = true;
+                }
+                if !again.is_empty() {
+                    // Best effort: a failed refresh leaves the map stale and
+                    // the commands go where they went before.
+                    let _ = self.refresh();
+                }
             }
-            return Err(e);
+            if again.is_empty() || passes == 5 {
+                break again;
+            }
+            (written, refresh) = self.write_pass(reqs, again, &mut out);
+        };
+        for p in pending {
+            out[p.idx] = Some(Err(DistError::Protocol(
+                "still redirected after 5 attempts: the Cluster is reconfiguring".into(),
+            )));
         }
-        let out = self.run_passes(reqs)?;
+        let out: Vec<Applied> = out
+            .into_iter()
+            .zip(shortfall)
+            .map(|(r, sf)| {
+                (
+                    r.unwrap_or_else(|| Err(DistError::Protocol("no reply".into()))),
+                    sf,
+                )
+            })
+            .collect();
         // A batch that failed whole on broken connections is reported as one
         // failure, as a single connection's pipeline would be.
         if out
@@ -861,65 +967,16 @@ impl Conn {
         Ok(out)
     }
 
-    fn run_passes(&mut self, reqs: &[Req]) -> Result<Vec<Applied>, DistError> {
-        let mut out: Vec<Option<Result<Value, DistError>>> = reqs.iter().map(|_| None).collect();
-        let mut shortfall: Vec<Option<String>> = reqs.iter().map(|_| None).collect();
-        let mut pending: Vec<Pending> = (0..reqs.len())
-            .map(|idx| Pending {
-                idx,
-                via: Via::Slot,
-                target: None,
-                eval: false,
-            })
-            .collect();
-        // A redirect or a script fallback sends a command again; a few passes
-        // settle any real situation, more means the Cluster is in flux.
-        for _ in 0..5 {
-            if pending.is_empty() {
-                break;
-            }
-            let (next, refresh) = self.pass(reqs, pending, &mut out, &mut shortfall);
-            pending = next;
-            if refresh {
-                if let Mode::Cluster(c) = &mut self.mode {
-                    c.stale = true;
-                }
-                if !pending.is_empty() {
-                    // Best effort: a failed refresh leaves the map stale and
-                    // the commands go where they went before.
-                    let _ = self.refresh();
-                }
-            }
-        }
-        for p in pending {
-            out[p.idx] = Some(Err(DistError::Protocol(
-                "still redirected after 5 attempts: the Cluster is reconfiguring".into(),
-            )));
-        }
-        Ok(out
-            .into_iter()
-            .zip(shortfall)
-            .map(|(r, sf)| {
-                (
-                    r.unwrap_or_else(|| Err(DistError::Protocol("no reply".into()))),
-                    sf,
-                )
-            })
-            .collect())
-    }
-
-    /// One pass: groups the pending commands by node, writes every group's
-    /// pipeline, reads every reply. Returns the commands to send again, and
-    /// whether the slot map should be refreshed.
-    fn pass(
+    /// Writes one pass: groups the pending commands by node and writes
+    /// every group's pipeline. Returns what was written, and whether the
+    /// slot map should be refreshed.
+    fn write_pass(
         &mut self,
         reqs: &[Req],
         pending: Vec<Pending>,
         out: &mut [Option<Result<Value, DistError>>],
-        shortfall: &mut [Option<String>],
-    ) -> (Vec<Pending>, bool) {
+    ) -> (Vec<Written>, bool) {
         let ep = self.ep.clone();
-        let mut again = Vec::new();
         let mut refresh = false;
         // Group by node.
         let mut groups: BTreeMap<Option<(String, u16)>, Vec<Pending>> = BTreeMap::new();
@@ -949,7 +1006,7 @@ impl Conn {
             groups.entry(node).or_default().push(p);
         }
         // Write every group's pipeline.
-        let mut sent: Vec<(Option<Addr>, Vec<Pending>, bool)> = Vec::new();
+        let mut sent: Vec<Written> = Vec::new();
         for (node_addr, items) in groups {
             let node = match self.node(&ep, node_addr.as_ref()) {
                 Ok(n) => n,
@@ -997,6 +1054,20 @@ impl Conn {
                 }
             }
         }
+        (sent, refresh)
+    }
+
+    /// Reads one pass's replies. Returns the commands to send again, and
+    /// whether the slot map should be refreshed.
+    fn read_pass(
+        &mut self,
+        reqs: &[Req],
+        sent: Vec<Written>,
+        out: &mut [Option<Result<Value, DistError>>],
+        shortfall: &mut [Option<String>],
+    ) -> (Vec<Pending>, bool) {
+        let mut again = Vec::new();
+        let mut refresh = false;
         // Read every reply.
         for (node_addr, items, wait) in sent {
             let node = match self.node_if_open(node_addr.as_ref()) {
@@ -1031,7 +1102,7 @@ impl Conn {
             let mut not_durable: Option<String> = None;
             if wait && broken.is_none() {
                 match node.con.recv_response() {
-                    Ok(v) => not_durable = durability_shortfall(&v, ep.inner.durability),
+                    Ok(v) => not_durable = durability_shortfall(&v, self.ep.inner.durability),
                     Err(e) => {
                         let e = DistError::from(e);
                         not_durable = Some(format!("no answer to the durability wait: {e}"));

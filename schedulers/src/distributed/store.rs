@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use redis::Value;
 
-use super::conn::{clone_error, Conn, Endpoint, IoCounters, Req, ScriptSrc};
+use super::conn::{clone_error, Conn, Endpoint, InFlight, IoCounters, Req, ScriptSrc};
 use super::job::{CancelOutcome, Fire, Job, JobInfo, JobState, When};
 use super::keys::{fingerprint, shard_of, ShardKeys};
 use super::scripts::scripts;
@@ -24,6 +24,14 @@ const CLAIMED_FIELDS: usize = 3;
 /// operation is a failed round trip (any subset of the items may have been
 /// applied).
 pub(crate) type PerItem<T> = Vec<Result<T, DistError>>;
+
+/// Claims sent and not yet read: [`Store::claim_recv`] reads them.
+pub(crate) struct ClaimSent {
+    /// The `(shard, limit)` of each claim.
+    pub(crate) asks: Vec<(usize, usize)>,
+    calls: Vec<Req>,
+    sent: InFlight,
+}
 
 /// Internal handle on a schedule: config, keys and script calls.
 #[derive(Debug, Clone)]
@@ -402,6 +410,18 @@ impl Store {
         asks: &[(usize, usize)],
         lease_ms: i64,
     ) -> Result<PerItem<Claimed>, DistError> {
+        let sent = self.claim_send(con, asks, lease_ms)?;
+        self.claim_recv(con, sent)
+    }
+
+    /// The first half of [`claim`](Self::claim): sends the claims without
+    /// waiting for them (see [`Conn::send`]).
+    pub(crate) fn claim_send(
+        &self,
+        con: &mut Conn,
+        asks: &[(usize, usize)],
+        lease_ms: i64,
+    ) -> Result<ClaimSent, DistError> {
         let calls: Vec<Req> = asks
             .iter()
             .map(|&(s, limit)| {
@@ -410,7 +430,23 @@ impl Store {
                 })
             })
             .collect();
-        let replies = con.run(&calls)?;
+        let sent = con.send(&calls)?;
+        Ok(ClaimSent {
+            asks: asks.to_vec(),
+            calls,
+            sent,
+        })
+    }
+
+    /// The second half of [`claim`](Self::claim): reads the claims `sent`
+    /// on `con`.
+    pub(crate) fn claim_recv(
+        &self,
+        con: &mut Conn,
+        sent: ClaimSent,
+    ) -> Result<PerItem<Claimed>, DistError> {
+        let ClaimSent { asks, calls, sent } = sent;
+        let replies = con.recv(&calls, sent)?;
         Ok(asks
             .iter()
             .zip(replies)
