@@ -10,7 +10,9 @@
 //!   measured work, between 1 and 16 batches (see [`BufferSize`]). It knows
 //!   each shard's earliest run time (from its claims, from a look at every
 //!   shard once per `poll_interval`, and from wake-up hints)
-//!   and sleeps until the earliest one, or until the buffer drains to half;
+//!   and sleeps until the earliest one, or until the buffer has room for a
+//!   round (a quarter of it). At a backlog it keeps two rounds in flight,
+//!   on two connections, so Redis runs one while it buffers the other;
 //! - the **waker** listens to the shards' wake-up channels (Pub/Sub): a
 //!   producer whose job becomes a shard's earliest one publishes its run
 //!   time, so a sleeping claimer learns of it at once;
@@ -48,7 +50,7 @@
 // whether a job is due; the scripts do, on Redis's clock.
 #![allow(clippy::disallowed_methods)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -59,7 +61,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 
 use super::conn::{clone_error, Conn, Heard};
 use super::job::{AckOutcome, Fire};
-use super::store::{Op, RetryPolicy, Settled, Store, MAX_BATCH};
+use super::store::{ClaimSent, Op, RetryPolicy, Settled, Store, MAX_BATCH};
 use super::{Config, DistError};
 
 /// A handler's error: any error type, reported as text in the job's record.
@@ -234,7 +236,8 @@ impl WorkerBuilder {
     }
 
     /// Capacity of the local buffer of claimed jobs not started yet. The
-    /// worker claims again when it is half empty. A larger buffer means
+    /// worker claims a quarter of it at a time, whenever there is room (jobs
+    /// buffered and claims in flight count). A larger buffer means
     /// fewer, larger claims per job at saturation; while jobs wait in it no
     /// other worker can take them. By default the capacity follows the
     /// handlers: about 10 ms of their measured work, between 1 and 16
@@ -439,7 +442,7 @@ struct Held {
 
 /// What wakes the claimer.
 enum Ctl {
-    /// The buffer drained to half.
+    /// The buffer has room for a round.
     Room,
     /// Shard `.0`'s earliest run time is now `.1` (a wake-up message).
     Hint(usize, i64),
@@ -464,10 +467,10 @@ struct Shared {
     poll: Duration,
     batch: usize,
     /// The buffer's capacity now (set by the claimer's [`BufferSize`]); the
-    /// claimer claims when the buffer is at most half full.
+    /// claimer claims when it has room for a round ([`claim_round`]).
     limit: AtomicUsize,
-    /// The claimer waits for room: the handler that drains the buffer to
-    /// half wakes it.
+    /// The claimer waits for room: the handler that makes room for a round
+    /// wakes it.
     wants_room: AtomicBool,
     retry: RetryPolicy,
     handlers: HashMap<String, Handler>,
@@ -630,8 +633,8 @@ const BUFFER_WORK: Duration = Duration::from_millis(10);
 const BUFFER_BATCHES: usize = 16;
 
 /// The buffer's capacity: fixed, or adapted to the handlers' pace. At a
-/// backlog, a buffer of one batch is claimed 32 jobs at a time (half of it),
-/// and between claims Redis waits for the worker: one worker with no-op
+/// backlog, a buffer of one batch was claimed 32 jobs at a time (half of it,
+/// one round at a time then), and between claims Redis waited for the worker: one worker with no-op
 /// handlers drained 78-81k jobs/s with that buffer and 93-103k with this
 /// adaptive one (alternating runs on one machine; Redis CPU per job
 /// 9.7-10.2 µs against 8.5-9.2, since each script call carries more). But a buffer of 1,024
@@ -708,6 +711,113 @@ fn allocate(room: usize, due: &[usize], backlogged: &[bool], batch: usize) -> Ve
     asks
 }
 
+/// Claim rounds in flight at once, each on its own connection: while the
+/// claimer reads and buffers one round's jobs, Redis runs the next. With one
+/// round at a time, Redis waited for the claimer after every round (one
+/// worker with no-op handlers kept Redis 82-87% busy).
+const CLAIMS_IN_FLIGHT: usize = 2;
+
+/// The jobs one claim round asks for: a quarter of the buffer, so that two
+/// rounds fit in flight beside the jobs still buffered.
+fn claim_round(limit: usize) -> usize {
+    limit.div_ceil(4)
+}
+
+/// A claim round sent and not yet read.
+struct Round {
+    con: usize,
+    sent: ClaimSent,
+    asked: usize,
+}
+
+/// The claimer's state: what it knows of the shards and its rounds in flight.
+struct Claimer<'a> {
+    sh: &'a Shared,
+    cons: Vec<Conn>,
+    flight: VecDeque<Round>,
+    heads: Vec<Option<i64>>,
+    backlogged: Vec<bool>,
+    clock: RedisClock,
+    next_key: u64,
+    buf: Sender<Arc<Held>>,
+}
+
+impl Claimer<'_> {
+    /// Sends a round of claims on a connection with nothing in flight.
+    fn send(&mut self, asks: &[(usize, usize)]) -> Result<(), DistError> {
+        let con = (0..CLAIMS_IN_FLIGHT)
+            .find(|c| self.flight.iter().all(|r| r.con != *c))
+            .ok_or_else(|| DistError::Protocol("every claim connection is busy".into()))?;
+        let sent = self
+            .sh
+            .store
+            .claim_send(&mut self.cons[con], asks, self.sh.lease_ms)?;
+        self.flight.push_back(Round {
+            con,
+            asked: asks.iter().map(|a| a.1).sum(),
+            sent,
+        });
+        Ok(())
+    }
+
+    /// Reads the oldest round in flight and buffers its jobs; returns how
+    /// many it got, or the first error after buffering what the others got.
+    fn take(&mut self) -> Option<Result<usize, DistError>> {
+        let Round { con, sent, .. } = self.flight.pop_front()?;
+        let limits: Vec<usize> = sent.asks.iter().map(|a| a.1).collect();
+        let replies = match self.sh.store.claim_recv(&mut self.cons[con], sent) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let at = Instant::now();
+        let mut got = 0;
+        let mut failed = None;
+        for (reply, limit) in replies.into_iter().zip(limits) {
+            let c = match reply {
+                Ok(c) => c,
+                Err(e) => {
+                    failed = Some(e);
+                    continue;
+                }
+            };
+            if c.now > self.clock.ms {
+                self.clock.set(c.now, at);
+            }
+            self.heads[c.shard] = c.head;
+            self.backlogged[c.shard] = c.fires.len() >= limit;
+            got += c.fires.len();
+            let mut held = self.sh.held();
+            for fire in c.fires {
+                self.next_key += 1;
+                let h = Arc::new(Held {
+                    key: self.next_key,
+                    fire,
+                    claimed_at: at,
+                    lost: AtomicBool::new(false),
+                    settling: AtomicBool::new(false),
+                });
+                held.insert(self.next_key, h.clone());
+                self.sh.queued.fetch_add(1, Ordering::AcqRel);
+                // Never blocks: no more than the room was claimed.
+                let _ = self.buf.send(h);
+            }
+        }
+        self.sh.claimed.fetch_add(got as u64, Ordering::Relaxed);
+        Some(failed.map_or(Ok(got), Err))
+    }
+
+    /// Reads every round in flight; the first error, after all are read.
+    fn take_all(&mut self) -> Result<(), DistError> {
+        let mut first = None;
+        while let Some(r) = self.take() {
+            if let Err(e) = r {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
 fn claim_loop(
     sh: &Shared,
     mut sizing: BufferSize,
@@ -716,24 +826,31 @@ fn claim_loop(
     buf_rx: &Receiver<Arc<Held>>,
     done: &Sender<Done>,
 ) {
-    let mut con = sh.store.conn();
     let n = sh.store.shards.len();
-    let mut heads: Vec<Option<i64>> = vec![None; n];
-    let mut backlogged = vec![false; n];
-    let mut clock = RedisClock {
-        ms: 0,
-        at: Instant::now(),
+    let mut c = Claimer {
+        sh,
+        cons: (0..CLAIMS_IN_FLIGHT).map(|_| sh.store.conn()).collect(),
+        flight: VecDeque::new(),
+        heads: vec![None; n],
+        backlogged: vec![false; n],
+        clock: RedisClock {
+            ms: 0,
+            at: Instant::now(),
+        },
+        next_key: 0,
+        buf,
     };
     let mut look_at = Instant::now();
     let mut start = (seed() % n as u64) as usize;
-    let mut next_key = 0u64;
     let mut backoff = Duration::from_millis(10);
     while !sh.stopped() {
         let step = (|| -> Result<Option<Instant>, DistError> {
             if Instant::now() >= look_at {
-                let (now, h) = sh.store.heads(&mut con)?;
-                clock.set(now, Instant::now());
-                heads = h;
+                // A look needs a connection with nothing in flight.
+                c.take_all()?;
+                let (now, h) = sh.store.heads(&mut c.cons[0])?;
+                c.clock.set(now, Instant::now());
+                c.heads = h;
                 look_at = Instant::now() + sh.poll;
             }
             let mut queued = sh.queued.load(Ordering::SeqCst);
@@ -743,68 +860,41 @@ fn claim_loop(
                 .saturating_sub(queued as u64);
             let limit = sizing.observe(taken, Instant::now());
             sh.limit.store(limit, Ordering::Relaxed);
-            if queued > limit / 2 {
-                // Ask to be woken, then look again: a handler that drained
-                // the buffer to half before seeing the flag shows here.
+            let round = claim_round(limit);
+            if c.flight.is_empty() && queued + round > limit {
+                // Ask to be woken, then look again: a handler that made
+                // room before seeing the flag shows here.
                 sh.wants_room.store(true, Ordering::SeqCst);
                 queued = sh.queued.load(Ordering::SeqCst);
             }
-            let room = limit - queued.min(limit);
-            let may_claim = room > 0 && room >= limit.div_ceil(2);
-            let est = clock.now_ms();
+            let asked: usize = c.flight.iter().map(|r| r.asked).sum();
+            let room = limit.saturating_sub(queued + asked);
+            let may_claim = room >= round;
+            let est = c.clock.now_ms();
             let due: Vec<usize> = (0..n)
                 .map(|i| (start + i) % n)
-                .filter(|&s| heads[s].is_some_and(|h| h <= est))
+                .filter(|&s| c.heads[s].is_some_and(|h| h <= est))
                 .collect();
-            if may_claim && !due.is_empty() {
-                start = (start + 1) % n;
-                let asks = allocate(room, &due, &backlogged, sh.batch);
-                let replies = sh.store.claim(&mut con, &asks, sh.lease_ms)?;
-                let at = Instant::now();
-                let mut got = 0;
-                let mut failed = None;
-                for (reply, &(_, limit)) in replies.into_iter().zip(&asks) {
-                    let c = match reply {
-                        Ok(c) => c,
-                        Err(e) => {
-                            failed = Some(e);
-                            continue;
-                        }
-                    };
-                    if c.now > clock.ms {
-                        clock.set(c.now, at);
-                    }
-                    heads[c.shard] = c.head;
-                    backlogged[c.shard] = c.fires.len() >= limit;
-                    got += c.fires.len();
-                    let mut held = sh.held();
-                    for fire in c.fires {
-                        next_key += 1;
-                        let h = Arc::new(Held {
-                            key: next_key,
-                            fire,
-                            claimed_at: at,
-                            lost: AtomicBool::new(false),
-                            settling: AtomicBool::new(false),
-                        });
-                        held.insert(next_key, h.clone());
-                        sh.queued.fetch_add(1, Ordering::AcqRel);
-                        // Never blocks: no more than the room was claimed.
-                        let _ = buf.send(h);
-                    }
+            if may_claim && !due.is_empty() && c.flight.len() < CLAIMS_IN_FLIGHT {
+                let asks = allocate(round, &due, &c.backlogged, sh.batch);
+                // A second round only where a backlog waits: beside a round
+                // in flight, a shard with little due would answer empty.
+                if c.flight.is_empty() || asks.iter().all(|&(s, _)| c.backlogged[s]) {
+                    start = (start + asks.len()) % n;
+                    c.send(&asks)?;
+                    return Ok(None);
                 }
-                sh.claimed.fetch_add(got as u64, Ordering::Relaxed);
-                if let Some(e) = failed {
-                    return Err(e);
-                }
+            }
+            if let Some(got) = c.take() {
                 // More may be due at once; a claim that found nothing waits
                 // for the next millisecond rather than spinning.
-                return Ok((got == 0).then(|| at + Duration::from_millis(1)));
+                let idle = got? == 0 && c.flight.is_empty();
+                return Ok(idle.then(|| Instant::now() + Duration::from_millis(1)));
             }
             let mut until = look_at;
             if may_claim {
-                if let Some(h) = heads.iter().flatten().min() {
-                    until = until.min(clock.instant_of(*h));
+                if let Some(h) = c.heads.iter().flatten().min() {
+                    until = until.min(c.clock.instant_of(*h));
                 }
             }
             Ok(Some(until))
@@ -824,14 +914,18 @@ fn claim_loop(
             }
         };
         match ctl.recv_deadline(until) {
-            Ok(Ctl::Hint(s, due)) => heads[s] = Some(heads[s].map_or(due, |h| h.min(due))),
+            Ok(Ctl::Hint(s, due)) => c.heads[s] = Some(c.heads[s].map_or(due, |h| h.min(due))),
             Ok(Ctl::Resync) => look_at = Instant::now(),
             Ok(Ctl::Room | Ctl::Stop) | Err(_) => {}
         }
     }
-    // Shutdown: the handlers end once the buffer is empty; what never
-    // started goes back to Redis at once.
-    drop(buf);
+    // Shutdown: the rounds in flight are buffered, the handlers end once
+    // the buffer is empty, and what never started goes back to Redis at
+    // once.
+    if let Err(e) = c.take_all() {
+        sh.redis_error(&e);
+    }
+    drop(c);
     while let Ok(h) = buf_rx.try_recv() {
         sh.queued.fetch_sub(1, Ordering::AcqRel);
         let _ = done.send(Done {
@@ -844,9 +938,10 @@ fn claim_loop(
 fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
     while let Ok(h) = jobs.recv() {
         let left = sh.queued.fetch_sub(1, Ordering::SeqCst) - 1;
-        // Read before the swap: below half, most jobs find no one waiting,
-        // and a read leaves the flag's cache line shared.
-        if left <= sh.limit.load(Ordering::Relaxed) / 2
+        // Read before the swap: with room for a round, most jobs find no
+        // one waiting, and a read leaves the flag's cache line shared.
+        let limit = sh.limit.load(Ordering::Relaxed);
+        if left + claim_round(limit) <= limit
             && sh.wants_room.load(Ordering::SeqCst)
             && sh.wants_room.swap(false, Ordering::SeqCst)
         {
