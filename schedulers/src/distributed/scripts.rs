@@ -59,8 +59,11 @@
 //! members Redis keeps as an `intset` (8 bytes a member), the set's key
 //! (about 100 bytes) is shared by a few hundred members, and no call does
 //! more than a bounded amount of moving, however fast tombstones come. A
-//! bucket's sets expire whole, a retention after the bucket ends; nothing
-//! sweeps them. A schedule looks the fingerprint up in the set of each live
+//! new bucket starts with the sets likely needed (as many as the last bucket
+//! ended with, or one per 192 jobs pending in the shard, up to 256), so the
+//! tombstones of a backlog, or of a steady load that fits 256 sets, are
+//! added without splits. A bucket's sets expire whole, a retention after
+//! the bucket ends; nothing sweeps them. A schedule looks the fingerprint up in the set of each live
 //! bucket (about ten `SISMEMBER`s).
 //!
 //! # Outcomes
@@ -142,6 +145,7 @@ local TB = math.floor(TOMB_MS / 8)
 if TB < 1 then TB = 1 end
 local NB = math.floor(TOMB_MS / TB) + 2
 local HI = 4398046511104
+local TOMB_SETS = 256
 local function taddr(fp, n, s)
   local hi = math.floor(tonumber(fp) / HI)
   local a = hi % n
@@ -155,21 +159,32 @@ local function tomb_add(now, fps)
   if #fps == 0 then return end
   local b = math.floor(now / TB)
   local fb = fmt(b)
-  local st = redis.call('HMGET', K.xm, 'n:' .. fb, 's:' .. fb, 'c:' .. fb)
+  local fp1 = fmt(b - 1)
+  local st = redis.call('HMGET', K.xm, 'n:' .. fb, 's:' .. fb, 'c:' .. fb, 'n:' .. fp1, 's:' .. fp1)
   local n, s, c = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
   local at = (b + 1) * TB + TOMB_MS
   if not n then
-    n = 1
     -- A new bucket: forget the bookkeeping of long-expired ones, and let
     -- the whole hash expire if the shard falls idle.
     for j = b - NB - 4, b - NB - 1 do
       redis.call('HDEL', K.xm, 'n:' .. fmt(j), 's:' .. fmt(j), 'c:' .. fmt(j))
     end
     redis.call('PEXPIRE', K.xm, TOMB_MS + 4 * TB)
+    -- Sized for what is likely to come: as many sets as the last bucket
+    -- ended with, or one per 192 jobs pending in the shard, rounded up to
+    -- a power of two, at most TOMB_SETS. So the tombstones of a backlog
+    -- need no splits (a split reads a set and moves half of it, about
+    -- 0.5 µs a tombstone when a bucket grows from one set).
+    local want = math.max((tonumber(st[4]) or 0) + (tonumber(st[5]) or 0),
+                          redis.call('HLEN', K.m) / 192)
+    n = 1
+    while n < want and n < TOMB_SETS do n = n * 2 end
     -- Every set is made with the sentinel 0 (no fingerprint is 0) and its
     -- expiry, here or at its split, so adding to one needs no PEXPIREAT.
-    redis.call('SADD', tkey(b, 0), '0')
-    redis.call('PEXPIREAT', tkey(b, 0), at)
+    for a = 0, n - 1 do
+      redis.call('SADD', tkey(b, a), '0')
+      redis.call('PEXPIREAT', tkey(b, a), at)
+    end
   end
   -- Grouped by set number, each set's key built once (tkey's text, with
   -- the bucket's part formatted once for the batch).

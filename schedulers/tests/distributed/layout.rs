@@ -283,6 +283,99 @@ fn a_finished_id_costs_under_16_bytes_of_tombstone() {
     }
 }
 
+/// The tombstone bookkeeping of the one shard of `ns`: bucket -> (sets
+/// per level, sets split, tombstones).
+fn tomb_buckets(
+    con: &mut redis::Connection,
+    ns: &str,
+) -> std::collections::BTreeMap<i64, (i64, i64, i64)> {
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{{tw:{ns}:*}}:xm"))
+        .query(con)
+        .unwrap();
+    assert_eq!(keys.len(), 1, "one shard: {keys:?}");
+    let fields: std::collections::HashMap<String, i64> =
+        redis::cmd("HGETALL").arg(&keys[0]).query(con).unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for (f, v) in &fields {
+        let (what, b) = f.split_once(':').unwrap();
+        let e = out.entry(b.parse::<i64>().unwrap()).or_insert((0, 0, 0));
+        match what {
+            "n" => e.0 = *v,
+            "s" => e.1 = *v,
+            _ => e.2 = *v,
+        }
+    }
+    out
+}
+
+#[test]
+fn a_new_tombstone_bucket_is_sized_for_the_backlog_then_for_the_last_bucket() {
+    let Some(redis) = server() else { return };
+    // One shard, tombstone buckets of 2 s (an eighth of the retention).
+    let config = Config::default()
+        .namespace("tsize")
+        .shards(1)
+        .tombstone_ttl(Duration::from_secs(16));
+    let bucket_ms = 2000;
+    let s = RedisScheduler::connect(&redis.url(), config.clone()).unwrap();
+    let n = 5000;
+    let jobs: Vec<Job> = (0..n)
+        .map(|i| Job::new(format!("b-{i}"), "noop").unwrap())
+        .collect();
+    assert!(s.schedule_many(&jobs).unwrap().iter().all(Result::is_ok));
+    let w = Worker::builder(&redis.url(), config)
+        .threads(4)
+        .poll_interval(Duration::from_millis(20))
+        .handler("noop", |_| Ok(()))
+        .start()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(60), || s
+        .job_count()
+        .unwrap()
+        == 0));
+    let mut con = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    // 5,000 pending when the first tombstone came: 5000 / 192 = 26 sets,
+    // rounded up to 32, made at once; no split was needed.
+    let drained = tomb_buckets(&mut con, "tsize");
+    let total: i64 = drained.values().map(|b| b.2).sum();
+    assert_eq!(total, n, "{drained:?}");
+    assert!(
+        drained
+            .values()
+            .all(|&(sets, split, _)| sets == 32 && split == 0),
+        "{drained:?}"
+    );
+    // The next bucket, with nothing pending, is sized as the last one ended.
+    let last = *drained.keys().next_back().unwrap();
+    while s.now_ms().unwrap() < (last + 1) * bucket_ms {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    s.schedule(&Job::new("after", "noop").unwrap()).unwrap();
+    assert!(wait_until(Duration::from_secs(10), || s
+        .job_count()
+        .unwrap()
+        == 0));
+    let after = tomb_buckets(&mut con, "tsize");
+    assert_eq!(
+        after.get(&(last + 1)),
+        Some(&(32, 0, 1)),
+        "the job must end within the bucket after the drain's: {after:?}"
+    );
+    w.shutdown();
+    w.join();
+    // Every tombstone is found.
+    for i in (0..n).step_by(97) {
+        assert!(matches!(
+            s.schedule(&Job::new(format!("b-{i}"), "noop").unwrap()),
+            Err(DistError::Tombstoned(_))
+        ));
+    }
+}
+
 #[test]
 fn an_ack_repeated_after_its_reply_was_lost_reports_what_happened() {
     // Issue 17: a worker whose connection broke repeats the ack, got STALE,
