@@ -211,28 +211,32 @@
 //!
 //! A master runs scripts on one core, so its capacity is one core's worth
 //! of Redis CPU per job: **jobs/s per master ≈ 10⁶ / (µs of Redis CPU per
-//! job)**. Measured by the workbench (run `20261125-192216-quick`, commit
-//! 75b3ab3, three repeats, 2 cores shared with the workers and the
-//! producer, load 0.7–2.3): a backlog drained at 8.3 µs of Redis CPU per
-//! job (claim and ack batched, one worker, 102k jobs/s), so one master tops
-//! out near 120k jobs/s (the claim script alone: 228k); at a paced 2,500
-//! jobs/s batches are small and a job cost 49 µs, about an eighth of one
-//! core. `Fsync` on `appendfsync always` cost 8.0 µs per drained job in the
-//! same run (no more than the asynchronous 8.3: with large batches the
-//! fsyncs are few, and a wait for the disk is not CPU; drain −2%) and 83 µs
-//! per paced job against 49, and `WAIT 1` on the Cluster 10.1 µs per
-//! drained job against 9.7 µs asynchronous (drain −13%).
+//! job)**. Measured by the workbench (run `20261125-211759-quick`, commit
+//! 80780f0, three repeats, 2 cores shared with the workers and the
+//! producer, load 0.6–1.8): a backlog drained at 6.9 µs of Redis CPU per
+//! job (claim and ack batched, one worker, 141k jobs/s, Redis busy nearly
+//! all the drain), so one master tops out near 145k jobs/s (the claim
+//! script alone: 235k); at a paced 2,500 jobs/s batches are small and a job
+//! cost 46 µs, about an eighth of one core. `Fsync` on `appendfsync always`
+//! cost 8.0 µs per drained job in the same run (drain −22%) and 88 µs per
+//! paced job against 46, and `WAIT 1` on the Cluster 9.2 µs per drained job
+//! against 9.3 µs asynchronous (drain −3%). These are backlogs of 2e4 jobs
+//! (2,500 tombstones a shard, in 16 sets): under a sustained load whose
+//! tombstones outgrow the 256 sets a bucket starts with, an ack also pays
+//! a share of the sets' splits (about 0.5 µs), and once a bucket's sets far
+//! outnumber the acks of one settle call (a few dozen per shard), about one
+//! `SADD` call of its own.
 //!
 //! With `M` masters and `S ≥ M` shards spread evenly (S a multiple of M, or
 //! S ≫ M: the master with the most shards is the bottleneck), capacity is
 //! about `M ×` that of one master: the shards share no state, and a
 //! worker's round trip reaches all masters at once (one pipeline each,
-//! written before any is read). Ten masters at 8.3 µs per job would drain
-//! about 1.2M jobs/s, or hold about 100k jobs/s at the paced cost, each
+//! written before any is read). Ten masters at 6.9 µs per job would drain
+//! about 1.4M jobs/s, or hold about 100k jobs/s at the paced cost, each
 //! master half busy. The workers scale apart from Redis. On the test
 //! machine's 2 cores a 3-master Cluster cannot show that scaling: its six
 //! servers, two workers and the producer share two cores, and it drained
-//! 113,636 jobs/s against one Redis's 112,994 with the same two workers,
+//! 115,607 jobs/s against one Redis's 121,212 with the same two workers,
 //! with the same paced lateness (p50 0 ms, p99 1 ms).
 //!
 //! # Operating it

@@ -633,15 +633,15 @@ const BUFFER_WORK: Duration = Duration::from_millis(10);
 const BUFFER_BATCHES: usize = 16;
 
 /// The buffer's capacity: fixed, or adapted to the handlers' pace. At a
-/// backlog, a buffer of one batch was claimed 32 jobs at a time (half of it,
-/// one round at a time then), and between claims Redis waited for the worker: one worker with no-op
-/// handlers drained 78-81k jobs/s with that buffer and 93-103k with this
-/// adaptive one (alternating runs on one machine; Redis CPU per job
-/// 9.7-10.2 µs against 8.5-9.2, since each script call carries more). But a buffer of 1,024
-/// in front of 4 handlers that take 100 ms a job keeps its last job from
-/// other workers for 25 s. Holding about 10 ms of the handlers' measured
-/// work serves both: never less than a batch (the default before), never
-/// more than 16.
+/// backlog, a buffer of one batch was claimed 32 jobs at a time (half of
+/// it, one round at a time then), and between claims Redis waited for the
+/// worker: one worker with no-op handlers drained 78-81k jobs/s with that
+/// buffer and 93-103k with this adaptive one (alternating runs on one
+/// machine; Redis CPU per job 9.7-10.2 µs against 8.5-9.2, since each
+/// script call carries more). But a buffer of 1,024 in front of 4 handlers
+/// that take 100 ms a job keeps its last job from other workers for 25 s.
+/// Holding about 10 ms of the handlers' measured work serves both: never
+/// less than a batch (the default before), never more than 16.
 #[derive(Debug, Clone, Copy)]
 struct BufferSize {
     min: usize,
