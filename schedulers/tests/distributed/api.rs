@@ -522,6 +522,60 @@ fn graceful_stop_hands_the_buffered_jobs_back_at_once() {
     w2.join();
 }
 
+/// A worker stopped in the middle of a backlog, with claim rounds in
+/// flight, leaves no job leased: every job it claimed ran or was handed
+/// back, and the rest wait for the next worker.
+#[test]
+fn a_worker_stopped_mid_backlog_leaves_nothing_leased() {
+    let Some(redis) = server() else { return };
+    let log: Log = Arc::default();
+    let s = RedisScheduler::connect(&redis.url(), config("midstop")).unwrap();
+    let n: u64 = 20_000;
+    let jobs: Vec<Job> = (0..n)
+        .map(|i| Job::new(format!("m-{i}"), "noop").unwrap())
+        .collect();
+    for chunk in jobs.chunks(5000) {
+        assert!(s.schedule_many(chunk).unwrap().iter().all(Result::is_ok));
+    }
+    let w = worker(&redis.url(), "midstop", &log)
+        .threads(4)
+        .handler("noop", |_| Ok(()))
+        .start()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(30), || w.stats().claimed >= 2000));
+    w.shutdown();
+    w.join();
+    let claimed = w.stats().claimed;
+    assert!(claimed < n, "stopped before the backlog was drained");
+    let (mut started, mut released) = (0, 0);
+    for e in log.lock().unwrap().iter() {
+        match e {
+            WorkerEvent::Started { .. } => started += 1,
+            WorkerEvent::Released { .. } => released += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        started + released,
+        claimed,
+        "every claimed job ran or came back"
+    );
+    assert_eq!(s.job_count().unwrap(), n - started, "every run was acked");
+    let mut con = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let lease_sets: Vec<String> = redis::cmd("KEYS")
+        .arg("{tw:midstop:*}:l")
+        .query(&mut con)
+        .unwrap();
+    let mut leased = 0u64;
+    for k in &lease_sets {
+        leased += redis::cmd("ZCARD").arg(k).query::<u64>(&mut con).unwrap();
+    }
+    assert_eq!(leased, 0, "no job left leased");
+}
+
 #[test]
 fn an_idle_worker_sleeps_and_wakes_for_an_earlier_job() {
     let Some(redis) = server() else { return };
