@@ -221,11 +221,15 @@
 //! cost 8.0 µs per drained job in the same run (drain −22%) and 88 µs per
 //! paced job against 46, and `WAIT 1` on the Cluster 9.2 µs per drained job
 //! against 9.3 µs asynchronous (drain −3%). These are backlogs of 2e4 jobs
-//! (2,500 tombstones a shard, in 16 sets): under a sustained load whose
-//! tombstones outgrow the 256 sets a bucket starts with, an ack also pays
-//! a share of the sets' splits (about 0.5 µs), and once a bucket's sets far
-//! outnumber the acks of one settle call (a few dozen per shard), about one
-//! `SADD` call of its own.
+//! (2,500 tombstones a shard, in 16 sets). The more tombstones a bucket
+//! holds, the more an ack costs: once its sets outnumber the acks of one
+//! settle call (a few dozen per shard), most acks add to a set of their
+//! own, one `SADD` call each, and past the 256 sets a bucket starts with
+//! the sets split as they grow. Measured with `schedulers-redis-worker
+//! bench --shape drain --workers 1` (commit 80780f0, two runs each): 1e5
+//! jobs, 117-127k jobs/s at 7.6-8.2 µs a job (0.3 `SADD` calls a job); 1e6 jobs
+//! (125k tombstones a shard, about 650 sets), 92-93k jobs/s at 10.3-10.5
+//! µs a job (0.6-0.7 `SADD` calls a job).
 //!
 //! With `M` masters and `S ≥ M` shards spread evenly (S a multiple of M, or
 //! S ≫ M: the master with the most shards is the bottleneck), capacity is
