@@ -159,8 +159,7 @@ local function tomb_add(now, fps)
   if #fps == 0 then return end
   local b = math.floor(now / TB)
   local fb = fmt(b)
-  local fp1 = fmt(b - 1)
-  local st = redis.call('HMGET', K.xm, 'n:' .. fb, 's:' .. fb, 'c:' .. fb, 'n:' .. fp1, 's:' .. fp1)
+  local st = redis.call('HMGET', K.xm, 'n:' .. fb, 's:' .. fb, 'c:' .. fb)
   local n, s, c = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
   local at = (b + 1) * TB + TOMB_MS
   if not n then
@@ -175,7 +174,8 @@ local function tomb_add(now, fps)
     -- a power of two, at most TOMB_SETS. So the tombstones of a backlog
     -- need no splits (a split reads a set and moves half of it, about
     -- 0.5 µs a tombstone when a bucket grows from one set).
-    local want = math.max((tonumber(st[4]) or 0) + (tonumber(st[5]) or 0),
+    local last = redis.call('HMGET', K.xm, 'n:' .. fmt(b - 1), 's:' .. fmt(b - 1))
+    local want = math.max((tonumber(last[1]) or 0) + (tonumber(last[2]) or 0),
                           redis.call('HLEN', K.m) / 192)
     n = 1
     while n < want and n < TOMB_SETS do n = n * 2 end
