@@ -9,7 +9,7 @@ use schedulers::distributed::{
     RedisScheduler, Worker, WorkerEvent,
 };
 
-use super::{server, wait_until};
+use super::{schedule_noops_now, server, wait_until};
 
 fn config(ns: &str) -> Config {
     Config::default()
@@ -149,6 +149,19 @@ fn slow(ms: u64) -> impl Fn(&Fire) -> Result<(), HandlerError> + Send + Sync + '
         std::thread::sleep(Duration::from_millis(ms));
         Ok(())
     }
+}
+
+/// How many runs started, and the ids handed back unstarted.
+fn started_and_released(log: &Log) -> (u64, Vec<String>) {
+    let (mut started, mut released) = (0, Vec::new());
+    for e in log.lock().unwrap().iter() {
+        match e {
+            WorkerEvent::Started { .. } => started += 1,
+            WorkerEvent::Released { fire } => released.push(fire.id.clone()),
+            _ => {}
+        }
+    }
+    (started, released)
 }
 
 fn finished(log: &Log, id: &str) -> Vec<AckOutcome> {
@@ -416,12 +429,7 @@ fn fast_handlers_grow_the_default_buffer_past_one_batch() {
     // drain far more than 800 jobs/s (8 jobs per 10 ms) on any machine, so
     // the buffer grows past its batch of 8 while the backlog lasts.
     let s = RedisScheduler::connect(&redis.url(), config("grow")).unwrap();
-    let jobs: Vec<Job> = (0..3000)
-        .map(|i| Job::new(format!("g-{i}"), "noop").unwrap())
-        .collect();
-    for r in s.schedule_many(&jobs).unwrap() {
-        r.unwrap();
-    }
+    schedule_noops_now(&s, (0..3000).map(|i| format!("g-{i}")));
     let w = worker(&redis.url(), "grow", &log)
         .batch(8)
         .handler("noop", |_| Ok(()))
@@ -480,14 +488,7 @@ fn graceful_stop_hands_the_buffered_jobs_back_at_once() {
     );
     w.shutdown();
     w.join();
-    let (mut released, mut started) = (Vec::new(), 0);
-    for e in log.lock().unwrap().iter() {
-        match e {
-            WorkerEvent::Released { fire } => released.push(fire.id.clone()),
-            WorkerEvent::Started { .. } => started += 1,
-            _ => {}
-        }
-    }
+    let (started, released) = started_and_released(&log);
     assert!(released.len() >= 3, "{released:?}");
     assert_eq!(
         started + released.len() as u64,
@@ -531,12 +532,7 @@ fn a_worker_stopped_mid_backlog_leaves_nothing_leased() {
     let log: Log = Arc::default();
     let s = RedisScheduler::connect(&redis.url(), config("midstop")).unwrap();
     let n: u64 = 20_000;
-    let jobs: Vec<Job> = (0..n)
-        .map(|i| Job::new(format!("m-{i}"), "noop").unwrap())
-        .collect();
-    for chunk in jobs.chunks(5000) {
-        assert!(s.schedule_many(chunk).unwrap().iter().all(Result::is_ok));
-    }
+    schedule_noops_now(&s, (0..n).map(|i| format!("m-{i}")));
     let w = worker(&redis.url(), "midstop", &log)
         .threads(4)
         .handler("noop", |_| Ok(()))
@@ -547,16 +543,9 @@ fn a_worker_stopped_mid_backlog_leaves_nothing_leased() {
     w.join();
     let claimed = w.stats().claimed;
     assert!(claimed < n, "stopped before the backlog was drained");
-    let (mut started, mut released) = (0, 0);
-    for e in log.lock().unwrap().iter() {
-        match e {
-            WorkerEvent::Started { .. } => started += 1,
-            WorkerEvent::Released { .. } => released += 1,
-            _ => {}
-        }
-    }
+    let (started, released) = started_and_released(&log);
     assert_eq!(
-        started + released,
+        started + released.len() as u64,
         claimed,
         "every claimed job ran or came back"
     );

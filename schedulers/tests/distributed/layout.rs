@@ -12,7 +12,7 @@ use schedulers::distributed::{
     WorkerEvent, DEFAULT_MAX_PAYLOAD,
 };
 
-use super::{read_history, server, signal, wait_until};
+use super::{read_history, schedule_noops_now, server, signal, wait_until};
 
 #[test]
 fn a_client_or_worker_with_another_layout_is_refused_at_start() {
@@ -223,13 +223,7 @@ fn a_finished_id_costs_under_16_bytes_of_tombstone() {
         .handler("noop", |_| Ok(()))
         .start()
         .unwrap();
-    for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
-        let jobs: Vec<Job> = chunk
-            .iter()
-            .map(|i| Job::new(format!("order-{i}-confirmation"), "noop").unwrap())
-            .collect();
-        assert!(s.schedule_many(&jobs).unwrap().iter().all(Result::is_ok));
-    }
+    schedule_noops_now(&s, (0..n).map(|i| format!("order-{i}-confirmation")));
     assert!(
         wait_until(Duration::from_secs(120), || s.job_count().unwrap() == 0),
         "the worker ran every job"
@@ -320,10 +314,7 @@ fn a_new_tombstone_bucket_is_sized_for_the_backlog_then_for_the_last_bucket() {
     let bucket_ms = 2000;
     let s = RedisScheduler::connect(&redis.url(), config.clone()).unwrap();
     let n = 5000;
-    let jobs: Vec<Job> = (0..n)
-        .map(|i| Job::new(format!("b-{i}"), "noop").unwrap())
-        .collect();
-    assert!(s.schedule_many(&jobs).unwrap().iter().all(Result::is_ok));
+    schedule_noops_now(&s, (0..n).map(|i| format!("b-{i}")));
     let w = Worker::builder(&redis.url(), config)
         .threads(4)
         .poll_interval(Duration::from_millis(20))

@@ -31,7 +31,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use schedulers::distributed::{find_redis_server, Config, Durability, LocalRedis, RedisScheduler};
+use schedulers::distributed::{
+    find_redis_server, Config, Durability, Job, LocalRedis, RedisScheduler,
+};
 
 /// Starts a server, or returns `None` (after saying why) when none is
 /// installed outside CI. Under CI a missing server fails the test.
@@ -177,6 +179,17 @@ pub fn drained(url: &str, o: &WorkerOpts) -> bool {
     RedisScheduler::connect(url, o.config().retry_for(Duration::ZERO))
         .and_then(|s| s.job_count())
         .is_ok_and(|n| n == 0)
+}
+
+/// Schedules a no-op job, due now, under each of `ids`, in batches.
+pub fn schedule_noops_now(s: &RedisScheduler, ids: impl IntoIterator<Item = String>) {
+    let jobs: Vec<Job> = ids
+        .into_iter()
+        .map(|id| Job::new(id, "noop").unwrap())
+        .collect();
+    for chunk in jobs.chunks(5000) {
+        assert!(s.schedule_many(chunk).unwrap().iter().all(Result::is_ok));
+    }
 }
 
 /// Polls `cond` every 10 ms until it holds or `timeout` passes.
