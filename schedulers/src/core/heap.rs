@@ -18,6 +18,11 @@ use super::{Expired, Key, TimerQueue};
 
 const ABSENT: u32 = u32::MAX;
 
+/// Entries [`IndexedHeap::next_wake`] looks at, at most: enough for the
+/// few timers within a slack of the head, and a bound on a driver's work
+/// when thousands share one deadline.
+const NEXT_WAKE_VISITS: usize = 64;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Entry {
     deadline: u64,
@@ -128,6 +133,54 @@ impl IndexedHeap {
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
+    }
+
+    /// When a driver must wake if each timer may start up to `slack(key)`
+    /// after its deadline: the earliest `deadline + slack(key)` in the heap,
+    /// `None` when it is empty. Only entries due before that answer are
+    /// visited (in a heap they hang together below the root), at most 64;
+    /// past those the answer is the earliest deadline left unvisited,
+    /// earlier than the exact answer, never later.
+    ///
+    /// ```
+    /// use schedulers::core::{IndexedHeap, TimerQueue};
+    ///
+    /// let mut heap = IndexedHeap::new();
+    /// heap.insert(1, 100); // may start up to 50 late
+    /// heap.insert(2, 130); // must start on time
+    /// let slack = |key| if key == 1 { 50 } else { 0 };
+    /// assert_eq!(heap.next_wake(slack), Some(130));
+    /// heap.remove(2);
+    /// assert_eq!(heap.next_wake(slack), Some(150));
+    /// ```
+    pub fn next_wake(&self, slack: impl Fn(Key) -> u64) -> Option<u64> {
+        self.entries.first()?;
+        let (mut wake, mut visits) = (u64::MAX, NEXT_WAKE_VISITS);
+        self.visit_for_wake(0, &slack, &mut wake, &mut visits);
+        Some(wake)
+    }
+
+    fn visit_for_wake(
+        &self,
+        i: usize,
+        slack: &impl Fn(Key) -> u64,
+        wake: &mut u64,
+        visits: &mut usize,
+    ) {
+        let Some(e) = self.entries.get(i) else {
+            return;
+        };
+        if e.deadline >= *wake {
+            return; // nothing below starts earlier
+        }
+        if *visits == 0 {
+            *wake = e.deadline; // a bound for everything below
+            return;
+        }
+        *visits -= 1;
+        *wake = (*wake).min(e.deadline.saturating_add(slack(e.key)));
+        self.visit_for_wake(2 * i + 1, slack, wake, visits);
+        self.visit_for_wake(2 * i + 2, slack, wake, visits);
     }
 }
 

@@ -222,6 +222,48 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// `next_wake` is the earliest `deadline + slack` while it has few
+    /// entries to look at, and never later than that with many (a tie of
+    /// thousands at one deadline): a timer without slack is never late.
+    #[test]
+    fn the_heap_wakes_for_the_earliest_deadline_plus_slack(
+        // Dense (many within a slack of the head) or spread out.
+        deadlines in prop_oneof![Just(40u64), Just(500)]
+            .prop_flat_map(|spread| prop::collection::vec(0..spread, 1..300)),
+        // Half of the timers periodic, or nearly all (then the visits run out).
+        slacked in prop_oneof![Just(0.5), Just(0.98)]
+            .prop_flat_map(|p| prop::collection::vec(prop::bool::weighted(p), 300)),
+        slack in 0..200u64,
+    ) {
+        let mut heap = IndexedHeap::new();
+        for (key, &d) in deadlines.iter().enumerate() {
+            heap.insert(key as Key, d);
+        }
+        let slack_of = |key: Key| if slacked[key as usize] { slack } else { 0 };
+        let exact = deadlines
+            .iter()
+            .enumerate()
+            .map(|(key, &d)| d + slack_of(key as Key))
+            .min()
+            .unwrap();
+        let wake = heap.next_wake(slack_of).unwrap();
+        let head = *deadlines.iter().min().unwrap();
+        prop_assert!(head <= wake && wake <= exact, "head {head}, wake {wake}, exact {exact}");
+        // Every entry visited is due before the head's deadline plus the slack.
+        if deadlines.iter().filter(|&&d| d < head + slack).count() <= 64 {
+            prop_assert_eq!(wake, exact);
+        }
+    }
+}
+
+#[test]
+fn an_empty_heap_never_wakes() {
+    assert_eq!(IndexedHeap::new().next_wake(|_| 10), None);
+}
+
 #[test]
 fn a_far_timer_does_not_make_the_wheel_report_every_tick() {
     let mut wheel = HashedWheel::new(TICK, 64, 0, Precision::Tick).unwrap();
