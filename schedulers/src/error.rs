@@ -51,6 +51,7 @@ pub(crate) enum Setting {
     ThreadName,
     SpinBudget,
     TimerSlack,
+    PeriodicSlack,
 }
 
 impl Error {
@@ -114,6 +115,11 @@ impl Error {
     /// A timer slack of zero or of more than a second.
     pub fn is_invalid_timer_slack(&self) -> bool {
         self.is_setting(Setting::TimerSlack)
+    }
+
+    /// A periodic slack of more than a second.
+    pub fn is_invalid_periodic_slack(&self) -> bool {
+        self.is_setting(Setting::PeriodicSlack)
     }
 
     /// The operating system refused to start a thread the scheduler needs
@@ -195,6 +201,7 @@ impl fmt::Display for Error {
                     Setting::ThreadName => "thread name",
                     Setting::SpinBudget => "spin budget",
                     Setting::TimerSlack => "timer slack",
+                    Setting::PeriodicSlack => "periodic slack",
                 };
                 write!(f, "invalid {name}: {why}")
             }

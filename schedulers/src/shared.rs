@@ -150,6 +150,9 @@ pub(crate) struct Config {
     pub(crate) spin_budget: Duration,
     /// How late the OS may wake the driver's threads.
     pub(crate) timer_slack: Duration,
+    /// How late a periodic run may start so that it shares a wake-up
+    /// (heap queues only; zero elsewhere).
+    pub(crate) periodic_slack: Duration,
 }
 
 /// Counters bumped by cancelling threads, one cache line per shard so that
@@ -240,6 +243,8 @@ pub(crate) struct Shared {
     spin_per_window: u64,
     /// What the driver's threads ask of Linux: see `set_timer_slack`.
     timer_slack: Duration,
+    /// Nanoseconds a periodic run may start late: see [`Shared::next_wake`].
+    periodic_slack: u64,
     pub(crate) executor: Executor,
     /// When the waiting driver wakes by itself, in ticks: `NEVER` while it
     /// waits for a signal, 0 while it is awake. A submission due earlier
@@ -289,6 +294,7 @@ impl Shared {
             spin_per_window: (nanos(config.spin_budget) as u128 * u128::from(SPIN_WINDOW)
                 / 1_000_000_000) as u64,
             timer_slack: config.timer_slack,
+            periodic_slack: nanos(config.periodic_slack),
             executor: config.executor,
             wake_at: AtomicU64::new(0),
             cancels: Sharded {
@@ -363,7 +369,7 @@ impl Shared {
         let old = inner.jobs[key as usize].replace(task.job);
         inner.queue.insert(key, deadline);
         inner.balance += 1;
-        let wake = self.wakes_for(&mut inner, deadline);
+        let wake = self.wakes_for(&mut inner, key, deadline);
         drop(inner);
         // A closure left from the slot's last use has no drop glue (one
         // with drop glue was dropped when its task ended).
@@ -399,11 +405,13 @@ impl Shared {
         }
     }
 
-    /// True if a task now due at `deadline` comes before the waiting
-    /// driver's planned wake-up: then the leader role is handed on and one
-    /// waiting thread must be signalled (the JDK's `offer`).
-    pub(crate) fn wakes_for(&self, inner: &mut Inner, deadline: u64) -> bool {
-        let wake = deadline < self.wake_at.load(SeqCst);
+    /// True if the task under `key`, now due at `deadline`, must start
+    /// before the waiting driver's planned wake-up: then the leader role is
+    /// handed on and one waiting thread must be signalled (the JDK's
+    /// `offer`).
+    pub(crate) fn wakes_for(&self, inner: &mut Inner, key: Key, deadline: u64) -> bool {
+        let latest = deadline.saturating_add(self.slack(inner, key));
+        let wake = latest < self.wake_at.load(SeqCst);
         if wake {
             inner.leader = None;
         }
@@ -479,7 +487,7 @@ impl Shared {
             slot::acquire(self.word(key));
             inner.queue.insert(key, deadline);
         }
-        let wake = self.wakes_for(&mut inner, deadline);
+        let wake = self.wakes_for(&mut inner, key, deadline);
         drop(inner);
         if wake {
             self.wakeup.notify_one();
@@ -591,6 +599,32 @@ impl Shared {
         inner.queue.poll(now, &mut due);
         inner.ready.extend(due);
         !inner.ready.is_empty()
+    }
+
+    /// When a driver must wake next: at the queue's next deadline, except
+    /// that a periodic run may start up to `periodic_slack` late, so that
+    /// runs due close together share one wake-up; a one-shot due meanwhile
+    /// still wakes it on time (a heap tells its keys apart; the wheels keep
+    /// per-slot bounds, so they wake at the next deadline).
+    pub(crate) fn next_wake(&self, inner: &Inner) -> Option<u64> {
+        match &inner.queue {
+            Queue::Heap(heap) if self.periodic_slack > 0 => {
+                heap.next_wake(|key| self.slack(inner, key))
+            }
+            queue => queue.next_deadline(),
+        }
+    }
+
+    /// How late the task under `key` may start: `periodic_slack` for a
+    /// periodic task, nothing for a one-shot.
+    fn slack(&self, inner: &Inner, key: Key) -> u64 {
+        if self.periodic_slack == 0 {
+            return 0;
+        }
+        match inner.jobs[key as usize].as_ref().map(|job| job.repeat()) {
+            Some(Repeat::FixedRate(_) | Repeat::FixedDelay(_)) => self.periodic_slack,
+            Some(Repeat::Once) | None => 0,
+        }
     }
 
     /// Takes the next ready key and claims its task to run on this thread.
@@ -708,7 +742,7 @@ impl Shared {
                 inner.jobs[key as usize] = Some(job);
                 inner.balance += 1;
                 inner.queue.insert(key, next);
-                return self.wakes_for(inner, next);
+                return self.wakes_for(inner, key, next);
             }
         }
         false
@@ -1069,6 +1103,36 @@ impl fmt::Debug for Shared {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// A periodic run may wait `periodic_slack` for others to share its
+    /// wake-up; a one-shot due meanwhile sets the wake-up instead.
+    #[test]
+    fn a_periodic_run_waits_its_slack_unless_a_one_shot_is_due_first() {
+        let (ms, us) = (Duration::from_millis, Duration::from_micros);
+        let shared = Shared::new(Config {
+            clock: Arc::new(crate::ManualClock::new()),
+            queue: Queue::Heap(IndexedHeap::new()),
+            executor: Executor::inline(),
+            policy: ShutdownPolicy::default(),
+            pending_limit: None,
+            remove_on_cancel: false,
+            spin_budget: Duration::ZERO,
+            timer_slack: crate::DEFAULT_TIMER_SLACK,
+            periodic_slack: us(50),
+        });
+        let wake = || shared.next_wake(&shared.lock()).map(|t| t - shared.now());
+        let tick = Task::fixed_rate(ms(10), || {}).unwrap();
+        shared.submit(When::After(ms(1)), tick).unwrap();
+        assert_eq!(wake(), Some(nanos(ms(1) + us(50))));
+        shared
+            .submit(When::After(ms(1) + us(20)), Task::once(|| ()))
+            .unwrap();
+        assert_eq!(wake(), Some(nanos(ms(1) + us(20))));
+        shared
+            .submit(When::After(us(900)), Task::once(|| ()))
+            .unwrap();
+        assert_eq!(wake(), Some(nanos(us(900))));
+    }
 
     /// The meter lets a window spin up to its budget, counting each spin
     /// as it is asked for, and starts afresh in the next window.

@@ -64,7 +64,7 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
             break;
         }
         shared.drop_dead_if_idle(&mut inner);
-        let next = inner.queue.next_deadline();
+        let next = shared.next_wake(&inner);
         if let Some(deadline) = next.filter(|_| !spin.is_zero()) {
             let left = shared
                 .timebase

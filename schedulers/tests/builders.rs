@@ -3,6 +3,8 @@
 //! `build` fails rather than panics when the operating system refuses a
 //! thread is checked by the `spawn_failure` test binary.)
 
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schedulers::hashed_wheel::{MAX_WHEEL_SIZE as MAX_SLOTS, MIN_TICK};
@@ -158,6 +160,59 @@ fn a_timer_slack_out_of_range_is_refused_and_one_in_range_is_used() {
             if cfg!(target_os = "linux") {
                 assert_eq!(got, Some(slack.as_nanos() as u64));
             }
+        }
+    }
+}
+
+/// A periodic slack (heap-based schedulers only) beyond a second is
+/// refused; the edges are accepted, and a periodic task still runs at its
+/// deadline when virtual time reaches it.
+#[test]
+fn a_periodic_slack_beyond_a_second_is_refused() {
+    let too_late = Duration::from_secs(1) + Duration::from_nanos(1);
+    refused(
+        HeapTimer::builder().periodic_slack(too_late).build(),
+        Error::is_invalid_periodic_slack,
+    );
+    refused(
+        ScheduledThreadPool::builder()
+            .periodic_slack(too_late)
+            .build(),
+        Error::is_invalid_periodic_slack,
+    );
+    for slack in [Duration::ZERO, Duration::from_secs(1)] {
+        let clock = ManualClock::new();
+        let timers: [Box<dyn Scheduler>; 2] = [
+            boxed(
+                HeapTimer::builder()
+                    .clock(clock.clone())
+                    .periodic_slack(slack)
+                    .build()
+                    .unwrap(),
+            ),
+            boxed(
+                ScheduledThreadPool::builder()
+                    .clock(clock.clone())
+                    .periodic_slack(slack)
+                    .build()
+                    .unwrap(),
+            ),
+        ];
+        for timer in &timers {
+            let runs = Arc::new(AtomicU32::new(0));
+            let counted = runs.clone();
+            let tick = timer
+                .schedule_at_fixed_rate(
+                    Duration::from_millis(1),
+                    Duration::from_millis(1),
+                    move || {
+                        counted.fetch_add(1, SeqCst);
+                    },
+                )
+                .unwrap();
+            clock.advance(Duration::from_millis(2));
+            assert_eq!(runs.load(SeqCst), 2, "{slack:?}");
+            tick.cancel();
         }
     }
 }

@@ -307,6 +307,7 @@ impl HashedWheelTimerBuilder {
             pending_limit: self.common.pending_limit,
             spin_budget: self.common.spin_budget,
             timer_slack: self.common.timer_slack,
+            periodic_slack: Duration::ZERO,
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)?;

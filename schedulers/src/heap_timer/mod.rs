@@ -45,7 +45,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::builder::{common_builder_methods, Common};
+use crate::builder::{common_builder_methods, periodic_slack_method, Common};
 use crate::core::IndexedHeap;
 use crate::error::Error;
 use crate::executor::Executor;
@@ -100,7 +100,13 @@ pub struct HeapTimer {
 pub struct HeapTimerBuilder {
     common: Common,
     spin: Duration,
+    periodic_slack: Duration,
 }
+
+/// The default [`periodic_slack`](HeapTimerBuilder::periodic_slack): a
+/// periodic run may start up to 50 µs late, the timer slack of the JDK's
+/// threads.
+pub const DEFAULT_PERIODIC_SLACK: Duration = Duration::from_micros(50);
 
 impl HeapTimer {
     /// A timer on the system clock, with default settings.
@@ -119,6 +125,7 @@ impl HeapTimer {
         HeapTimerBuilder {
             common: Common::new("heap-timer"),
             spin: Duration::ZERO,
+            periodic_slack: DEFAULT_PERIODIC_SLACK,
         }
     }
 
@@ -132,6 +139,9 @@ impl HeapTimer {
 
 impl HeapTimerBuilder {
     common_builder_methods!();
+    periodic_slack_method!(
+        "[`DEFAULT_PERIODIC_SLACK`], 50 µs, the timer slack the JDK's threads run with"
+    );
 
     /// Busy-waits the last `spin` before each deadline instead of sleeping
     /// through it. A timed sleep on Linux wakes tens of microseconds late;
@@ -152,6 +162,7 @@ impl HeapTimerBuilder {
     /// if the operating system refuses to start the thread.
     pub fn build(self) -> Result<HeapTimer, Error> {
         self.common.validate()?;
+        crate::builder::check_periodic_slack(self.periodic_slack)?;
         let shared = Shared::new(Config {
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
@@ -160,6 +171,7 @@ impl HeapTimerBuilder {
             pending_limit: self.common.pending_limit,
             spin_budget: self.common.spin_budget,
             timer_slack: self.common.timer_slack,
+            periodic_slack: self.periodic_slack,
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, self.spin)?;

@@ -102,7 +102,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
-use crate::builder::{common_builder_methods, Common};
+use crate::builder::{common_builder_methods, periodic_slack_method, Common};
 use crate::clock::NEVER;
 use std::time::{Duration, Instant};
 
@@ -181,7 +181,14 @@ pub struct ScheduledThreadPoolBuilder {
     common: Common,
     pool_size: usize,
     remove_on_cancel: bool,
+    periodic_slack: Duration,
 }
+
+/// The default [`periodic_slack`](ScheduledThreadPoolBuilder::periodic_slack):
+/// a periodic run may start up to 100 µs late. Twice
+/// [`HeapTimer`](crate::HeapTimer)'s, because a batch of runs costs a pool
+/// two wake-ups (the leader's, and a follower's that runs them alongside).
+pub const DEFAULT_PERIODIC_SLACK: Duration = Duration::from_micros(100);
 
 impl ScheduledThreadPool {
     /// A pool of `pool_size` workers on the system clock, with default
@@ -203,6 +210,7 @@ impl ScheduledThreadPool {
             common: Common::new("scheduled-pool"),
             pool_size: 1,
             remove_on_cancel: false,
+            periodic_slack: DEFAULT_PERIODIC_SLACK,
         }
     }
 
@@ -323,6 +331,9 @@ impl ScheduledThreadPool {
 
 impl ScheduledThreadPoolBuilder {
     common_builder_methods!();
+    periodic_slack_method!(
+        "[`DEFAULT_PERIODIC_SLACK`], 100 µs, twice `HeapTimer`'s: a batch of runs wakes two workers, the leader and a follower that runs them alongside it"
+    );
 
     /// How many worker threads run tasks (the JDK's `corePoolSize`);
     /// default 1. Workers start one per submitted task until this many
@@ -348,6 +359,7 @@ impl ScheduledThreadPoolBuilder {
     /// zero pool size or a common setting it cannot honour.
     pub fn build(self) -> Result<ScheduledThreadPool, Error> {
         self.common.validate()?;
+        crate::builder::check_periodic_slack(self.periodic_slack)?;
         if self.pool_size == 0 {
             return Err(Error::invalid(
                 Setting::PoolSize,
@@ -362,6 +374,7 @@ impl ScheduledThreadPoolBuilder {
             pending_limit: self.common.pending_limit,
             spin_budget: self.common.spin_budget,
             timer_slack: self.common.timer_slack,
+            periodic_slack: self.periodic_slack,
             remove_on_cancel: self.remove_on_cancel,
         });
         Ok(ScheduledThreadPool {
@@ -411,7 +424,7 @@ fn worker(shared: Arc<Shared>, id: usize) {
         if shared.may_exit(&mut inner) {
             break;
         }
-        let next = inner.queue.next_deadline();
+        let next = shared.next_wake(&inner);
         match (next, inner.leader) {
             (Some(_), Some((leader, until))) if leader != id => {
                 // A follower: the leader waits for the head.
