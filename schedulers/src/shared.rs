@@ -217,6 +217,9 @@ pub(crate) struct Inner {
     spin: SpinMeter,
     /// Driver threads alive.
     pub(crate) threads: usize,
+    /// Driver threads waiting on `wakeup`: a signal with none waiting is
+    /// a system call for nothing.
+    pub(crate) waiting: usize,
     /// The thread waiting, timed, for the next deadline while others wait
     /// for a signal (the JDK's leader), and that deadline; cleared to hand
     /// the role on.
@@ -280,6 +283,7 @@ impl Shared {
                 purge_requested: false,
                 spin: SpinMeter::default(),
                 threads: 0,
+                waiting: 0,
                 leader: None,
                 terminated: false,
                 graveyard: Vec::new(),
@@ -861,7 +865,8 @@ impl Shared {
         }
         self.wake_at.store(wake_at, SeqCst);
         self.clock.on_idle();
-        let inner = match timeout {
+        inner.waiting += 1;
+        let mut inner = match timeout {
             Some(t) => {
                 self.wakeup
                     .wait_timeout(inner, t)
@@ -873,6 +878,7 @@ impl Shared {
                 .wait(inner)
                 .unwrap_or_else(PoisonError::into_inner),
         };
+        inner.waiting -= 1;
         self.wakeups.fetch_add(1, Relaxed);
         self.wake_at.store(0, SeqCst);
         inner

@@ -412,10 +412,14 @@ fn worker(shared: Arc<Shared>, id: usize) {
             // Leaving `take`: hand the leader role on if work remains, and
             // always if more is due now (a leader may be waiting for a
             // virtual clock, which only a signal moves).
-            if !inner.ready.is_empty() || (inner.leader.is_none() && !inner.queue.is_empty()) {
+            let more =
+                !inner.ready.is_empty() || (inner.leader.is_none() && !inner.queue.is_empty());
+            let wake = more && inner.waiting > 0;
+            drop(inner);
+            if wake {
+                // After the unlock: a woken thread must not find it held.
                 shared.wakeup.notify_one();
             }
-            drop(inner);
             let ran = task::run(claimed.job);
             finished = Some((claimed.key, claimed.scheduled, ran));
             inner = shared.lock();
