@@ -700,7 +700,7 @@ final class Timeline {
     }
 
     /** As the Rust side: sizes below this many timers are cycled, each cost the median. */
-    private static final int TIMED_PER_SIZE = 100_000;
+    private static final int TIMED_PER_SIZE = 500_000;
     private static final int MAX_CYCLES = 50;
 
     static String sweep(String peer, Spec s) throws Exception {

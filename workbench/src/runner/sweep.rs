@@ -89,8 +89,10 @@ fn schedule_all(
 /// Timers timed per size at least: a size below it is cycled (a fresh
 /// subject each time) until this many operations were timed, and each cost
 /// is the median over the cycles, so that a loop of a thousand calls (a
-/// tenth of a millisecond) is not one sample at the mercy of one interrupt.
-const TIMED_PER_SIZE: usize = 100_000;
+/// tenth of a millisecond) is not one sample at the mercy of one interrupt,
+/// and a size of 1e5 gets five cycles: one cycle of random-order cancels at
+/// 1e5 moves by up to ×2 on a shared VM (see the workbench README).
+const TIMED_PER_SIZE: usize = 500_000;
 
 /// At most this many cycles per size.
 const MAX_CYCLES: usize = 50;
