@@ -237,12 +237,13 @@ macro_rules! common_builder_methods {
         /// so that it can serve several timers with one interrupt. Default
         /// [`DEFAULT_TIMER_SLACK`](crate::DEFAULT_TIMER_SLACK), 1 ns: tasks
         /// start within a wake-up's latency of their deadline. A larger
-        /// slack trades lateness for CPU: on a 2-core VM, where each timed
-        /// wake-up costs tens of µs of CPU, 1,000 fixed-rate tasks every
-        /// 10 ms cost `HeapTimer` about 7 µs per run with a lateness p50 of
-        /// 14 µs at the default, and 2.7 µs per run with a p50 of 49 µs at
-        /// 50 µs, the slack the JDK's threads run with (its executor: 2.6 to
-        /// 3.1 µs and 41 to 49 µs in the same runs). `build` refuses zero
+        /// slack trades lateness for fewer wake-ups, for every task: on a
+        /// 2-core VM, 1e5 one-shots over 2 s start with a lateness p50 of
+        /// 14 µs on `HeapTimer` at the default and 36 µs at 50 µs, the
+        /// slack the JDK's threads run with (its executor: 40 to 49 µs). The
+        /// heap-based schedulers also have a slack for periodic runs alone
+        /// (`periodic_slack` on their builders), which one-shots do not
+        /// pay; see the crate docs for both. `build` refuses zero
         /// (Linux would read it as its default) and more than a second
         /// ([`Error::is_invalid_timer_slack`](crate::Error::is_invalid_timer_slack)).
         /// Elsewhere than Linux the setting is checked and has no effect.

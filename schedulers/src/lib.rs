@@ -26,21 +26,46 @@
 //! instead, within a **spin budget** (`spin_budget` on every builder, default
 //! [`DEFAULT_SPIN_BUDGET`], 100 ms per second): once the current tenth of a
 //! second's budget is spent, short gaps are slept through and what came due
-//! runs in one batch. Measured with the workbench (1e5 timers over 2 s, and
-//! 1,000 fixed-rate tasks every 10 ms, on a 2-core VM), the default gives
-//! `HeapTimer` a lateness p50 of 14 µs and p99 of 44 µs, where an unlimited
-//! budget gives 1.5 / 48 µs and no spinning 18 / 52 µs, at about the same
-//! CPU: on such a machine a timed wait costs about as much CPU as the gap it
-//! sleeps through. The JDK's `ScheduledThreadPoolExecutor` measured 42–49 µs
-//! p50 in the same run, at about half the CPU per periodic run (it wakes
-//! later and runs more tasks per wake-up). That is the timer slack:
-//! `timer_slack` on every builder (default [`DEFAULT_TIMER_SLACK`], 1 ns)
-//! sets how late Linux may wake a driver's threads; at the JDK's 50 µs,
-//! `HeapTimer` spends what the JDK's executor spends per periodic run, and is
-//! as late. In between (the same fixed-rate and lateness workloads, one
-//! full-size run each): 1 ns, p50 14 µs at 6.8 µs of CPU per periodic run;
-//! 20 µs, 24 µs at 4.3; 35 µs, 30 µs at 3.7; the JDK's two-thread executor
-//! 40 µs at 3.1 in the same runs.
+//! runs in one batch. Measured with the workbench (1e5 timers over 2 s on a
+//! 2-core VM), the default gives `HeapTimer` a lateness p50 of 14 µs and
+//! p99 of 44 µs, where an unlimited budget gives 1.5 / 48 µs and no
+//! spinning 18 / 52 µs, at about the same CPU: on such a machine a timed
+//! wait costs about as much CPU as the gap it sleeps through.
+//!
+//! A wake-up for every run is what a dense periodic load cannot afford:
+//! 1,000 fixed-rate tasks every 10 ms (a run every 10 µs) cost `HeapTimer`
+//! 6.5 to 6.8 µs of CPU a run that way, against 3.0 to 3.3 for the JDK's
+//! executor. So on
+//! the heap-based schedulers a periodic run may start a little late, and
+//! the runs due close together share one wake-up: `periodic_slack` on their
+//! builders, 50 µs on `HeapTimer` (the timer slack the JDK's threads run
+//! with) and 100 µs on `ScheduledThreadPool` (a batch wakes two of its
+//! threads). A one-shot due meanwhile still starts on time. In one
+//! full-size run (`20261125-223232-full`, two repeats each), CPU per
+//! periodic run and start-time jitter p99:
+//!
+//! | | CPU per run | jitter p99 | one-shot lateness p50 / p99 |
+//! |---|---|---|---|
+//! | `HeapTimer` | 2.6 µs | 81 µs | 14 / 94 µs |
+//! | `ScheduledThreadPool`, 2 workers | 2.2 µs | 140 µs | 14 / 109 µs |
+//! | `HashedWheelTimer` | 6.8 µs | 30 µs | 13 / 36 µs |
+//! | `HierarchicalWheelTimer` | 6.9 µs | 29 µs | 14 / 62 µs |
+//! | JDK `ScheduledThreadPoolExecutor`, 2 threads | 3.0 µs | 89 µs | 40 / 98 µs |
+//! | the same, 1 thread, `removeOnCancel` | 2.6 µs | 77 µs | 47 / 112 µs |
+//!
+//! With `periodic_slack(Duration::ZERO)`, `HeapTimer` wakes for every run:
+//! a jitter p99 of 27 µs at 6.5 µs a run. The wheels keep a bound per slot,
+//! not the kind of each timer, so they wake for every deadline. The
+//! lateness p99 of a few hundred thousand wake-ups moves between runs on a
+//! shared VM: `HeapTimer` measured 35 to 94 µs, `ScheduledThreadPool` 96 to
+//! 109 µs and the JDK's 2-thread executor 94 to 98 µs in three such runs.
+//!
+//! The **timer slack** (`timer_slack` on every builder, default
+//! [`DEFAULT_TIMER_SLACK`], 1 ns) sets how late Linux may wake a driver's
+//! threads, for every task. At the JDK's 50 µs, one-shots start as late as
+//! the JDK's do. In between (the lateness workload, one full-size run
+//! each): 1 ns, p50 14 µs; 20 µs, 24 µs;
+//! 35 µs, 30 µs; 50 µs, 36 µs; the JDK's two-thread executor 40 µs.
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,

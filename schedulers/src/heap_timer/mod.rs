@@ -40,6 +40,12 @@
 //! - **Shutdown keeps pending one-shots** (the executor's default) where
 //!   `Timer.cancel()` discards everything; `shutdown_now` discards and
 //!   returns them.
+//! - **Periodic runs share wake-ups.** `Timer` wakes for every run (to the
+//!   millisecond); here a periodic run may start up to
+//!   [`periodic_slack`](HeapTimerBuilder::periodic_slack) (50 µs) late so
+//!   that runs due close together cost one wake-up, while one-shots start
+//!   at their deadline. 1,000 fixed-rate tasks every 10 ms cost 2.3-2.6 µs
+//!   of CPU a run instead of 6.5-6.8 (see the crate docs).
 
 use std::fmt;
 use std::sync::Arc;

@@ -13,11 +13,15 @@
 //!   `available`) guard the heap, with the **leader/follower** protocol of
 //!   `DelayedWorkQueue.take`: a worker that finds the head due pops it; if
 //!   the head is not due and no other worker is the leader, it becomes the
-//!   leader and waits, *timed*, until the head's deadline; every other
+//!   leader and waits, *timed*, until the head's deadline (a periodic head
+//!   up to its [`periodic_slack`](ScheduledThreadPoolBuilder::periodic_slack)
+//!   later, unless a one-shot is due first); every other
 //!   worker is a follower and waits *untimed*. A push that makes a new
 //!   head clears the leader and signals one waiter, which becomes the new
 //!   leader for the new deadline. A worker leaving `take` signals a
-//!   successor when there is no leader and the heap is not empty. A task
+//!   successor when there is no leader and the heap is not empty, if one
+//!   waits, after releasing the lock (signalled under it, the successor
+//!   would often preempt the signaller and block on the lock). A task
 //!   is claimed when a worker takes it to run, so until then it can be
 //!   cancelled, reset or abandoned. So one
 //!   thread at a time is the leader (a leader displaced by a new head
