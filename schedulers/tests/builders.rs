@@ -217,6 +217,39 @@ fn a_periodic_slack_beyond_a_second_is_refused() {
     }
 }
 
+/// A periodic task due at once runs without an advance of virtual time,
+/// even while the driver waits, for a signal, for a deadline within the
+/// task's slack.
+#[test]
+fn a_periodic_task_due_at_once_runs_while_the_driver_waits_within_its_slack() {
+    let clock = ManualClock::new();
+    let timers: [Box<dyn Scheduler>; 2] = [
+        boxed(HeapTimer::builder().clock(clock.clone()).build().unwrap()),
+        boxed(
+            ScheduledThreadPool::builder()
+                .clock(clock.clone())
+                .pool_size(2)
+                .build()
+                .unwrap(),
+        ),
+    ];
+    for timer in &timers {
+        let soon = timer.schedule(Duration::from_micros(30), || ()).unwrap();
+        clock.settle();
+        let (ran, first_run) = std::sync::mpsc::channel();
+        let tick = timer
+            .schedule_at_fixed_rate(Duration::ZERO, Duration::from_secs(1), move || {
+                let _ = ran.send(());
+            })
+            .unwrap();
+        first_run
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the first run, due at once");
+        tick.cancel();
+        soon.handle().cancel();
+    }
+}
+
 /// The timer slack Linux applies to the calling thread.
 fn slack_of_this_thread() -> Option<u64> {
     #[cfg(target_os = "linux")]
