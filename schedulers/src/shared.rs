@@ -224,6 +224,10 @@ pub(crate) struct Inner {
     /// for a signal (the JDK's leader), and that deadline; cleared to hand
     /// the role on.
     pub(crate) leader: Option<(usize, u64)>,
+    /// A second thread waiting, timed, for the next wake-up beside the
+    /// leader (a pool's deputy), and when: then one of the two runs what is
+    /// due and the other leads on, with no signal between them.
+    pub(crate) deputy: Option<(usize, u64)>,
     pub(crate) terminated: bool,
     /// Closures to drop once the lock is released: their destructors are
     /// user code, which may use this scheduler.
@@ -285,6 +289,7 @@ impl Shared {
                 threads: 0,
                 waiting: 0,
                 leader: None,
+                deputy: None,
                 terminated: false,
                 graveyard: Vec::new(),
             }),
@@ -841,12 +846,14 @@ impl Shared {
     ///
     /// A deadline that has passed returns at once: the queue still has
     /// work for this instant (a cascade it spreads over polls), and a
-    /// virtual clock would never wake a driver for it.
+    /// virtual clock would never wake a driver for it. With `may_spin`, a
+    /// deadline closer than a wake-up is spun through (within the budget).
     pub(crate) fn wait<'a>(
         &'a self,
         mut inner: MutexGuard<'a, Inner>,
         deadline: Option<u64>,
         wake_at: u64,
+        may_spin: bool,
     ) -> MutexGuard<'a, Inner> {
         if deadline.is_some_and(|d| d <= self.now()) {
             return inner;
@@ -856,7 +863,7 @@ impl Shared {
             .and_then(|at| self.clock.wait_for(at));
         if let (Some(t), Some(d)) = (timeout, deadline) {
             let (now, gap) = (self.now(), nanos(t));
-            if t < SHORT_GAP && inner.spin.allows(now, gap, self.spin_per_window) {
+            if may_spin && t < SHORT_GAP && inner.spin.allows(now, gap, self.spin_per_window) {
                 // A timed wait would wake later than this gap lasts.
                 drop(inner);
                 let mut at = now;

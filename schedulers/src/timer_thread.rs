@@ -85,7 +85,7 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
             true => d,
             false => d.saturating_sub(crate::clock::nanos(spin)),
         });
-        inner = shared.wait(inner, sleep_until, sleep_until.unwrap_or(NEVER));
+        inner = shared.wait(inner, sleep_until, sleep_until.unwrap_or(NEVER), true);
     }
     shared.thread_exited(inner);
 }

@@ -691,6 +691,38 @@ mod stress {
         real_time_races(true, false);
     }
 
+    /// Real time, two idle workers: the leader and its deputy wake together
+    /// for each deadline. When the one that runs the task at 10 ms blocks,
+    /// the other must lead on, with no signal from the blocked one, and
+    /// run every later task; the blocked task is released at the end (a
+    /// lost hand-off would leave the later tasks waiting for it).
+    #[test]
+    fn a_worker_blocked_in_a_task_leaves_the_other_leading() {
+        for periodic_slack in [Duration::ZERO, Duration::from_micros(100)] {
+            let pool = ScheduledThreadPool::builder()
+                .pool_size(2)
+                .periodic_slack(periodic_slack)
+                .build()
+                .unwrap();
+            let (release, blocked) = std::sync::mpsc::channel::<()>();
+            let blocker = pool
+                .schedule(Duration::from_millis(10), move || blocked.recv().is_ok())
+                .unwrap();
+            let later: Vec<_> = (11..=60u64)
+                .map(|ms| {
+                    pool.schedule(Duration::from_millis(ms), move || ms)
+                        .unwrap()
+                })
+                .collect();
+            for (ms, task) in (11..=60u64).zip(later) {
+                let ran = task.get_timeout(Duration::from_secs(30));
+                assert_eq!(ran.unwrap(), ms, "the task due at {ms} ms");
+            }
+            release.send(()).unwrap();
+            assert!(blocker.get_timeout(Duration::from_secs(30)).unwrap());
+        }
+    }
+
     /// Pools the test no longer needs must not keep threads: dropping one
     /// that never ran a task starts nothing, and a used one terminates.
     #[test]

@@ -21,7 +21,16 @@
 //!   leader for the new deadline. A worker leaving `take` signals a
 //!   successor when there is no leader and the heap is not empty, if one
 //!   waits, after releasing the lock (signalled under it, the successor
-//!   would often preempt the signaller and block on the lock). A task
+//!   would often preempt the signaller and block on the lock). **Unlike the
+//!   JDK**, one follower is the leader's *deputy* and waits, timed, for
+//!   the same wake-up: one of the two runs what is due and the other leads
+//!   on, so the worker that takes a task signals nobody before running it.
+//!   With the JDK's protocol that signal was on every task's path: the
+//!   woken successor took the signaller's core, and a pool of two fired 1e5
+//!   timers over 2 s with a lateness p99 of 83-136 µs; with a deputy,
+//!   23-30 µs (p50 11-12 against 13-15 µs), at the same CPU per periodic
+//!   run. A signal still goes out when the deputy's wake-up is later than
+//!   now (a new head came in), or to start a third worker. A task
 //!   is claimed when a worker takes it to run, so until then it can be
 //!   cancelled, reset or abandoned. So one
 //!   thread at a time is the leader (a leader displaced by a new head
@@ -418,7 +427,10 @@ fn worker(shared: Arc<Shared>, id: usize) {
             // virtual clock, which only a signal moves).
             let more =
                 !inner.ready.is_empty() || (inner.leader.is_none() && !inner.queue.is_empty());
-            let wake = more && inner.waiting > 0;
+            // A deputy whose wake-up has come takes what is left at once.
+            let now = shared.now();
+            let deputy_up = inner.deputy.is_some_and(|(_, until)| until <= now);
+            let wake = more && !deputy_up && inner.waiting > 0;
             drop(inner);
             if wake {
                 // After the unlock: a woken thread must not find it held.
@@ -433,19 +445,29 @@ fn worker(shared: Arc<Shared>, id: usize) {
             break;
         }
         let next = shared.next_wake(&inner);
-        match (next, inner.leader) {
-            (Some(_), Some((leader, until))) if leader != id => {
-                // A follower: the leader waits for the head.
-                inner = shared.wait(inner, None, until);
+        match (next, inner.leader, inner.deputy) {
+            (Some(until), Some((leader, _)), None) if leader != id => {
+                // The deputy wakes with the head (the leader's deadline may
+                // be one that passed while the leader is busy); it never
+                // spins.
+                inner.deputy = Some((id, until));
+                inner = shared.wait(inner, Some(until), until, false);
+                if inner.deputy.is_some_and(|(deputy, _)| deputy == id) {
+                    inner.deputy = None;
+                }
             }
-            (Some(deadline), _) => {
+            (Some(_), Some((leader, until)), _) if leader != id => {
+                // A follower: the leader and its deputy wait for the head.
+                inner = shared.wait(inner, None, until, false);
+            }
+            (Some(deadline), _, _) => {
                 inner.leader = Some((id, deadline));
-                inner = shared.wait(inner, Some(deadline), deadline);
+                inner = shared.wait(inner, Some(deadline), deadline, true);
                 if inner.leader.is_some_and(|(leader, _)| leader == id) {
                     inner.leader = None;
                 }
             }
-            (None, _) => inner = shared.wait(inner, None, NEVER),
+            (None, _, _) => inner = shared.wait(inner, None, NEVER, false),
         }
     }
     shared.thread_exited(inner);
