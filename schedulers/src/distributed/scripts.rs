@@ -54,8 +54,9 @@
 //! [`fingerprint`](super::keys::fingerprint), not its id, in a set of the
 //! current time bucket (an eighth of the retention). A bucket's
 //! fingerprints are spread over sets by linear hashing on their high bits:
-//! whenever the sets average more than 192 members, one more set is split
-//! (about half of one set's members move), so every set stays below the 512
+//! whenever the sets would average more than 192 members with the batch
+//! about to be added, one more set is split first (about half of one set's
+//! members move), so every set stays below the 512
 //! members Redis keeps as an `intset` (8 bytes a member), the set's key
 //! (about 100 bytes) is shared by a few hundred members, and no call does
 //! more than a bounded amount of moving, however fast tombstones come. A
@@ -139,7 +140,8 @@ end
 -- bucket, fingerprints are spread over sets by linear hashing on their high
 -- bits (hi = fp / 2^42): with n sets per level and s of them split, set
 -- hi % n, or hi % 2n if that is below s. One set is split (about half its
--- members move to set s + n) whenever the sets average over 192 members, so
+-- members move to set s + n) whenever a batch would take the sets' average
+-- over 192 members, so
 -- each stays under the 512 of an intset and the work per call is bounded.
 local TB = math.floor(TOMB_MS / 8)
 if TB < 1 then TB = 1 end
@@ -186,6 +188,21 @@ local function tomb_add(now, fps)
       redis.call('PEXPIREAT', tkey(b, a), at)
     end
   end
+  -- Split before adding, for the batch as well: added first, a large
+  -- batch (slow settles carry more) could take a set past the 512
+  -- members of an intset, and a set never converts back.
+  while c + #fps > 192 * (n + s) do
+    local old, new = tkey(b, s), tkey(b, s + n)
+    local move = {}
+    for _, fp in ipairs(redis.call('SMEMBERS', old)) do
+      if math.floor(tonumber(fp) / HI) % (2 * n) == s + n then move[#move + 1] = fp end
+    end
+    redis.call('SADD', new, '0', unpack(move))
+    redis.call('PEXPIREAT', new, at)
+    if #move > 0 then redis.call('SREM', old, unpack(move)) end
+    s = s + 1
+    if s == n then n = 2 * n; s = 0 end
+  end
   -- Grouped by set number, each set's key built once (tkey's text, with
   -- the bucket's part formatted once for the batch).
   local groups = {}
@@ -198,18 +215,6 @@ local function tomb_add(now, fps)
   local base = PREFIX .. ':x:' .. fb .. ':'
   for a, g in pairs(groups) do
     c = c + redis.call('SADD', base .. fmt(a), unpack(g))
-  end
-  while c > 192 * (n + s) do
-    local old, new = tkey(b, s), tkey(b, s + n)
-    local move = {}
-    for _, fp in ipairs(redis.call('SMEMBERS', old)) do
-      if math.floor(tonumber(fp) / HI) % (2 * n) == s + n then move[#move + 1] = fp end
-    end
-    redis.call('SADD', new, '0', unpack(move))
-    redis.call('PEXPIREAT', new, at)
-    if #move > 0 then redis.call('SREM', old, unpack(move)) end
-    s = s + 1
-    if s == n then n = 2 * n; s = 0 end
   end
   redis.call('HSET', K.xm, 'n:' .. fb, n, 's:' .. fb, s, 'c:' .. fb, c)
 end
