@@ -41,24 +41,26 @@
 //! builders, 50 µs on `HeapTimer` (the timer slack the JDK's threads run
 //! with) and 100 µs on `ScheduledThreadPool` (a batch wakes two of its
 //! threads). A one-shot due meanwhile still starts on time. In one
-//! full-size run (`20261125-223232-full`, two repeats each), CPU per
-//! periodic run and start-time jitter p99:
+//! full-size run (`20261125-235234-full`, two repeats each, medians), CPU
+//! per periodic run, start-time jitter p99, and the lateness of 1e5
+//! one-shots over 2 s:
 //!
 //! | | CPU per run | jitter p99 | one-shot lateness p50 / p99 |
 //! |---|---|---|---|
-//! | `HeapTimer` | 2.6 µs | 81 µs | 14 / 94 µs |
-//! | `ScheduledThreadPool`, 2 workers | 2.2 µs | 140 µs | 14 / 109 µs |
-//! | `HashedWheelTimer` | 6.8 µs | 30 µs | 13 / 36 µs |
-//! | `HierarchicalWheelTimer` | 6.9 µs | 29 µs | 14 / 62 µs |
-//! | JDK `ScheduledThreadPoolExecutor`, 2 threads | 3.0 µs | 89 µs | 40 / 98 µs |
-//! | the same, 1 thread, `removeOnCancel` | 2.6 µs | 77 µs | 47 / 112 µs |
+//! | `HeapTimer` | 2.5 µs | 79 µs | 13 / 34 µs |
+//! | `ScheduledThreadPool`, 2 workers | 2.3 µs | 128 µs | 12 / 73 µs (repeats: 24, 122) |
+//! | `HashedWheelTimer` | 6.9 µs | 30 µs | 13 / 32 µs |
+//! | `HierarchicalWheelTimer` | 6.8 µs | 28 µs | 14 / 46 µs |
+//! | JDK `ScheduledThreadPoolExecutor`, 2 threads | 3.1 µs | 89 µs | 41 / 209 µs (repeats: 324, 94) |
+//! | the same, 1 thread, `removeOnCancel` | 2.5 µs | 77 µs | 47 / 85 µs |
 //!
 //! With `periodic_slack(Duration::ZERO)`, `HeapTimer` wakes for every run:
 //! a jitter p99 of 27 µs at 6.5 µs a run. The wheels keep a bound per slot,
 //! not the kind of each timer, so they wake for every deadline. The
-//! lateness p99 of a few hundred thousand wake-ups moves between runs on a
-//! shared VM: `HeapTimer` measured 35 to 94 µs, `ScheduledThreadPool` 96 to
-//! 109 µs and the JDK's 2-thread executor 94 to 98 µs in three such runs.
+//! lateness p99 of a few hundred thousand wake-ups moves between repeats on
+//! a shared VM: `HeapTimer` measured 28 to 94 µs, `ScheduledThreadPool`
+//! 23 to 30 µs in most repeats and a few far out (122 to 393 µs), the JDK's
+//! 2-thread executor 94 to 324 µs.
 //!
 //! The **timer slack** (`timer_slack` on every builder, default
 //! [`DEFAULT_TIMER_SLACK`], 1 ns) sets how late Linux may wake a driver's

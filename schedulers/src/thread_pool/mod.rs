@@ -28,8 +28,8 @@
 //!   With the JDK's protocol that signal was on every task's path: the
 //!   woken successor took the signaller's core, and a pool of two fired 1e5
 //!   timers over 2 s with a lateness p99 of 83-136 µs; with a deputy,
-//!   23-30 µs (p50 11-12 against 13-15 µs), at the same CPU per periodic
-//!   run. A signal still goes out when the deputy's wake-up is later than
+//!   23-30 µs in most repeats (p50 11-12 against 13-15 µs), at the same
+//!   CPU per periodic run. A signal still goes out when the deputy's wake-up is later than
 //!   now (a new head came in), or to start a third worker. A task
 //!   is claimed when a worker takes it to run, so until then it can be
 //!   cancelled, reset or abandoned. So one
