@@ -425,7 +425,12 @@ impl Shared {
             true => self.slack(inner, key),
             false => 0,
         };
-        let latest = deadline.saturating_add(slack);
+        let mut latest = deadline.saturating_add(slack);
+        if let Queue::Hier(wheels) = &inner.queue {
+            // A bucket grown big is offered ahead of its earliest deadline
+            // (to move down in chunks): that time may now come first.
+            latest = latest.min(wheels.next_deadline().unwrap_or(NEVER));
+        }
         let wake = latest < self.wake_at.load(SeqCst);
         if wake {
             inner.leader = None;
@@ -1151,6 +1156,38 @@ mod test {
             .submit(When::After(us(900)), Task::once(|| ()))
             .unwrap();
         assert_eq!(wake(), Some(nanos(us(900))));
+    }
+
+    /// A wheel bucket grown big is offered ahead of its earliest deadline,
+    /// to move down in chunks: the submission that makes it so must wake a
+    /// driver planned for later, though the task itself is due after it.
+    #[test]
+    fn a_bucket_offered_ahead_of_its_deadline_wakes_the_driver() {
+        let ms = |n: u64| n * 1_000_000;
+        let wheels = HierarchicalWheel::new(ms(1), 8, 0, crate::core::Precision::Exact).unwrap();
+        let shared = Shared::new(Config {
+            clock: Arc::new(crate::ManualClock::new()),
+            queue: Queue::Hier(wheels),
+            executor: Executor::inline(),
+            policy: ShutdownPolicy::default(),
+            pending_limit: None,
+            remove_on_cancel: false,
+            spin_budget: Duration::ZERO,
+            timer_slack: crate::DEFAULT_TIMER_SLACK,
+            periodic_slack: Duration::ZERO,
+        });
+        shared.wake_at.store(ms(990), SeqCst); // a driver asleep until 990 ms
+        let mut last = 0;
+        for _ in 0..300 {
+            let task = Task::once(|| ());
+            last = shared
+                .submit(When::After(Duration::from_secs(1)), task)
+                .unwrap();
+        }
+        let mut inner = shared.lock();
+        let head = inner.queue.next_deadline().unwrap();
+        assert!(head < ms(990), "offered ahead, at {head}");
+        assert!(shared.wakes_for(&mut inner, last, ms(1000)));
     }
 
     /// The meter lets a window spin up to its budget, counting each spin
