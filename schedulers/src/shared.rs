@@ -419,12 +419,13 @@ impl Shared {
     /// handed on and one waiting thread must be signalled (the JDK's
     /// `offer`).
     pub(crate) fn wakes_for(&self, inner: &mut Inner, key: Key, deadline: u64) -> bool {
+        let mut slack = self.slack(inner, key);
         // A task due already gets no slack: a driver on a virtual clock
-        // waits for a signal, and no advance of time would bring one.
-        let slack = match deadline > self.now() {
-            true => self.slack(inner, key),
-            false => 0,
-        };
+        // waits for a signal, and no advance of time would bring one. (The
+        // clock is read only for a slacked task: not on a one-shot's path.)
+        if slack > 0 && deadline <= self.now() {
+            slack = 0;
+        }
         let mut latest = deadline.saturating_add(slack);
         if let Queue::Hier(wheels) = &inner.queue {
             // A bucket grown big is offered ahead of its earliest deadline

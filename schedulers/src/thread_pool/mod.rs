@@ -427,9 +427,9 @@ fn worker(shared: Arc<Shared>, id: usize) {
             // virtual clock, which only a signal moves).
             let more =
                 !inner.ready.is_empty() || (inner.leader.is_none() && !inner.queue.is_empty());
-            // A deputy whose wake-up has come takes what is left at once.
-            let now = shared.now();
-            let deputy_up = inner.deputy.is_some_and(|(_, until)| until <= now);
+            // A deputy whose wake-up has come takes what is left at once
+            // (the clock is read only when there is a deputy).
+            let deputy_up = inner.deputy.is_some_and(|(_, until)| until <= shared.now());
             let wake = more && !deputy_up && inner.waiting > 0;
             drop(inner);
             if wake {
