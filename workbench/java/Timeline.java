@@ -699,8 +699,12 @@ final class Timeline {
         return best;
     }
 
-    /** As the Rust side: sizes below this many timers are cycled, each cost the median. */
-    private static final int TIMED_PER_SIZE = 500_000;
+    /**
+     * As the Rust side: sizes below this many timers are cycled, each cost
+     * the median, after one untimed warm-up cycle at the size (the heap
+     * regions and code paths a cycle of this size uses are then warm).
+     */
+    private static final int TIMED_PER_SIZE = 2_500_000;
     private static final int MAX_CYCLES = 50;
 
     static String sweep(String peer, Spec s) throws Exception {
@@ -725,6 +729,7 @@ final class Timeline {
             int cycles = Math.max(1, Math.min(MAX_CYCLES, TIMED_PER_SIZE / Math.max(1, n)));
             double[][] costs = new double[3][cycles];
             long[] first = null;
+            cycle(peer, d, moves, resetOrder, cancelOrder, false);
             for (int c = 0; c < cycles; c++) {
                 long[] r = cycle(peer, d, moves, resetOrder, cancelOrder, c == 0);
                 costs[0][c] = r[0];

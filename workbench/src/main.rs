@@ -307,6 +307,12 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
         let _ = workbench::runner::MEMORY_PROBE_EXE.set(exe.clone());
         let _ = distributed::WORKER_EXE.set(exe);
     }
+    let mut notes = vec![size.note().to_owned()];
+    if !workbench::runner::measure::keep_freed_memory() {
+        notes.push(
+            "The allocator could not be told to keep freed memory: sweep costs include the page faults of memory it returned to the kernel.".to_owned(),
+        );
+    }
     let suite = Suite {
         subjects: chosen,
         workloads: specs.iter().map(|w| size.apply(w)).collect(),
@@ -314,7 +320,7 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
         run_id,
         env,
         progress: true,
-        notes: vec![size.note().to_owned()],
+        notes,
     };
     suite.check()?;
     eprintln!(

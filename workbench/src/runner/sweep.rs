@@ -8,7 +8,9 @@
 //! threads did, deferred unlinks included, until a settling pause after the
 //! cancels) and the resident memory per pending timer.
 //!
-//! A fresh subject serves each size. Memory is measured in a fresh child
+//! A fresh subject serves each cycle; each size runs an untimed warm-up
+//! cycle first, so the costs are a long-running process's steady state
+//! (see [`measure::keep_freed_memory`]). Memory is measured in a fresh child
 //! process where one is available ([`super::MEMORY_PROBE_EXE`],
 //! [`memory_probe`]).
 
@@ -90,9 +92,10 @@ fn schedule_all(
 /// subject each time) until this many operations were timed, and each cost
 /// is the median over the cycles, so that a loop of a thousand calls (a
 /// tenth of a millisecond) is not one sample at the mercy of one interrupt,
-/// and a size of 1e5 gets five cycles: one cycle of random-order cancels at
-/// 1e5 moves by up to ×2 on a shared VM (see the workbench README).
-const TIMED_PER_SIZE: usize = 500_000;
+/// and a size of 1e5 gets 25 cycles: one cycle of random-order cancels at
+/// 1e5 moves by up to ×2 on a shared VM, and the median of five still
+/// moved by ×1.5 between runs (see the workbench README).
+const TIMED_PER_SIZE: usize = 2_500_000;
 
 /// At most this many cycles per size.
 const MAX_CYCLES: usize = 50;
@@ -119,6 +122,10 @@ pub fn run(
         let cycles = (TIMED_PER_SIZE / n.max(1)).clamp(1, MAX_CYCLES);
         let mut costs: [Vec<f64>; 3] = Default::default();
         let mut cpu = Duration::ZERO;
+        // The warm-up: the first cycle at a size faults in the pages that
+        // the later ones reuse (with [`measure::keep_freed_memory`]), so
+        // every timed cycle is the steady state of a long-running process.
+        cycle_once(make, &plan, sweep, false)?;
         for cycle in 0..cycles {
             let (p, c) = cycle_once(make, &plan, sweep, cycle == 0)?;
             for (v, x) in costs
