@@ -286,8 +286,12 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
                 "repeats",
                 format!(
                     "{} per subject and workload; a subject that runs timers in process or in a JVM first does one discarded \
-                     warm-up run (the distributed subjects start fresh processes and a fresh Redis for every measurement)",
-                    results.repeats
+                     warm-up run (the distributed subjects start fresh processes and a fresh Redis for every measurement); \
+                     a sweep runs one untimed warm-up cycle at each size, then timed cycles until {} calls or {} cycles, \
+                     and takes the median over them: the steady state of a long-running process",
+                    results.repeats,
+                    crate::runner::sweep::TIMED_PER_SIZE,
+                    crate::runner::sweep::MAX_CYCLES
                 ),
             ),
             ("wall time", format!("{:.0} s", results.wall_seconds)),

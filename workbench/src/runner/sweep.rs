@@ -95,10 +95,10 @@ fn schedule_all(
 /// and a size of 1e5 gets 25 cycles: one cycle of random-order cancels at
 /// 1e5 moves by up to ×2 on a shared VM, and the median of five still
 /// moved by ×1.5 between runs (see the workbench README).
-const TIMED_PER_SIZE: usize = 2_500_000;
+pub const TIMED_PER_SIZE: usize = 2_500_000;
 
 /// At most this many cycles per size.
-const MAX_CYCLES: usize = 50;
+pub const MAX_CYCLES: usize = 50;
 
 /// Runs one repeat of a sweep.
 ///
