@@ -29,11 +29,11 @@
 //!   woken successor took the signaller's core, and a pool of two fired 1e5
 //!   timers over 2 s with a lateness p99 of 83-136 µs; with a deputy,
 //!   23-30 µs in most repeats (p50 11-12 against 13-15 µs), at the same
-//!   CPU per periodic run. A signal still goes out when the deputy's wake-up is later than
-//!   now (a new head came in), or to start a third worker. A task
-//!   is claimed when a worker takes it to run, so until then it can be
-//!   cancelled, reset or abandoned. So one
-//!   thread at a time is the leader (a leader displaced by a new head
+//!   CPU per periodic run. A signal still goes out when the deputy's
+//!   wake-up is later than now (a new head came in), or to start a third
+//!   worker. A task is claimed when a worker takes it to run, so until
+//!   then it can be cancelled, reset or abandoned. So one thread at a time
+//!   is the leader (a leader displaced by a new head
 //!   finishes its timed wait at the old deadline and rejoins as a
 //!   follower), and the others are not woken needlessly. (A second
 //!   condition variable, not part of the protocol, serves
