@@ -83,6 +83,10 @@ pub enum DistError {
     /// A Redis node cannot give the chosen durability at all (no `WAITAOF`
     /// and not `appendfsync always`, or its configuration cannot be read).
     DurabilityUnavailable(String),
+    /// A throwaway server of [`LocalRedis`](super::LocalRedis) exited as it
+    /// started; the message ends with the last lines of its log (a full
+    /// disk, say, or a setting it refused).
+    LocalServer(String),
 }
 
 impl fmt::Display for DistError {
@@ -121,6 +125,7 @@ impl fmt::Display for DistError {
             DistError::DurabilityUnavailable(why) => {
                 write!(f, "the chosen durability is not available: {why}")
             }
+            DistError::LocalServer(why) => write!(f, "the local redis-server stopped: {why}"),
         }
     }
 }

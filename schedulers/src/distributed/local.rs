@@ -88,7 +88,8 @@ impl LocalRedisBuilder {
     /// # Errors
     ///
     /// [`DistError::InvalidConfig`] if no `redis-server` is installed or it
-    /// cannot be started; [`DistError::Redis`] if it does not answer.
+    /// cannot be started; [`DistError::LocalServer`] (with its log) if it
+    /// exits as it starts; [`DistError::Redis`] if it does not answer.
     pub fn start(self) -> Result<LocalRedis, DistError> {
         static N: AtomicU32 = AtomicU32::new(0);
         let binary =
@@ -164,7 +165,8 @@ impl LocalRedis {
     /// # Errors
     ///
     /// [`DistError::InvalidConfig`] if no `redis-server` is installed or it
-    /// cannot be started; [`DistError::Redis`] if it does not answer.
+    /// cannot be started; [`DistError::LocalServer`] (with its log) if it
+    /// exits as it starts; [`DistError::Redis`] if it does not answer.
     pub fn start() -> Result<LocalRedis, DistError> {
         LocalRedis::builder().start()
     }
@@ -204,14 +206,7 @@ impl LocalRedis {
             "--maxmemory-policy",
             "noeviction",
         ])
-        .args([
-            "--protected-mode",
-            "no",
-            "--daemonize",
-            "no",
-            "--logfile",
-            "redis.log",
-        ]);
+        .args(["--protected-mode", "no", "--daemonize", "no"]);
         if let (Some([cert, key, ca]), Some(port)) = (&s.tls, self.tls_port) {
             cmd.args(["--tls-port", &port.to_string(), "--tls-auth-clients", "no"])
                 .arg("--tls-cert-file")
@@ -224,12 +219,22 @@ impl LocalRedis {
         for (k, v) in &s.settings {
             cmd.arg(format!("--{k}")).arg(v);
         }
+        // The log goes to standard output; a configuration it refuses, to
+        // standard error: both into `redis.log`, kept across restarts.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("redis.log"))
+            .map_err(|_| DistError::InvalidConfig("cannot create redis.log in the temp dir"))?;
         let child = cmd
             .arg("--dir")
             .arg(&self.dir)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(
+                log.try_clone()
+                    .map_err(|_| DistError::InvalidConfig("cannot open redis.log"))?,
+            )
+            .stderr(log)
             .spawn()
             .map_err(|_| DistError::InvalidConfig("cannot start redis-server"))?;
         self.child = Some(child);
@@ -240,9 +245,10 @@ impl LocalRedis {
             if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(_)) = c.try_wait() {
                     self.child = None;
-                    return Err(DistError::InvalidConfig(
-                        "redis-server exited at start (port taken?)",
-                    ));
+                    return Err(DistError::LocalServer(format!(
+                        "it exited at start; its log ends with:\n{}",
+                        self.log_tail(5)
+                    )));
                 }
             }
             let r = client
@@ -276,6 +282,13 @@ impl LocalRedis {
                 }
             }
         }
+    }
+
+    /// The last `lines` lines of the server's log, for an error message.
+    fn log_tail(&self, lines: usize) -> String {
+        let log = std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
     }
 
     /// `redis://127.0.0.1:<port>/`.

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use schedulers::distributed::{
     AckOutcome, CancelOutcome, Config, DistError, Fire, HandlerError, Job, JobInfo, JobState,
-    RedisScheduler, Worker, WorkerEvent,
+    LocalRedis, RedisScheduler, Worker, WorkerEvent,
 };
 
-use super::{schedule_noops_now, server, wait_until};
+use super::{redis_installed, schedule_noops_now, server, wait_until};
 
 fn config(ns: &str) -> Config {
     Config::default()
@@ -109,6 +109,25 @@ fn schedule_inspect_cancel_and_typed_errors() {
             .start(),
         Err(DistError::InvalidConfig(_))
     ));
+}
+
+#[test]
+fn a_local_server_that_exits_at_start_says_why() {
+    if !redis_installed() {
+        return;
+    }
+    let refused = LocalRedis::builder()
+        .set("maxmemory-policy", "not-a-policy")
+        .start();
+    match refused {
+        Err(DistError::LocalServer(why)) => {
+            assert!(
+                why.contains("not-a-policy"),
+                "the log is not in the error: {why}"
+            )
+        }
+        other => panic!("expected LocalServer with the server's log, got {other:?}"),
+    }
 }
 
 #[test]
