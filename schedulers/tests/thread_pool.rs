@@ -695,7 +695,9 @@ mod stress {
     /// for each deadline. When the one that runs the task at 10 ms blocks,
     /// the other must lead on, with no signal from the blocked one, and
     /// run every later task; the blocked task is released at the end (a
-    /// lost hand-off would leave the later tasks waiting for it).
+    /// lost hand-off would leave the later tasks waiting for it). Real time
+    /// on purpose: a `ManualClock` wakes every waiting worker when it
+    /// advances, which would hide a lost hand-off.
     #[test]
     fn a_worker_blocked_in_a_task_leaves_the_other_leading() {
         for periodic_slack in [Duration::ZERO, Duration::from_micros(100)] {
