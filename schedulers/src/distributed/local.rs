@@ -243,12 +243,18 @@ impl LocalRedis {
         let want = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
         loop {
             if let Some(c) = self.child.as_mut() {
-                if let Ok(Some(_)) = c.try_wait() {
+                if let Ok(Some(status)) = c.try_wait() {
                     self.child = None;
-                    return Err(DistError::LocalServer(format!(
-                        "it exited at start; its log ends with:\n{}",
-                        self.log_tail(5)
-                    )));
+                    let log = self.log_tail(5);
+                    return Err(DistError::LocalServer(if log.is_empty() {
+                        // Nothing written: a full disk takes the log too.
+                        format!(
+                            "it exited at start ({status}) with an empty log; is the disk that holds {} full?",
+                            self.dir.display()
+                        )
+                    } else {
+                        format!("it exited at start ({status}); its log ends with:\n{log}")
+                    }));
                 }
             }
             let r = client
