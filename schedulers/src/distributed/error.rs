@@ -84,8 +84,9 @@ pub enum DistError {
     /// and not `appendfsync always`, or its configuration cannot be read).
     DurabilityUnavailable(String),
     /// A throwaway server of [`LocalRedis`](super::LocalRedis) exited as it
-    /// started; the message ends with the last lines of its log (a full
-    /// disk, say, or a setting it refused).
+    /// started. The message gives its exit status and the last lines of its
+    /// log (a setting it refused, say), or, when it wrote no log, asks
+    /// whether the disk that holds its directory is full.
     LocalServer(String),
 }
 
