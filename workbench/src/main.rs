@@ -400,56 +400,109 @@ const COMPARED: &[Metric] = &[
 
 fn compare(a: &Path, b: &Path) -> Result<()> {
     let (ra, rb) = (report::read_results(a)?, report::read_results(b)?);
-    println!("| subject | workload | figure | A | B | B/A |\n|---|---|---|---|---|---|");
-    let (mut n, mut within) = (0, 0);
+    print!("{}", comparison(&ra, &rb)?);
+    println!(
+        "\nload at the start: A {:.2}, B {:.2}",
+        ra.load_start[0], rb.load_start[0]
+    );
+    Ok(())
+}
+
+/// How many medians of one figure agree, in all and among those neither
+/// run marks unstable.
+#[derive(Clone, Copy, Default)]
+struct Tally {
+    n: usize,
+    within: usize,
+    stable: usize,
+    stable_within: usize,
+}
+
+impl Tally {
+    fn add(&mut self, within: bool, stable: bool) {
+        self.n += 1;
+        self.within += usize::from(within);
+        self.stable += usize::from(stable);
+        self.stable_within += usize::from(stable && within);
+    }
+}
+
+/// `compare`'s output: every median of [`COMPARED`] in both runs with
+/// their ratio, the largest difference, and how many agree within 15% per
+/// figure, in all and among those neither run marks unstable.
+fn comparison(ra: &Results, rb: &Results) -> Result<String> {
+    use std::fmt::Write as _;
+    let mut out =
+        String::from("| subject | workload | figure | A | B | B/A |\n|---|---|---|---|---|---|\n");
+    let mut tallies = [Tally::default(); COMPARED.len()];
     let mut worst: Option<(f64, String)> = None;
-    for r in ra.records.iter().filter(|r| COMPARED.contains(&r.metric)) {
-        let Some(vb) = rb.value(&r.scheduler, &r.workload, r.metric, r.size) else {
+    for r in ra
+        .records
+        .iter()
+        .filter(|r| r.value.is_finite() && r.value > 0.0)
+    {
+        let Some(k) = COMPARED.iter().position(|m| *m == r.metric) else {
             continue;
         };
-        if !r.value.is_finite() || r.value <= 0.0 {
+        let Some(b) = rb
+            .get(&r.scheduler, &r.workload, r.metric, r.size)
+            .filter(|b| b.value.is_finite())
+        else {
             continue;
-        }
-        let q = vb / r.value;
-        n += 1;
+        };
+        let q = b.value / r.value;
         let diff = (q - 1.0).abs();
-        if diff <= 0.15 {
-            within += 1;
-        }
+        tallies[k].add(diff <= 0.15, !r.unstable && !b.unstable);
         let label = format!(
-            "{} {} {}{}",
+            "{} | {} | {}{}",
             r.scheduler,
             r.workload,
             r.metric,
             r.size.map_or(String::new(), |s| format!(" @{s}"))
         );
-        if worst.as_ref().is_none_or(|w| diff > w.0) {
-            worst = Some((diff, label));
-        }
-        println!(
-            "| {} | {} | {}{} | {:.1} | {:.1} | {q:.3}{} |",
-            r.scheduler,
-            r.workload,
-            r.metric,
-            r.size.map_or(String::new(), |s| format!(" @{s}")),
+        let _ = writeln!(
+            out,
+            "| {label} | {:.1} | {:.1} | {q:.3}{} |",
             r.value,
-            vb,
+            b.value,
             if diff > 0.15 { " (beyond 15%)" } else { "" }
         );
+        if worst.as_ref().is_none_or(|w| diff > w.0) {
+            worst = Some((diff, label.replace(" | ", " ")));
+        }
     }
-    if n == 0 {
+    let Some((diff, label)) = worst else {
         bail!("the two runs have no figure in common");
+    };
+    let all = tallies.iter().fold(Tally::default(), |a, t| Tally {
+        n: a.n + t.n,
+        within: a.within + t.within,
+        stable: a.stable + t.stable,
+        stable_within: a.stable_within + t.stable_within,
+    });
+    let _ = writeln!(
+        out,
+        "\n{} of {} medians agree within 15%; the largest difference: {:.1}% ({label})\n",
+        all.within,
+        all.n,
+        diff * 100.0
+    );
+    out.push_str(
+        "| figure | medians within 15% | among those neither run marks unstable |\n|---|---|---|\n",
+    );
+    for (m, t) in COMPARED.iter().zip(&tallies).filter(|(_, t)| t.n > 0) {
+        let _ = writeln!(
+            out,
+            "| {m} | {} of {} | {} of {} |",
+            t.within, t.n, t.stable_within, t.stable
+        );
     }
-    println!(
-        "\n{within} of {n} medians agree within 15%; the largest difference: {:.1}% ({})",
-        worst.as_ref().map_or(0.0, |w| w.0 * 100.0),
-        worst.map_or_else(String::new, |w| w.1)
+    let _ = writeln!(
+        out,
+        "| all | {} of {} | {} of {} |",
+        all.within, all.n, all.stable_within, all.stable
     );
-    println!(
-        "load at the start: A {:.2}, B {:.2}",
-        ra.load_start[0], rb.load_start[0]
-    );
-    Ok(())
+    Ok(out)
 }
 
 fn rerender(path: &Path, out: Option<PathBuf>) -> Result<()> {
@@ -465,4 +518,65 @@ fn rerender(path: &Path, out: Option<PathBuf>) -> Result<()> {
     }
     println!("report: {}", dir.join("index.html").display());
     Ok(())
+}
+
+#[cfg(test)]
+mod test {
+    use workbench::record::{Environment, Metric, Record, Results};
+
+    fn run(figures: &[(&str, Metric, f64, bool)]) -> Results {
+        let mut r = Results::new("t".into(), Environment::default(), 3);
+        for &(subject, metric, value, unstable) in figures {
+            r.records.push(Record {
+                scheduler: subject.into(),
+                workload: "scale".into(),
+                metric,
+                unit: metric.unit(),
+                size: Some(1000),
+                value,
+                samples: Vec::new(),
+                spread: 0.0,
+                unstable,
+                seed: 0,
+                env: Environment::default(),
+            });
+        }
+        r
+    }
+
+    /// Each figure counts once in all and, when neither run marks it
+    /// unstable, among the stable; figures B lacks and metrics `compare`
+    /// does not look at are left out.
+    #[test]
+    fn compare_tallies_agreement_per_figure_and_among_stable_ones() {
+        use Metric::{CancelBatch, CpuPerTimer, ScheduleBatch};
+        let a = run(&[
+            ("x", ScheduleBatch, 100.0, false),
+            ("y", ScheduleBatch, 100.0, false),
+            ("z", ScheduleBatch, 100.0, false),
+            ("x", CancelBatch, 50.0, true),
+            ("y", CancelBatch, 50.0, false),
+            ("x", CpuPerTimer, 10.0, false),
+        ]);
+        let b = run(&[
+            ("x", ScheduleBatch, 110.0, false), // agrees, stable
+            ("y", ScheduleBatch, 130.0, false), // beyond 15%, stable
+            ("x", CancelBatch, 90.0, false),    // beyond, unstable in A
+            ("y", CancelBatch, 55.0, true),     // agrees, unstable in B
+            ("x", CpuPerTimer, 99.0, false),    // not compared
+        ]);
+        let out = super::comparison(&a, &b).unwrap();
+        assert!(
+            out.contains("| schedule_batch | 1 of 2 | 1 of 2 |"),
+            "{out}"
+        );
+        assert!(out.contains("| cancel_batch | 1 of 2 | 0 of 0 |"), "{out}");
+        assert!(out.contains("| all | 2 of 4 | 1 of 2 |"), "{out}");
+        assert!(
+            out.contains("the largest difference: 80.0% (x scale cancel_batch @1000)"),
+            "{out}"
+        );
+        assert!(!out.contains("cpu_per_timer"), "{out}");
+        assert!(super::comparison(&a, &run(&[])).is_err());
+    }
 }
