@@ -435,6 +435,7 @@ fn comparison(ra: &Results, rb: &Results) -> Result<String> {
     let mut out =
         String::from("| subject | workload | figure | A | B | B/A |\n|---|---|---|---|---|---|\n");
     let mut tallies = [Tally::default(); COMPARED.len()];
+    let mut all = Tally::default();
     let mut worst: Option<(f64, String)> = None;
     for r in ra
         .records
@@ -452,34 +453,29 @@ fn comparison(ra: &Results, rb: &Results) -> Result<String> {
         };
         let q = b.value / r.value;
         let diff = (q - 1.0).abs();
-        tallies[k].add(diff <= 0.15, !r.unstable && !b.unstable);
-        let label = format!(
-            "{} | {} | {}{}",
-            r.scheduler,
-            r.workload,
+        let (within, stable) = (diff <= 0.15, !r.unstable && !b.unstable);
+        tallies[k].add(within, stable);
+        all.add(within, stable);
+        let (subject, workload) = (&r.scheduler, &r.workload);
+        let figure = format!(
+            "{}{}",
             r.metric,
             r.size.map_or(String::new(), |s| format!(" @{s}"))
         );
         let _ = writeln!(
             out,
-            "| {label} | {:.1} | {:.1} | {q:.3}{} |",
+            "| {subject} | {workload} | {figure} | {:.1} | {:.1} | {q:.3}{} |",
             r.value,
             b.value,
-            if diff > 0.15 { " (beyond 15%)" } else { "" }
+            if within { "" } else { " (beyond 15%)" }
         );
         if worst.as_ref().is_none_or(|w| diff > w.0) {
-            worst = Some((diff, label.replace(" | ", " ")));
+            worst = Some((diff, format!("{subject} {workload} {figure}")));
         }
     }
     let Some((diff, label)) = worst else {
         bail!("the two runs have no figure in common");
     };
-    let all = tallies.iter().fold(Tally::default(), |a, t| Tally {
-        n: a.n + t.n,
-        within: a.within + t.within,
-        stable: a.stable + t.stable,
-        stable_within: a.stable_within + t.stable_within,
-    });
     let _ = writeln!(
         out,
         "\n{} of {} medians agree within 15%; the largest difference: {:.1}% ({label})\n",
