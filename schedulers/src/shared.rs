@@ -232,6 +232,9 @@ pub(crate) struct Inner {
     /// Closures to drop once the lock is released: their destructors are
     /// user code, which may use this scheduler.
     graveyard: Vec<Box<dyn Job>>,
+    /// Threads dropping closures taken from the graveyard: until they are
+    /// done the scheduler is not idle.
+    burying: usize,
 }
 
 /// A scheduler's shared state. See the [module docs](self).
@@ -292,6 +295,7 @@ impl Shared {
                 deputy: None,
                 terminated: false,
                 graveyard: Vec::new(),
+                burying: 0,
             }),
             wakeup: Condvar::new(),
             terminated: Condvar::new(),
@@ -696,9 +700,7 @@ impl Shared {
         inner.busy -= 1;
         let Some(claimed) = self.claim(&mut inner, e) else {
             let wake = self.is_shutdown() && inner.busy == 0;
-            let graveyard = std::mem::take(&mut inner.graveyard);
-            drop(inner);
-            drop_all(graveyard);
+            drop(self.bury(inner));
             if wake {
                 self.wakeup.notify_all();
             }
@@ -710,9 +712,7 @@ impl Shared {
         let wake = self.finish(&mut inner, claimed.key, claimed.scheduled, ran);
         // After shutdown the driver waits for the last run to end.
         let wake = wake || (self.is_shutdown() && inner.busy == 0);
-        let graveyard = std::mem::take(&mut inner.graveyard);
-        drop(inner);
-        drop_all(graveyard);
+        drop(self.bury(inner));
         if wake {
             self.wakeup.notify_all();
         }
@@ -775,9 +775,24 @@ impl Shared {
         self.release_locked(inner, key);
     }
 
-    /// Takes the closures waiting to be dropped outside the lock.
-    pub(crate) fn take_graveyard(&self, inner: &mut Inner) -> Vec<Box<dyn Job>> {
-        std::mem::take(&mut inner.graveyard)
+    /// Drops the closures in the graveyard with the lock released (their
+    /// destructors may use this scheduler), and returns the lock. Until
+    /// they are dropped the scheduler is not idle, so a `ManualClock`'s
+    /// `advance` returns only after the closures of the tasks that ended.
+    /// With an empty graveyard it only hands the lock back.
+    pub(crate) fn bury<'a>(&'a self, mut inner: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+        let graveyard = std::mem::take(&mut inner.graveyard);
+        if graveyard.is_empty() {
+            return inner;
+        }
+        inner.burying += 1;
+        drop(inner);
+        for job in graveyard {
+            task::drop_contained(job);
+        }
+        let mut inner = self.lock();
+        inner.burying -= 1;
+        inner
     }
 
     /// Removes every dead entry if they outnumber the live ones (and are at
@@ -925,10 +940,8 @@ impl Shared {
             inner.terminated = true;
             self.terminated.notify_all();
         }
-        let graveyard = std::mem::take(&mut inner.graveyard);
-        drop(inner);
+        drop(self.bury(inner));
         self.wakeup.notify_all();
-        drop_all(graveyard);
         self.clock.on_idle();
     }
 
@@ -973,9 +986,7 @@ impl Shared {
                 self.stop_periodic_in_flight(&mut inner);
             }
         }
-        let graveyard = std::mem::take(&mut inner.graveyard);
-        drop(inner);
-        drop_all(graveyard);
+        drop(self.bury(inner));
         self.wakeup.notify_all();
     }
 
@@ -1033,9 +1044,7 @@ impl Shared {
         for e in all {
             self.release_locked(&mut inner, e.key);
         }
-        let graveyard = std::mem::take(&mut inner.graveyard);
-        drop(inner);
-        drop_all(graveyard);
+        drop(self.bury(inner));
         self.wakeup.notify_all();
         never_ran.sort_unstable();
         never_ran.into_iter().map(|(_, key)| key).collect()
@@ -1084,12 +1093,6 @@ pub(crate) struct Claimed {
     pub(crate) job: Box<dyn Job>,
 }
 
-pub(crate) fn drop_all(graveyard: Vec<Box<dyn Job>>) {
-    for job in graveyard {
-        task::drop_contained(job);
-    }
-}
-
 impl Wakeable for Shared {
     fn wake(&self) {
         let _inner = self.lock();
@@ -1102,6 +1105,7 @@ impl Wakeable for Shared {
 
         inner.terminated
             || (inner.busy == 0
+                && inner.burying == 0
                 && inner.ready.is_empty()
                 && !inner.purge_requested
                 && self.executor.is_idle()

@@ -40,12 +40,7 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
         if let Some((key, scheduled, ran)) = finished.take() {
             shared.finish(&mut inner, key, scheduled, ran);
         }
-        let graveyard = shared.take_graveyard(&mut inner);
-        if !graveyard.is_empty() {
-            drop(inner);
-            crate::shared::drop_all(graveyard);
-            inner = shared.lock();
-        }
+        inner = shared.bury(inner);
         shared.collect_due(&mut inner, shared.now());
         if inline {
             if let Some(claimed) = shared.claim_next(&mut inner) {

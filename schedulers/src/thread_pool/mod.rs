@@ -411,12 +411,7 @@ fn worker(shared: Arc<Shared>, id: usize) {
                 shared.wakeup.notify_one();
             }
         }
-        let graveyard = shared.take_graveyard(&mut inner);
-        if !graveyard.is_empty() {
-            drop(inner);
-            crate::shared::drop_all(graveyard);
-            inner = shared.lock();
-        }
+        inner = shared.bury(inner);
         if shared.is_stopped() {
             break;
         }

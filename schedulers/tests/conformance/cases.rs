@@ -1,6 +1,6 @@
 //! One function per promise of the contract (see `Scheduler`'s docs).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{mpsc, Arc, OnceLock};
 use std::time::Duration;
 
 use schedulers::{Scheduler, SchedulerExt, Task};
@@ -1098,6 +1098,60 @@ pub fn a_panicking_destructor_never_kills_the_scheduler(h: &Harness) {
         "the scheduler survived the panicking destructors"
     );
     assert_eq!(s.metrics().pending, 0);
+}
+
+/// `advance` returns only once the closure of a task that ended in it is
+/// dropped. A driver drops such a closure after the run, with its lock
+/// released, and must not look idle meanwhile: here the closure's
+/// destructor blocks until the test releases it, holding that window open
+/// (it was a rare CI failure of the case above, once in some 50,000 runs).
+pub fn advance_waits_for_the_closure_of_a_task_that_ended(h: &Harness) {
+    struct BlocksWhenDropped {
+        dropping: mpsc::Sender<()>,
+        release: mpsc::Receiver<()>,
+    }
+    impl Drop for BlocksWhenDropped {
+        fn drop(&mut self) {
+            let _ = self.dropping.send(());
+            let _ = self.release.recv();
+        }
+    }
+    let s = h.scheduler();
+    let (dropping_tx, dropping) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel();
+    let guard = BlocksWhenDropped {
+        dropping: dropping_tx,
+        release: release_rx,
+    };
+    let me: SelfHandle = Arc::new(OnceLock::new());
+    let m = me.clone();
+    let periodic = s
+        .schedule_at_fixed_rate(ms(1), ms(1), move || {
+            let _ = &guard;
+            assert!(m.get().is_some_and(|h| h.cancel()));
+        })
+        .unwrap();
+    me.set(periodic.clone()).unwrap();
+    let (returned_tx, returned) = mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            h.advance_past(h.now() + ms(1));
+            returned_tx.send(()).unwrap();
+        });
+        dropping
+            .recv_timeout(secs(30))
+            .expect("the closure is dropped after its last run");
+        assert!(
+            returned.recv_timeout(ms(200)).is_err(),
+            "advance returned while the closure was still being dropped"
+        );
+        release.send(()).unwrap();
+        returned
+            .recv_timeout(secs(30))
+            .expect("advance returns once the closure is dropped");
+    });
+    assert!(periodic.is_cancelled());
+    drop(me);
 }
 
 /// A successful cancel lets go of the task's closure at once, as the JDK's

@@ -286,6 +286,7 @@ macro_rules! conformance_shared_cases {
             cases::panic_in_periodic_stops_it_and_is_reported,
             cases::a_panicking_destructor_never_kills_the_scheduler,
             cases::cancel_lets_go_of_the_closure,
+            cases::advance_waits_for_the_closure_of_a_task_that_ended,
             cases::shutdown_rejects_new_work,
             cases::shutdown_runs_pending_one_shots_and_stops_periodic,
             cases::shutdown_now_returns_what_never_ran,
