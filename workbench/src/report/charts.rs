@@ -71,8 +71,14 @@ pub enum XAxis {
     Log,
 }
 
-fn err<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
+/// Why plotters could not draw a chart: its drawing error as text, since
+/// plotters' error type is generic over the backend.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ChartError(pub(crate) String);
+
+fn err<E: std::fmt::Display>(e: E) -> ChartError {
+    ChartError(e.to_string())
 }
 
 /// The (min, max) of the positive values, padded for a log axis.
@@ -113,14 +119,14 @@ fn fmt_value(v: f64) -> String {
 ///
 /// # Errors
 ///
-/// The drawing error, as text.
+/// The drawing error.
 pub fn lines(
     title: &str,
     x_desc: &str,
     y_desc: &str,
     x: &XAxis,
     series: &[Series],
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let mut svg = String::new();
     {
         let whole = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -188,7 +194,7 @@ fn legend(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     series: &[Series],
     bars: bool,
-) -> Result<(), String> {
+) -> Result<(), ChartError> {
     let style = ("sans-serif", 13)
         .into_font()
         .color(&BLACK)
@@ -235,7 +241,7 @@ fn category_labels<'a, Y: Ranged<ValueType = f64>>(
     >,
     names: &[String],
     ylo: f64,
-) -> Result<(), String> {
+) -> Result<(), ChartError> {
     let style = ("sans-serif", 13)
         .into_font()
         .color(&BLACK)
@@ -261,7 +267,7 @@ fn zeros<'a, X, Y>(
     s: &Series,
     dx: f64,
     floor: f64,
-) -> Result<(), String>
+) -> Result<(), ChartError>
 where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
@@ -287,7 +293,7 @@ fn draw_lines<'a, X, Y>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     series: &[Series],
     floor: f64,
-) -> Result<(), String>
+) -> Result<(), ChartError>
 where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
@@ -324,13 +330,13 @@ where
 ///
 /// # Errors
 ///
-/// The drawing error, as text.
+/// The drawing error.
 pub fn bars(
     title: &str,
     y_desc: &str,
     categories: &[String],
     series: &[Series],
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let mut svg = String::new();
     {
         let whole = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();

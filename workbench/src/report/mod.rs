@@ -68,7 +68,7 @@ pub struct Chart {
     /// Caption.
     pub title: String,
     /// The SVG, or why it could not be drawn.
-    pub svg: Result<String, String>,
+    pub svg: Result<String, charts::ChartError>,
 }
 
 /// A report that could not be written.

@@ -368,7 +368,7 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
                     .as_ref()
                     .ok()
                     .map(|s| s.find("<svg").map_or(s.as_str(), |i| &s[i..]).to_owned()),
-                error: c.svg.as_ref().err().cloned(),
+                error: c.svg.as_ref().err().map(ToString::to_string),
             })
             .collect(),
         workloads: results
@@ -554,6 +554,24 @@ mod test {
         );
         assert_eq!(fmt_num(1_234_567.0), "1.23M");
         assert_eq!(fmt_num(0.0), "0.00");
+    }
+
+    /// A chart plotters could not draw says why where it would stand.
+    #[test]
+    fn a_chart_that_was_not_drawn_says_why_in_its_place() {
+        let results = Results::new("t".into(), crate::record::Environment::default(), 1);
+        let chart = Chart {
+            id: "lateness-burst".into(),
+            title: "lateness".into(),
+            svg: Err(crate::report::charts::ChartError(
+                "no room for the axis".into(),
+            )),
+        };
+        let html = render(&results, &[chart]).expect("renders");
+        assert!(
+            html.contains("chart not drawn: no room for the axis"),
+            "{html}"
+        );
     }
 
     #[test]
