@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use workbench::runner::{measure, Probe, Steps, Timers, TimersFactory};
+use workbench::runner::{measure, within, Probe, Steps, Timers, TimersFactory};
 use workbench::spec::Rng;
 use workbench::subjects::{self, Subject};
 
@@ -53,10 +53,12 @@ impl Fixture {
         }
         self.probe = Probe::new(measure::now(), self.n + SPARE, 0, 0);
         let mut t = (self.make)(self.n + SPARE);
-        for id in 0..self.n {
-            t.schedule(id, far(&mut self.rng), self.probe.once(id))
-                .expect("schedule");
-        }
+        let (rng, probe, n) = (&mut self.rng, &self.probe, self.n);
+        within(t.as_mut(), |t| {
+            for id in 0..n {
+                t.schedule(id, far(rng), probe.once(id)).expect("schedule");
+            }
+        });
         self.timers = Some(t);
         self.next = self.n;
     }
@@ -122,16 +124,17 @@ fn schedule(c: &mut Criterion) {
                         let ids = f.take_ids(k);
                         let delays: Vec<Duration> = (0..k).map(|_| far(&mut f.rng)).collect();
                         let fires: Vec<_> = ids.clone().map(|i| f.probe.once(i)).collect();
-                        let t = f.timers();
-                        let t0 = measure::now();
-                        for ((id, d), fire) in ids.clone().zip(delays).zip(fires) {
-                            t.schedule(id, d, fire).expect("schedule");
-                        }
-                        let spent = t0.elapsed();
-                        for id in ids {
-                            black_box(t.cancel(id));
-                        }
-                        spent
+                        within(f.timers(), |t| {
+                            let t0 = measure::now();
+                            for ((id, d), fire) in ids.clone().zip(delays).zip(fires) {
+                                t.schedule(id, d, fire).expect("schedule");
+                            }
+                            let spent = t0.elapsed();
+                            for id in ids {
+                                black_box(t.cancel(id));
+                            }
+                            spent
+                        })
                     })
                 })
             });
@@ -152,18 +155,19 @@ fn cancel(c: &mut Criterion) {
                 b.iter_custom(|iters| {
                     batches(iters, batch_for(n), |k| {
                         let ids: Vec<usize> = f.take_ids(k).collect();
-                        for &id in &ids {
-                            let d = far(&mut f.rng);
-                            let fire = f.probe.once(id);
-                            f.timers().schedule(id, d, fire).expect("schedule");
-                        }
+                        let delays: Vec<Duration> = (0..k).map(|_| far(&mut f.rng)).collect();
+                        let fires: Vec<_> = ids.iter().map(|&i| f.probe.once(i)).collect();
                         let order = f.rng.permutation(k);
-                        let t = f.timers();
-                        let t0 = measure::now();
-                        for i in order {
-                            assert!(t.cancel(ids[i]), "a pending timer cancels");
-                        }
-                        t0.elapsed()
+                        within(f.timers(), |t| {
+                            for ((&id, d), fire) in ids.iter().zip(delays).zip(fires) {
+                                t.schedule(id, d, fire).expect("schedule");
+                            }
+                            let t0 = measure::now();
+                            for i in order {
+                                assert!(t.cancel(ids[i]), "a pending timer cancels");
+                            }
+                            t0.elapsed()
+                        })
                     })
                 })
             });
@@ -186,12 +190,13 @@ fn reset(c: &mut Criterion) {
                         let targets: Vec<(usize, Duration)> = (0..k)
                             .map(|_| (f.rng.below(n as u64) as usize, far(&mut f.rng)))
                             .collect();
-                        let t = f.timers();
-                        let t0 = measure::now();
-                        for (id, d) in targets {
-                            assert!(t.reset(id, d), "a pending timer resets");
-                        }
-                        t0.elapsed()
+                        within(f.timers(), |t| {
+                            let t0 = measure::now();
+                            for (id, d) in targets {
+                                assert!(t.reset(id, d), "a pending timer resets");
+                            }
+                            t0.elapsed()
+                        })
                     })
                 })
             });
