@@ -1,21 +1,29 @@
-//! Criterion benches for the schedulers and their Rust peers; the code is in
-//! `benches/timers.rs`. Run them from the workspace root:
+//! Criterion benches for the schedulers and their Rust peers, in two
+//! targets. Run them from the workspace root:
 //!
 //! ```text
 //! cargo bench                         # everything (several minutes)
+//! cargo bench --bench cores           # the pure cores alone
 //! cargo bench -- schedule/            # one group
 //! cargo bench -- 'cancel/.*/1000000'  # one size
+//! cargo bench -- --test               # every bench once, as scripts/test does
 //! ```
 //!
 //! Criterion's HTML report (`target/criterion/report/index.html`) then
-//! compares every subject within a group: `schedule`, `cancel`, `reset`
-//! and `schedule_to_fire` (the end-to-end path and the expiry: schedule a
-//! due timer, wait until its task has run), each at 1e3, 1e4, 1e5 and 1e6
-//! pending timers, as ns per operation.
+//! compares every subject within a group.
 //!
-//! The subjects are the workbench's in-process ones
-//! (`workbench::subjects::all()`): every algorithm of the `schedulers`
-//! crate and the Rust peers, driven through the same `Timers` interface as
-//! the workbench. The algorithms' pure cores are crate-private, so the
-//! benches measure the public API end to end at each pending size (the
-//! cores' own cost is included, plus the handle and the driver's lock).
+//! `benches/timers.rs`, the public API end to end: `schedule`, `cancel`,
+//! `reset` and `schedule_to_fire` (the end-to-end path and the expiry:
+//! schedule a due timer, wait until its task has run), each at 1e3, 1e4,
+//! 1e5 and 1e6 pending timers, as ns per operation. The subjects are the
+//! workbench's in-process ones (`workbench::subjects::all()`): every
+//! algorithm of the `schedulers` crate and the Rust peers, driven through
+//! the same `Timers` interface as the workbench, each timed loop inside the
+//! subject's `drive` as in the workbench's sweeps, so that an event-loop
+//! peer (DelayQueue, nexus-timer, tokio's current-thread runtime) is called
+//! from its owner's context and fires only while its owner polls. The
+//! figures include the handle and the driver's lock.
+//!
+//! `benches/cores.rs`, the pure cores alone (`schedulers::core`),
+//! single-threaded, against nexus-timer's wheel in the same groups: what
+//! the data structure costs before any thread, lock or clock is involved.
