@@ -6,7 +6,7 @@
 //! cargo bench --bench cores           # the pure cores alone
 //! cargo bench -- schedule/            # one group
 //! cargo bench -- 'cancel/.*/1000000'  # one size
-//! cargo bench -- --test               # every bench once, as scripts/test does
+//! cargo bench -p benches -- --test   # every bench once, as scripts/test does
 //! ```
 //!
 //! Criterion's HTML report (`target/criterion/report/index.html`) then
