@@ -86,7 +86,7 @@ impl Error {
         self.is_setting(Setting::Tick)
     }
 
-    /// The number of slots or buckets per wheel is outside the range the
+    /// The number of buckets per wheel is outside the range the
     /// wheel supports.
     pub fn is_invalid_wheel_size(&self) -> bool {
         self.is_setting(Setting::WheelSize)

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::core::Key;
 use crate::error::{Error, Kind};
 use crate::shared::{Shared, When};
-use crate::slot;
+use crate::state;
 use crate::task::Output;
 
 /// A handle to one scheduled task: cancel it, move it, ask about it, wait
@@ -66,7 +66,7 @@ impl TaskHandle {
     pub fn is_cancelled(&self) -> bool {
         matches!(
             self.shared.state(self.key),
-            slot::CANCELLED | slot::RUNNING_CANCELLED
+            state::CANCELLED | state::RUNNING_CANCELLED
         )
     }
 
@@ -75,13 +75,13 @@ impl TaskHandle {
     pub fn is_done(&self) -> bool {
         matches!(
             self.shared.state(self.key),
-            slot::DONE | slot::PANICKED | slot::CANCELLED
+            state::DONE | state::PANICKED | state::CANCELLED
         )
     }
 
     /// True while the task waits for its next run.
     pub fn is_pending(&self) -> bool {
-        self.shared.state(self.key) == slot::SCHEDULED
+        self.shared.state(self.key) == state::SCHEDULED
     }
 
     /// Time left until the next run: zero once it is due, running or over.
@@ -195,7 +195,7 @@ impl fmt::Debug for TaskHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskHandle")
             .field("key", &self.key)
-            .field("state", &slot::name(self.shared.state(self.key)))
+            .field("state", &state::name(self.shared.state(self.key)))
             .finish()
     }
 }

@@ -8,7 +8,7 @@
 //! |---|---|---|---|---|
 //! | [`HeapTimer`] | `java.util.Timer` | one thread, indexed binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | up to ~10^5 timers, short tasks, lowest lateness |
 //! | [`ScheduledThreadPool`] | `ScheduledThreadPoolExecutor` | N workers, indexed binary heap, one lock, leader/follower hand-off | O(log n) / O(1) lazy or O(log n) with `remove_on_cancel` / O(log n) | tasks that block or take long, several at once |
-//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker, a ring of slots (timers carry rounds) with an occupancy bitmap; fires at the exact deadline | O(1) / O(1) lazy / O(1) | many timers (10^4–10^6+), mostly cancelled or reset (I/O, ack and idle timeouts) |
+//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker, a ring of buckets (timers carry rounds) with an occupancy bitmap; fires at the exact deadline | O(1) / O(1) lazy / O(1) | many timers (10^4–10^6+), mostly cancelled or reset (I/O, ack and idle timeouts) |
 //! | [`HierarchicalWheelTimer`] | Kafka `SystemTimer` | timing wheels with lazy overflow levels, buckets in a delay queue; the driver sleeps until the next bucket | O(1) / O(1) lazy / O(levels) cascade | very many timers, mostly far away or cancelled; idle cost independent of their number |
 //!
 //! Timers live in their scheduler's slab: a handle is 16 bytes (the
@@ -40,10 +40,11 @@
 //! the runs due close together share one wake-up: `periodic_slack` on their
 //! builders, 50 µs on `HeapTimer` (the timer slack the JDK's threads run
 //! with) and 100 µs on `ScheduledThreadPool` (a batch wakes two of its
-//! threads). A one-shot due meanwhile still starts on time. In one
-//! full-size run (`20261125-235234-full`, two repeats each, medians), CPU
-//! per periodic run, start-time jitter p99, and the lateness of 1e5
-//! one-shots over 2 s:
+//! threads). A one-shot due meanwhile still starts on time. Measured
+//! with `cargo run --release -p workbench -- run --size full --repeats 2 -s heap
+//! -s stpe -s wheel -s hier -s jdk-stpe-2 -s jdk-stpe-1-roc -w periodic-fixed-rate
+//! -w fire-lateness` (medians of two repeats), CPU per periodic run,
+//! start-time jitter p99, and the lateness of 1e5 one-shots over 2 s:
 //!
 //! | | CPU per run | jitter p99 | one-shot lateness p50 / p99 |
 //! |---|---|---|---|
@@ -55,7 +56,7 @@
 //! | the same, 1 thread, `removeOnCancel` | 2.5 µs | 77 µs | 47 / 85 µs |
 //!
 //! With `periodic_slack(Duration::ZERO)`, `HeapTimer` wakes for every run:
-//! a jitter p99 of 27 µs at 6.5 µs a run. The wheels keep a bound per slot,
+//! a jitter p99 of 27 µs at 6.5 µs a run. The wheels keep a bound per bucket,
 //! not the kind of each timer, so they wake for every deadline. The
 //! lateness p99 of a few hundred thousand wake-ups moves between repeats on
 //! a shared VM: `HeapTimer` measured 28 to 94 µs, `ScheduledThreadPool`
@@ -164,7 +165,7 @@ mod metrics;
 mod scheduler;
 mod shared;
 mod slab;
-mod slot;
+mod state;
 mod sync;
 mod task;
 pub mod thread_pool;
@@ -174,7 +175,7 @@ mod waiters;
 pub use builder::{OnShutdown, ShutdownPolicy, DEFAULT_SPIN_BUDGET, DEFAULT_TIMER_SLACK};
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
 pub use error::{Error, Rejected};
-pub use executor::{Executor, Job};
+pub use executor::{Executor, Runnable};
 pub use handle::{CancelOnDrop, ScheduledFuture, TaskHandle};
 pub use hashed_wheel::{HashedWheelTimer, HashedWheelTimerBuilder};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};

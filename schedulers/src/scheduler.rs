@@ -1,13 +1,16 @@
 //! The contract every scheduler keeps: the object-safe [`Scheduler`] trait,
-//! the generic [`SchedulerExt`] layer over it, and the delegation every
-//! scheduler shares.
+//! the generic [`SchedulerExt`] layer over it, and the one implementation
+//! every scheduler of this crate shares, over its [`Driver`].
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::core::Key;
 use crate::error::Rejected;
 use crate::handle::{ScheduledFuture, TaskHandle};
 use crate::metrics::Metrics;
+use crate::shared::{Shared, When};
 use crate::task::Task;
 
 /// A scheduled executor: runs tasks after a delay, once or periodically.
@@ -228,63 +231,57 @@ pub trait SchedulerExt: Scheduler {
 
 impl<S: Scheduler + ?Sized> SchedulerExt for S {}
 
-/// The `Scheduler` methods every scheduler delegates to its [`Shared`](crate::shared::Shared)
-/// state, written once; expects a `shared: Arc<Shared>` field.
-macro_rules! shared_scheduler_methods {
-    () => {
-        crate::scheduler::shared_scheduler_methods!(submit);
-        crate::scheduler::shared_scheduler_methods!(tail);
-    };
-    (submit) => {
-        fn submit(
-            &self,
-            delay: std::time::Duration,
-            task: crate::Task,
-        ) -> Result<crate::TaskHandle, crate::Rejected> {
-            let key = self
-                .shared
-                .submit(crate::shared::When::After(delay), task)?;
-            Ok(self.accepted(key))
-        }
+/// What each scheduler of this crate gives the one [`Scheduler`]
+/// implementation they share: its [`Shared`] state (where every call goes)
+/// and what it does with a task just accepted.
+pub(crate) trait Driver: Send + Sync + fmt::Debug {
+    /// The state the scheduler's threads and handles share.
+    fn shared(&self) -> &Arc<Shared>;
 
-        fn submit_at(
-            &self,
-            deadline: std::time::Instant,
-            task: crate::Task,
-        ) -> Result<crate::TaskHandle, crate::Rejected> {
-            let key = self
-                .shared
-                .submit(crate::shared::When::At(deadline), task)?;
-            Ok(self.accepted(key))
-        }
-    };
-    (tail) => {
-        fn shutdown(&self) {
-            self.shared.shutdown()
-        }
-
-        fn shutdown_now(&self) -> Vec<crate::TaskHandle> {
-            let keys = self.shared.shutdown_now();
-            keys.into_iter()
-                .map(|key| crate::TaskHandle::new(self.shared.clone(), key))
-                .collect()
-        }
-
-        fn is_shutdown(&self) -> bool {
-            self.shared.is_shutdown()
-        }
-
-        fn is_terminated(&self) -> bool {
-            self.shared.is_terminated()
-        }
-
-        fn await_termination(&self, timeout: std::time::Duration) -> bool {
-            self.shared.await_termination(timeout)
-        }
-
-        fn metrics(&self) -> crate::Metrics {
-            self.shared.metrics()
-        }
-    };
+    /// Gives out the handle of a task just accepted under `key` (which
+    /// holds a reference for it). A [`ScheduledThreadPool`](crate::ScheduledThreadPool)
+    /// starts a worker here.
+    fn accept(&self, key: Key) -> Result<TaskHandle, Rejected> {
+        Ok(TaskHandle::new(self.shared().clone(), key))
+    }
 }
-pub(crate) use shared_scheduler_methods;
+
+impl<D: Driver> Scheduler for D {
+    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Rejected> {
+        let key = self.shared().submit(When::After(delay), task)?;
+        self.accept(key)
+    }
+
+    fn submit_at(&self, deadline: Instant, task: Task) -> Result<TaskHandle, Rejected> {
+        let key = self.shared().submit(When::At(deadline), task)?;
+        self.accept(key)
+    }
+
+    fn shutdown(&self) {
+        self.shared().shutdown()
+    }
+
+    fn shutdown_now(&self) -> Vec<TaskHandle> {
+        let shared = self.shared();
+        let keys = shared.shutdown_now();
+        keys.into_iter()
+            .map(|key| TaskHandle::new(shared.clone(), key))
+            .collect()
+    }
+
+    fn is_shutdown(&self) -> bool {
+        self.shared().is_shutdown()
+    }
+
+    fn is_terminated(&self) -> bool {
+        self.shared().is_terminated()
+    }
+
+    fn await_termination(&self, timeout: Duration) -> bool {
+        self.shared().await_termination(timeout)
+    }
+
+    fn metrics(&self) -> Metrics {
+        self.shared().metrics()
+    }
+}

@@ -1,9 +1,9 @@
 //! The state words of a scheduler's timers, readable without its lock.
 //!
-//! A timer is a small integer *key*. Its state word (see [`crate::slot`])
+//! A timer is a small integer *key*. Its state word (see [`crate::state`])
 //! lives here, in segments that never move once allocated, so a handle on
 //! any thread reads and CASes it with no lock while the driver grows the
-//! table. Segment `s` holds `4096 << s` words, so 19 segments cover every
+//! table. Segment `s` holds `4096 << s` words, so 20 segments cover every
 //! key below 2^31 and a lookup is a shift and two loads. Segments are
 //! allocated zeroed, so untouched capacity costs no resident memory, and
 //! the words of a million timers (8 MB) fit in a typical L3 cache: a cancel
@@ -19,12 +19,13 @@ use crate::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::OnceLock;
 
 use crate::core::Key;
-use crate::slot;
+use crate::state;
+
+use crate::core::MAX_KEYS;
 
 const FIRST_BITS: u32 = 12;
-const SEGMENTS: usize = 19;
-/// Keys stay below this (the cores' limit, and 19 segments' worth).
-pub(crate) const MAX_KEYS: u64 = (1 << 31) - (1 << FIRST_BITS);
+/// Enough segments for every key below [`MAX_KEYS`].
+const SEGMENTS: usize = 20;
 
 /// The state words of every timer. See the [module docs](self).
 #[derive(Debug)]
@@ -61,7 +62,7 @@ impl Slots {
     /// Makes `key`'s word exist (the allocator calls this before using a
     /// fresh key). False if `key` is past [`MAX_KEYS`].
     pub(crate) fn reserve(&self, key: Key) -> bool {
-        if u64::from(key) >= MAX_KEYS {
+        if key as usize >= MAX_KEYS {
             return false;
         }
         let (segment, _) = locate(key);
@@ -78,7 +79,7 @@ impl Slots {
         let word = self.word(key);
         let mut head = self.freed.load(Acquire);
         loop {
-            word.store(slot::free_link(head), Relaxed);
+            word.store(state::free_link(head), Relaxed);
             match self
                 .freed
                 .compare_exchange_weak(head, u64::from(key) + 1, AcqRel, Acquire)
@@ -98,7 +99,7 @@ impl Slots {
         while next != 0 {
             let key = (next - 1) as Key;
             free.push(key);
-            next = slot::link_of(self.word(key).load(Acquire));
+            next = state::link_of(self.word(key).load(Acquire));
         }
     }
 }
@@ -121,7 +122,8 @@ mod test {
         assert_eq!(locate(4096), (1, 0));
         assert_eq!(
             locate(MAX_KEYS as Key - 1),
-            (SEGMENTS - 1, (4096 << 18) - 1)
+            (SEGMENTS - 1, 4095),
+            "the last key is early in the last segment"
         );
         assert!(!slots.reserve(MAX_KEYS as Key));
     }

@@ -1,5 +1,5 @@
 //! The atomics under the timer state word: std's, or loom's when the crate
-//! is built with `--cfg schedulers_loom`, so that the model in `slot::model` explores
+//! is built with `--cfg schedulers_loom`, so that the model in `state::model` explores
 //! every interleaving of the real protocol code (the way tokio's `loom` and
 //! crossbeam's `primitive` modules switch).
 //!

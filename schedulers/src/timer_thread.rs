@@ -45,7 +45,7 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
         if inline {
             if let Some(claimed) = shared.claim_next(&mut inner) {
                 drop(inner);
-                let ran = task::run(claimed.job);
+                let ran = task::run(claimed.body);
                 finished = Some((claimed.key, claimed.scheduled, ran));
                 inner = shared.lock();
                 continue;

@@ -170,7 +170,7 @@ impl HierarchicalWheel {
             return Err(WheelError::ZeroTick);
         }
         if !(2..=1 << 16).contains(&size) {
-            return Err(WheelError::Slots(size));
+            return Err(WheelError::Buckets(size));
         }
         let mut wheels = HierarchicalWheel {
             tick,

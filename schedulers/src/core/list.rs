@@ -1,5 +1,5 @@
 //! Doubly linked lists threaded through one slab of nodes by `u32` index:
-//! the storage of both wheels (a wheel slot, a Kafka bucket and the overdue
+//! the storage of both wheels (a wheel bucket, a Kafka bucket and the overdue
 //! list are each one list).
 //!
 //! Nodes are named by the caller's [`Key`]s, so a timer's node is found
@@ -9,14 +9,12 @@
 //! knowing which list it is in. A node is 24 bytes: its deadline, its
 //! submission sequence number and two links.
 
-use super::Key;
+use super::{Key, MAX_KEYS};
 
-/// Marks a link that names a list, not a node.
-const TAG: u32 = 1 << 31;
+/// Marks a link that names a list, not a node: keys stay below it.
+const TAG: u32 = MAX_KEYS as u32;
 /// "Not linked" / "empty list".
 pub(crate) const NIL: u32 = u32::MAX;
-/// Keys must stay below the tag bit.
-pub(crate) const MAX_KEYS: usize = TAG as usize;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {

@@ -12,7 +12,7 @@
 //!   never while one still holds it.
 //!
 //! Run with `RUSTFLAGS="--cfg schedulers_loom" cargo test -p schedulers --lib --release
-//! slot::model` (`scripts/test` does, with a bounded number of preemptions).
+//! state::model` (`scripts/test` does, with a bounded number of preemptions).
 //! The driver's claim, re-arm and finish run under the scheduler's lock,
 //! modelled here by a loom mutex; cancel, clone, drop and waiting take no
 //! lock, as in the scheduler. "Ghost" flags record what a thread has seen
@@ -110,7 +110,7 @@ impl World {
             }
         }
         let _guard = self.lock.lock().unwrap();
-        if state(self.word.load(SeqCst)) == SCHEDULED {
+        if of(self.word.load(SeqCst)) == SCHEDULED {
             return true;
         }
         self.release();

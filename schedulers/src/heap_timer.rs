@@ -55,8 +55,7 @@ use crate::builder::{common_builder_methods, periodic_slack_method, Common};
 use crate::core::IndexedHeap;
 use crate::error::Error;
 use crate::executor::Executor;
-use crate::handle::TaskHandle;
-use crate::scheduler::{shared_scheduler_methods, Scheduler};
+use crate::scheduler::Driver;
 use crate::shared::{Config, Queue, Shared};
 
 pub use crate::shared::AUTO_PURGE_MIN;
@@ -185,15 +184,10 @@ impl HeapTimerBuilder {
     }
 }
 
-impl HeapTimer {
-    /// A handle to a task just accepted under `key`.
-    fn accepted(&self, key: crate::core::Key) -> TaskHandle {
-        TaskHandle::new(self.shared.clone(), key)
+impl Driver for HeapTimer {
+    fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
-}
-
-impl Scheduler for HeapTimer {
-    shared_scheduler_methods!();
 }
 
 impl Drop for HeapTimer {

@@ -4,10 +4,10 @@
 //! # Implementation
 //!
 //! Time is cut into ticks of a fixed length ([`HashedWheelTimerBuilder::tick`]).
-//! A timer due at `d` belongs to tick `ceil(d / tick)` and sits in slot
-//! `tick mod slots` of a ring; a timer one or more revolutions away stays
-//! in its slot for that many visits (Netty's `remainingRounds`). The ring is
-//! the pure [`HashedWheel`]: each slot is a list
+//! A timer due at `d` belongs to tick `ceil(d / tick)` and sits in bucket
+//! `tick mod buckets` of a ring; a timer one or more revolutions away stays
+//! in its bucket for that many visits (Netty's `remainingRounds`). The ring is
+//! the pure [`HashedWheel`]: each bucket is a list
 //! threaded through one slab by index, so there is no allocation per timer
 //! and an unlink is O(1). Timers themselves live in the scheduler's slab.
 //!
@@ -18,7 +18,7 @@
 //! worker (Netty's default) or on an [`Executor`].
 //!
 //! **The worker does not tick through empty time.** The wheel keeps an
-//! occupancy bitmap and each slot's earliest deadline, so with only far
+//! occupancy bitmap and each bucket's earliest deadline, so with only far
 //! timers pending the worker sleeps until the first one is due instead of
 //! waking every tick as Netty does (about 2 % of a core at a 1 ms tick).
 //!
@@ -27,15 +27,15 @@
 //! caller's insert costs less than the queue push plus the worker's
 //! second handling of every timer, and the lock is free while the worker
 //! sleeps. **Cancel** is one CAS on the timer's state word and no lock; the
-//! dead entry is unlinked when its slot is visited, or by a bulk purge once
+//! dead entry is unlinked when its bucket is visited, or by a bulk purge once
 //! dead entries outnumber live ones. **Reset** moves the timer in O(1),
-//! deferring a later move to the visit of its old slot (go-zero's
+//! deferring a later move to the visit of its old bucket (go-zero's
 //! `MoveTimer`).
 //!
 //! # Timing
 //!
 //! By default a timer fires at its own deadline: the worker reads the exact
-//! deadlines of the slot it is about to reach and sleeps until the
+//! deadlines of the bucket it is about to reach and sleeps until the
 //! earliest, so a timer is late only by the thread's wake-up latency, as on
 //! a heap, while storage and cancel stay O(1). With
 //! [`precise(false)`](HashedWheelTimerBuilder::precise) it behaves as
@@ -46,32 +46,32 @@
 //! # Costs
 //!
 //! Schedule and reset are O(1) under the lock, cancel one CAS. Every
-//! revolution the worker reads each pending timer in a visited slot once;
-//! slots whose timers are all rounds away are skipped without a visit.
+//! revolution the worker reads each pending timer in a visited bucket once;
+//! buckets whose timers are all rounds away are skipped without a visit.
 //! A pending timer costs about 48 bytes: its state word, its closure's box
 //! pointer and a 24-byte list node.
 //!
 //! # Defaults
 //!
-//! Netty's defaults (100 ms tick, 512 slots) suit network timeouts that
+//! Netty's defaults (100 ms tick, 512 buckets) suit network timeouts that
 //! tolerate 100 ms of lateness. An application scheduler is also asked for
 //! short delays, so the tick here defaults to **1 ms**: a timer is at most
 //! 1 ms plus wake-up latency late. The price is a worker that wakes up to
 //! 1000 times a second while timers are pending (see Costs).
 //!
-//! The wheel defaults to **16 384 slots** rather than 512 or 1024, because
+//! The wheel defaults to **16 384 buckets** rather than 512 or 1024, because
 //! a flat wheel reads every pending timer once per revolution, and with a
 //! 1 ms tick a small ring turns fast. Measured idle cost with 10^6 timers
 //! pending 1 to 2 hours out (`examples/wheel_lateness.rs`, 1 ms tick):
 //!
-//! | slots | revolution | slot table | CPU, one core |
+//! | buckets | revolution | bucket table | CPU, one core |
 //! |---|---|---|---|
 //! | 1 024 | 1 s | 8 KB | 22 % |
 //! | 4 096 | 4 s | 32 KB | 11 % |
 //! | **16 384** | **16 s** | **128 KB** | **4.6 %** |
 //! | 65 536 | 66 s | 512 KB | 1.6 % (the wake-up cost alone) |
 //!
-//! 16 384 slots keep that cost small for a million far timers at 128 KB per
+//! 16 384 buckets keep that cost small for a million far timers at 128 KB per
 //! timer instance, and one revolution (16 s) covers request, ack and idle
 //! timeouts, so the common timer is never revisited before it fires.
 //! Programs with many instances or few timers can pick a smaller ring;
@@ -83,7 +83,7 @@
 //!   shutdown policies come from the crate's contract; Netty has one-shot
 //!   timeouts only.
 //! - The tick may be as short as 1 µs (Netty raises anything under 1 ms to
-//!   1 ms) and the wheel has at most 2^24 slots (Netty: 2^30).
+//!   1 ms) and the wheel has at most 2^24 buckets (Netty: 2^30).
 //! - A timer fires at its exact deadline by default (Netty: at the tick
 //!   after it); in tick mode a deadline is rounded *up* to a tick, so a
 //!   timer is never early. Timers of one tick run in submission order even
@@ -93,7 +93,7 @@
 //!   them unrun); `shutdown_now` returns them, as `stop` does.
 //! - A worker lagging many ticks behind (a virtual clock, a suspended
 //!   process) catches up in one sweep of the ring rather than tick by tick.
-//! - The worker sleeps through slots that hold no timer due this
+//! - The worker sleeps through buckets that hold no timer due this
 //!   revolution instead of waking every tick.
 //! - Submission takes the wheel's lock instead of a lock-free queue.
 
@@ -105,25 +105,24 @@ use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HashedWheel, Precision};
 use crate::error::{Error, Setting};
 use crate::executor::Executor;
-use crate::handle::TaskHandle;
-use crate::scheduler::{shared_scheduler_methods, Scheduler};
+use crate::scheduler::Driver;
 use crate::shared::{Config, Queue, Shared};
 
 /// The default tick: 1 ms.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(1);
 
-/// The default number of slots: 16 384 (one revolution ≈ 16 s at 1 ms;
+/// The default number of buckets: 16 384 (one revolution ≈ 16 s at 1 ms;
 /// see the module docs for why).
 pub const DEFAULT_WHEEL_SIZE: usize = 16_384;
 
 /// The shortest tick accepted.
 pub const MIN_TICK: Duration = Duration::from_micros(1);
 
-/// The largest ring accepted: 2^24 slots.
-pub const MAX_WHEEL_SIZE: usize = crate::core::MAX_SLOTS;
+/// The largest ring accepted: 2^24 buckets.
+pub const MAX_WHEEL_SIZE: usize = crate::core::MAX_BUCKETS;
 
 /// A Netty-style hashed wheel timer: one worker thread ticking a ring of
-/// slots, O(1) schedule, cancel and reset.
+/// buckets, O(1) schedule, cancel and reset.
 ///
 /// Pick it for many timers (thousands to millions), most of them cancelled
 /// or reset before they fire (I/O and acknowledgement timeouts,
@@ -150,7 +149,7 @@ pub const MAX_WHEEL_SIZE: usize = crate::core::MAX_SLOTS;
 pub struct HashedWheelTimer {
     shared: Arc<Shared>,
     tick: Duration,
-    slots: usize,
+    buckets: usize,
 }
 
 /// Configures a [`HashedWheelTimer`].
@@ -183,7 +182,7 @@ pub struct HashedWheelTimerBuilder {
 
 impl HashedWheelTimer {
     /// A timer on the system clock with the default 1 ms tick and 16 384
-    /// slots, running tasks on its worker thread.
+    /// buckets, running tasks on its worker thread.
     ///
     /// # Errors
     ///
@@ -212,15 +211,15 @@ impl HashedWheelTimer {
         self.tick
     }
 
-    /// The number of slots in the ring (a power of two).
+    /// The number of buckets in the ring (a power of two).
     pub fn wheel_size(&self) -> usize {
-        self.slots
+        self.buckets
     }
 
-    /// When the worker next has work: the earliest deadline due in a slot it
+    /// When the worker next has work: the earliest deadline due in a bucket it
     /// will reach, or `None` with no timer pending. This is what the worker
     /// sleeps until: with only far timers pending it does not wake every
-    /// tick. Cancelled timers left in their slots are purged first.
+    /// tick. Cancelled timers left in their buckets are purged first.
     pub fn next_expiration(&self) -> Option<Instant> {
         self.shared.next_expiration()
     }
@@ -237,7 +236,7 @@ impl HashedWheelTimerBuilder {
     common_builder_methods!();
 
     /// The tick length (default 1 ms): the resolution of the wheel; one
-    /// revolution lasts `tick * slots`. `build` refuses one shorter than
+    /// revolution lasts `tick * buckets`. `build` refuses one shorter than
     /// [`MIN_TICK`], or so long that a revolution does not fit the time
     /// range of 584 years.
     pub fn tick(mut self, tick: Duration) -> Self {
@@ -245,18 +244,18 @@ impl HashedWheelTimerBuilder {
         self
     }
 
-    /// The number of slots (default 16 384), rounded up to a power of two;
+    /// The number of buckets (default 16 384), rounded up to a power of two;
     /// `build` refuses 0 and more than [`MAX_WHEEL_SIZE`]. One revolution
-    /// lasts `tick * slots`.
-    pub fn wheel_size(mut self, slots: usize) -> Self {
-        self.wheel_size = slots;
+    /// lasts `tick * buckets`.
+    pub fn wheel_size(mut self, buckets: usize) -> Self {
+        self.wheel_size = buckets;
         self
     }
 
     /// Whether a timer fires at its own deadline (true, the default) or at
     /// the end of its tick, as in Netty (false). Exact firing costs nothing
     /// on schedule or cancel: the worker reads the exact deadlines of the
-    /// slot it is about to reach and sleeps until the earliest.
+    /// bucket it is about to reach and sleeps until the earliest.
     pub fn precise(mut self, precise: bool) -> Self {
         self.precise = precise;
         self
@@ -284,20 +283,20 @@ impl HashedWheelTimerBuilder {
             return Err(Error::invalid(
                 Setting::WheelSize,
                 format!(
-                    "{} slots; 1 to {MAX_WHEEL_SIZE} are supported",
+                    "{} buckets; 1 to {MAX_WHEEL_SIZE} are supported",
                     self.wheel_size
                 ),
             ));
         }
-        let slots = self.wheel_size.next_power_of_two();
-        let tick = wheel_tick(self.tick, MIN_TICK, slots)?;
+        let buckets = self.wheel_size.next_power_of_two();
+        let tick = wheel_tick(self.tick, MIN_TICK, buckets)?;
         let precision = if self.precise {
             Precision::Exact
         } else {
             Precision::Tick
         };
         // Time starts at 0: the scheduler counts from its creation.
-        let wheel = HashedWheel::new(tick, slots, 0, precision)
+        let wheel = HashedWheel::new(tick, buckets, 0, precision)
             .map_err(|e| Error::invalid(Setting::WheelSize, e.to_string()))?;
         let shared = Shared::new(Config {
             clock: self.common.clock.clone(),
@@ -314,20 +313,15 @@ impl HashedWheelTimerBuilder {
         Ok(HashedWheelTimer {
             shared,
             tick: Duration::from_nanos(tick),
-            slots,
+            buckets,
         })
     }
 }
 
-impl HashedWheelTimer {
-    /// A handle to a task just accepted under `key`.
-    fn accepted(&self, key: crate::core::Key) -> TaskHandle {
-        TaskHandle::new(self.shared.clone(), key)
+impl Driver for HashedWheelTimer {
+    fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
-}
-
-impl Scheduler for HashedWheelTimer {
-    shared_scheduler_methods!();
 }
 
 impl Drop for HashedWheelTimer {
@@ -340,7 +334,7 @@ impl fmt::Debug for HashedWheelTimer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HashedWheelTimer")
             .field("tick", &self.tick)
-            .field("slots", &self.slots)
+            .field("buckets", &self.buckets)
             .field("metrics", &self.shared.metrics())
             .finish()
     }

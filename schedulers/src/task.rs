@@ -25,9 +25,9 @@ pub(crate) enum Repeat {
 }
 
 /// A closure as the scheduler stores it.
-pub(crate) trait Job: Send {
-    /// Runs once: a periodic job hands itself back for its next run.
-    fn run(self: Box<Self>) -> Option<Box<dyn Job>>;
+pub(crate) trait Body: Send {
+    /// Runs once: a periodic body hands itself back for its next run.
+    fn run(self: Box<Self>) -> Option<Box<dyn Body>>;
 
     fn repeat(&self) -> Repeat;
 
@@ -40,8 +40,8 @@ pub(crate) trait Job: Send {
 
 struct Once<F>(F);
 
-impl<F: FnOnce() + Send> Job for Once<F> {
-    fn run(self: Box<Self>) -> Option<Box<dyn Job>> {
+impl<F: FnOnce() + Send> Body for Once<F> {
+    fn run(self: Box<Self>) -> Option<Box<dyn Body>> {
         (self.0)();
         None
     }
@@ -55,8 +55,8 @@ struct Periodic<F> {
     f: F,
 }
 
-impl<F: FnMut() + Send + 'static> Job for Periodic<F> {
-    fn run(mut self: Box<Self>) -> Option<Box<dyn Job>> {
+impl<F: FnMut() + Send + 'static> Body for Periodic<F> {
+    fn run(mut self: Box<Self>) -> Option<Box<dyn Body>> {
         (self.f)();
         Some(self)
     }
@@ -111,8 +111,8 @@ struct PeriodicWith<F> {
     f: F,
 }
 
-impl<F: FnMut(&TaskContext) + Send + 'static> Job for PeriodicWith<F> {
-    fn run(mut self: Box<Self>) -> Option<Box<dyn Job>> {
+impl<F: FnMut(&TaskContext) + Send + 'static> Body for PeriodicWith<F> {
+    fn run(mut self: Box<Self>) -> Option<Box<dyn Body>> {
         let context = TaskContext::default();
         (self.f)(&context);
         if context.is_stopped() {
@@ -129,8 +129,8 @@ impl<F: FnMut(&TaskContext) + Send + 'static> Job for PeriodicWith<F> {
 /// Kept in the slot of a task that panicked, so its handles can report it.
 pub(crate) struct Failure(pub(crate) Error);
 
-impl Job for Failure {
-    fn run(self: Box<Self>) -> Option<Box<dyn Job>> {
+impl Body for Failure {
+    fn run(self: Box<Self>) -> Option<Box<dyn Body>> {
         None
     }
     fn repeat(&self) -> Repeat {
@@ -146,17 +146,17 @@ pub(crate) enum Ran {
     /// A one-shot task finished.
     Done,
     /// A periodic task finished this run; here it is for the next.
-    Again(Box<dyn Job>),
+    Again(Box<dyn Body>),
     /// The task panicked.
     Panicked(Error),
 }
 
-/// Runs a claimed job on this thread, catching a panic (from the closure,
+/// Runs a claimed body on this thread, catching a panic (from the closure,
 /// or from dropping what it returned).
-pub(crate) fn run(job: Box<dyn Job>) -> Ran {
+pub(crate) fn run(body: Box<dyn Body>) -> Ran {
     let _inside = InsideTask::enter();
-    match catch_unwind(AssertUnwindSafe(|| job.run())) {
-        Ok(Some(job)) => Ran::Again(job),
+    match catch_unwind(AssertUnwindSafe(|| body.run())) {
+        Ok(Some(body)) => Ran::Again(body),
         Ok(None) => Ran::Done,
         Err(payload) => Ran::Panicked(Error::from_panic(payload.as_ref())),
     }
@@ -199,16 +199,16 @@ impl<T> Output<T> {
 /// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct Task {
-    pub(crate) job: Box<dyn Job>,
+    pub(crate) body: Box<dyn Body>,
     /// The closure has drop glue, so a cancel drops it at once.
     pub(crate) needs_drop: bool,
 }
 
 impl Task {
-    fn new<J: Job + 'static>(job: J) -> Task {
+    fn new<B: Body + 'static>(body: B) -> Task {
         Task {
-            needs_drop: std::mem::needs_drop::<J>(),
-            job: Box::new(job),
+            needs_drop: std::mem::needs_drop::<B>(),
+            body: Box::new(body),
         }
     }
 
@@ -229,7 +229,7 @@ impl Task {
     /// with a task a scheduler refused (the JDK's `CallerRunsPolicy`). A
     /// periodic task runs once. A panic propagates to the caller.
     pub fn run(self) {
-        let _ = self.job.run();
+        let _ = self.body.run();
     }
 
     /// A one-shot task whose value lands in an output cell.
@@ -315,7 +315,7 @@ fn positive(d: Duration) -> Result<u64, Error> {
 impl fmt::Debug for Task {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
-            .field("repeat", &self.job.repeat())
+            .field("repeat", &self.body.repeat())
             .finish_non_exhaustive()
     }
 }

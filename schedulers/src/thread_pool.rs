@@ -117,15 +117,15 @@ use std::sync::Arc;
 
 use crate::builder::{common_builder_methods, periodic_slack_method, Common};
 use crate::clock::NEVER;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::core::{IndexedHeap, Key};
 use crate::error::{Error, Rejected, Setting};
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::scheduler::{shared_scheduler_methods, Scheduler};
-use crate::shared::{Config, Queue, Shared, When};
-use crate::task::{self, Task};
+use crate::scheduler::Driver;
+use crate::shared::{Config, Queue, Shared};
+use crate::task::{self};
 
 pub use crate::shared::AUTO_PURGE_MIN;
 
@@ -151,7 +151,7 @@ pub use crate::shared::AUTO_PURGE_MIN;
 /// use std::time::Duration;
 /// use schedulers::{Scheduler, SchedulerExt, ScheduledThreadPool};
 ///
-/// let pool = ScheduledThreadPool::builder().pool_size(2).thread_name("jobs").build()?;
+/// let pool = ScheduledThreadPool::builder().pool_size(2).thread_name("bodies").build()?;
 /// let answer = pool.schedule(Duration::from_millis(5), || 6 * 7).unwrap();
 /// let tick = pool
 ///     .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(1), || {})
@@ -298,12 +298,12 @@ impl ScheduledThreadPool {
         self.remove_on_cancel
     }
 
-    /// The JDK's `ensurePrestart` after a submission: one more worker per
-    /// submission until `pool_size` run. If the operating system refuses
+    /// The JDK's `ensurePrestart` after a submission (of the task under
+    /// `key`): one more worker per submission until `pool_size` run. If the operating system refuses
     /// the first worker, the task would never run: it is taken back out and
     /// handed back with the error. A refused later worker is skipped (the
     /// running ones take its share, and the next submission tries again).
-    fn accept(&self, key: Key) -> Result<TaskHandle, Rejected> {
+    fn start_worker(&self, key: Key) -> Result<TaskHandle, Rejected> {
         let handle = TaskHandle::new(self.shared.clone(), key);
         let Some(id) = self.next_worker() else {
             return Ok(handle);
@@ -431,7 +431,7 @@ fn worker(shared: Arc<Shared>, id: usize) {
                 // After the unlock: a woken thread must not find it held.
                 shared.wakeup.notify_one();
             }
-            let ran = task::run(claimed.job);
+            let ran = task::run(claimed.body);
             finished = Some((claimed.key, claimed.scheduled, ran));
             inner = shared.lock();
             continue;
@@ -468,16 +468,14 @@ fn worker(shared: Arc<Shared>, id: usize) {
     shared.thread_exited(inner);
 }
 
-impl Scheduler for ScheduledThreadPool {
-    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Rejected> {
-        self.accept(self.shared.submit(When::After(delay), task)?)
+impl Driver for ScheduledThreadPool {
+    fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
-    fn submit_at(&self, deadline: Instant, task: Task) -> Result<TaskHandle, Rejected> {
-        self.accept(self.shared.submit(When::At(deadline), task)?)
+    fn accept(&self, key: Key) -> Result<TaskHandle, Rejected> {
+        self.start_worker(key)
     }
-
-    shared_scheduler_methods!(tail);
 }
 
 impl Drop for ScheduledThreadPool {

@@ -74,8 +74,7 @@ use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HierarchicalWheel, Precision};
 use crate::error::{Error, Setting};
 use crate::executor::Executor;
-use crate::handle::TaskHandle;
-use crate::scheduler::{shared_scheduler_methods, Scheduler};
+use crate::scheduler::Driver;
 use crate::shared::{Config, Queue, Shared};
 
 /// The default tick: 1 ms, as Kafka's `SystemTimer`.
@@ -278,15 +277,10 @@ impl HierarchicalWheelTimerBuilder {
     }
 }
 
-impl HierarchicalWheelTimer {
-    /// A handle to a task just accepted under `key`.
-    fn accepted(&self, key: crate::core::Key) -> TaskHandle {
-        TaskHandle::new(self.shared.clone(), key)
+impl Driver for HierarchicalWheelTimer {
+    fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
-}
-
-impl Scheduler for HierarchicalWheelTimer {
-    shared_scheduler_methods!();
 }
 
 impl Drop for HierarchicalWheelTimer {

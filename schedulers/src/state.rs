@@ -52,7 +52,7 @@ const REFS: u64 = 0xff_ffff << 8;
 /// (16 million clones of one handle; better a leaked slot than a reuse).
 const STUCK: u64 = REFS;
 
-pub(crate) fn state(word: u64) -> u64 {
+pub(crate) fn of(word: u64) -> u64 {
     word & STATE
 }
 
@@ -66,7 +66,7 @@ fn with_state(word: u64, state: u64) -> u64 {
 
 /// True once the task will never run again.
 pub(crate) fn is_terminal(word: u64) -> bool {
-    state(word) >= DONE
+    of(word) >= DONE
 }
 
 /// What a cancel found.
@@ -113,7 +113,7 @@ pub(crate) fn arm(word: &AtomicU64, needs_drop: bool, periodic: bool) {
 /// Stops every future run; see [`Cancel`].
 pub(crate) fn cancel(word: &AtomicU64) -> (Cancel, u64) {
     let mut outcome = Cancel::TooLate;
-    let prev = update(word, |w| match state(w) {
+    let prev = update(word, |w| match of(w) {
         SCHEDULED => {
             outcome = Cancel::WasPending {
                 needs_drop: w & NEEDS_DROP != 0,
@@ -136,7 +136,7 @@ pub(crate) fn cancel(word: &AtomicU64) -> (Cancel, u64) {
 /// lock; fails if a cancel or abandon got there first.
 pub(crate) fn claim(word: &AtomicU64) -> bool {
     update(word, |w| {
-        (state(w) == SCHEDULED).then(|| with_state(w, RUNNING))
+        (of(w) == SCHEDULED).then(|| with_state(w, RUNNING))
     })
     .is_ok()
 }
@@ -147,7 +147,7 @@ pub(crate) fn claim(word: &AtomicU64) -> bool {
 pub(crate) fn rearm(word: &AtomicU64) -> (bool, u64) {
     let mut again = false;
     let prev = update(word, |w| {
-        again = state(w) == RUNNING;
+        again = of(w) == RUNNING;
         Some(with_state(w, if again { SCHEDULED } else { CANCELLED }))
     });
     (again, prev.unwrap_or_else(|w| w))
@@ -158,7 +158,7 @@ pub(crate) fn rearm(word: &AtomicU64) -> (bool, u64) {
 /// unless it panicked. Returns the replaced word.
 pub(crate) fn finish(word: &AtomicU64, end: u64) -> u64 {
     update(word, |w| {
-        let end = if state(w) == RUNNING_CANCELLED && end != PANICKED {
+        let end = if of(w) == RUNNING_CANCELLED && end != PANICKED {
             CANCELLED
         } else {
             end
@@ -171,10 +171,7 @@ pub(crate) fn finish(word: &AtomicU64, end: u64) -> u64 {
 /// Ends a scheduled task without running it (`shutdown_now`, or a
 /// shutdown policy dropping it as `end`). False if it was not scheduled.
 pub(crate) fn end_scheduled(word: &AtomicU64, end: u64) -> Option<u64> {
-    update(word, |w| {
-        (state(w) == SCHEDULED).then(|| with_state(w, end))
-    })
-    .ok()
+    update(word, |w| (of(w) == SCHEDULED).then(|| with_state(w, end))).ok()
 }
 
 /// Marks that a thread waits for the task's end; returns the word.
