@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -13,7 +14,6 @@ use crate::core::Key;
 use crate::error::{Error, Kind};
 use crate::shared::{Shared, When};
 use crate::state;
-use crate::task::Output;
 
 /// A handle to one scheduled task: cancel it, move it, ask about it, wait
 /// for it. Cloning gives another handle to the same task; dropping every
@@ -250,12 +250,17 @@ impl Drop for CancelOnDrop {
 /// ```
 pub struct ScheduledFuture<T> {
     handle: TaskHandle,
-    output: Arc<Output<T>>,
+    /// The value waits in the task's slot (see `crate::body`).
+    value: PhantomData<fn() -> T>,
 }
 
 impl<T: Send + 'static> ScheduledFuture<T> {
-    pub(crate) fn new(handle: TaskHandle, output: Arc<Output<T>>) -> ScheduledFuture<T> {
-        ScheduledFuture { handle, output }
+    /// The future of a task made by `Task::with_output::<_, T>`.
+    pub(crate) fn new(handle: TaskHandle) -> ScheduledFuture<T> {
+        ScheduledFuture {
+            handle,
+            value: PhantomData,
+        }
     }
 
     /// The task's handle: cancel, reset, ask about it.
@@ -287,8 +292,9 @@ impl<T: Send + 'static> ScheduledFuture<T> {
 
     fn take(&self) -> Result<T, Error> {
         // A task that completed stored its value before it was marked done.
-        self.output
-            .take()
+        self.handle
+            .shared
+            .take_output(self.handle.key)
             .ok_or_else(|| Error::new(Kind::Panicked("the value was already taken".into())))
     }
 
@@ -305,9 +311,6 @@ impl<T: Send + 'static> Future for ScheduledFuture<T> {
     type Output = Result<T, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Some(value) = self.output.take() {
-            return Poll::Ready(Ok(value));
-        }
         match self.handle.shared.poll_end(self.handle.key, cx.waker()) {
             None => Poll::Pending,
             Some(Ok(())) => Poll::Ready(self.take()),

@@ -105,7 +105,7 @@ use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HashedWheel, Precision};
 use crate::error::{Error, Setting};
 use crate::executor::Executor;
-use crate::scheduler::Driver;
+use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
 /// The default tick: 1 ms.
@@ -318,7 +318,7 @@ impl HashedWheelTimerBuilder {
     }
 }
 
-impl Driver for HashedWheelTimer {
+impl AsShared for HashedWheelTimer {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }

@@ -55,7 +55,7 @@ use crate::builder::{common_builder_methods, periodic_slack_method, Common};
 use crate::core::IndexedHeap;
 use crate::error::Error;
 use crate::executor::Executor;
-use crate::scheduler::Driver;
+use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
 pub use crate::shared::AUTO_PURGE_MIN;
@@ -138,7 +138,9 @@ impl HeapTimer {
     /// like `Timer.purge()`. Never needed for correctness or memory
     /// (purging also happens automatically), only to release memory early.
     pub fn purge(&self) -> usize {
-        self.shared.purge(&mut self.shared.lock())
+        let mut driver = self.shared.lock();
+        self.shared.intake_for_query(&mut driver);
+        self.shared.purge(&mut driver)
     }
 }
 
@@ -184,7 +186,7 @@ impl HeapTimerBuilder {
     }
 }
 
-impl Driver for HeapTimer {
+impl AsShared for HeapTimer {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }

@@ -74,7 +74,7 @@ use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HierarchicalWheel, Precision};
 use crate::error::{Error, Setting};
 use crate::executor::Executor;
-use crate::scheduler::Driver;
+use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
 /// The default tick: 1 ms, as Kafka's `SystemTimer`.
@@ -277,7 +277,7 @@ impl HierarchicalWheelTimerBuilder {
     }
 }
 
-impl Driver for HierarchicalWheelTimer {
+impl AsShared for HierarchicalWheelTimer {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }

@@ -141,6 +141,7 @@
 //! # Ok::<(), schedulers::Error>(())
 //! ```
 
+mod body;
 mod builder;
 mod clock;
 pub mod core;
@@ -161,6 +162,7 @@ mod handle;
 pub mod hashed_wheel;
 pub mod heap_timer;
 pub mod hierarchical;
+mod lanes;
 mod metrics;
 mod scheduler;
 mod shared;
@@ -172,6 +174,7 @@ pub mod thread_pool;
 mod timer_thread;
 mod waiters;
 
+pub use body::INLINE_BYTES;
 pub use builder::{OnShutdown, ShutdownPolicy, DEFAULT_SPIN_BUDGET, DEFAULT_TIMER_SLACK};
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
 pub use error::{Error, Rejected};

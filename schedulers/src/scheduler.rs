@@ -1,6 +1,6 @@
 //! The contract every scheduler keeps: the object-safe [`Scheduler`] trait,
 //! the generic [`SchedulerExt`] layer over it, and the one implementation
-//! every scheduler of this crate shares, over its [`Driver`].
+//! every scheduler of this crate shares, over its [`AsShared`].
 
 use std::fmt;
 use std::sync::Arc;
@@ -131,9 +131,8 @@ pub trait SchedulerExt: Scheduler {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, output) = Task::with_output(f);
-        self.submit(delay, task)
-            .map(|handle| ScheduledFuture::new(handle, output))
+        self.submit(delay, Task::with_output(f))
+            .map(ScheduledFuture::new)
     }
 
     /// Runs `f` once at `deadline`, an instant of the scheduler's clock;
@@ -147,9 +146,8 @@ pub trait SchedulerExt: Scheduler {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, output) = Task::with_output(f);
-        self.submit_at(deadline, task)
-            .map(|handle| ScheduledFuture::new(handle, output))
+        self.submit_at(deadline, Task::with_output(f))
+            .map(ScheduledFuture::new)
     }
 
     /// Runs `f` after `initial`, then every `period` after that first
@@ -234,7 +232,7 @@ impl<S: Scheduler + ?Sized> SchedulerExt for S {}
 /// What each scheduler of this crate gives the one [`Scheduler`]
 /// implementation they share: its [`Shared`] state (where every call goes)
 /// and what it does with a task just accepted.
-pub(crate) trait Driver: Send + Sync + fmt::Debug {
+pub(crate) trait AsShared: Send + Sync + fmt::Debug {
     /// The state the scheduler's threads and handles share.
     fn shared(&self) -> &Arc<Shared>;
 
@@ -246,7 +244,7 @@ pub(crate) trait Driver: Send + Sync + fmt::Debug {
     }
 }
 
-impl<D: Driver> Scheduler for D {
+impl<D: AsShared> Scheduler for D {
     fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Rejected> {
         let key = self.shared().submit(When::After(delay), task)?;
         self.accept(key)

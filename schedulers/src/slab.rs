@@ -1,39 +1,56 @@
-//! The state words of a scheduler's timers, readable without its lock.
+//! Where a scheduler's timers live: a *slot* per key, holding the timer's
+//! state word and its body, and the pool of free keys.
 //!
 //! A timer is a small integer *key*. Its state word (see [`crate::state`])
-//! lives here, in segments that never move once allocated, so a handle on
-//! any thread reads and CASes it with no lock while the driver grows the
-//! table. Segment `s` holds `4096 << s` words, so 20 segments cover every
-//! key below 2^31 and a lookup is a shift and two loads. Segments are
-//! allocated zeroed, so untouched capacity costs no resident memory, and
-//! the words of a million timers (8 MB) fit in a typical L3 cache: a cancel
-//! in random order rarely misses it.
+//! and its body (see [`crate::body`]) live in two arrays of segments that
+//! never move once allocated, so any thread reads and CASes a word, and the
+//! body's holder reads and writes the body, with no lock while the table
+//! grows. Segment `s` holds `4096 << s` slots, so 20 segments cover every
+//! key below [`MAX_KEYS`] and a lookup is a shift and two loads. The state
+//! words are dense, 4 bytes each, so those of a million timers (4 MB) stay
+//! in cache and a cancel in random order rarely misses it; the bodies (24
+//! bytes) sit apart. Segments come from zeroed memory (all-zero is a free
+//! slot), which costs nothing until a key there is first used.
 //!
-//! Keys whose last holder let go off the lock (a handle dropped on some
-//! thread) go onto a lock-free stack linked through their own words; the
-//! allocator, which runs under the scheduler's lock, takes the whole stack
-//! at once when its private free list runs dry.
+//! Keys are handed out in batches to the callers' lanes (see
+//! [`crate::lanes`]), which return them in batches: the pool's lock is
+//! taken once per [`BATCH`] keys, never per timer.
 
-use crate::sync::atomic::AtomicU64;
-use crate::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
-use std::sync::OnceLock;
+#![allow(unsafe_code)]
 
-use crate::core::Key;
-use crate::state;
+use std::sync::{Mutex, OnceLock};
 
-use crate::core::MAX_KEYS;
+use crate::body::Body;
+use crate::clock::lock;
+use crate::core::{Key, MAX_KEYS};
+use crate::sync::atomic::AtomicU32;
+use crate::sync::atomic::Ordering::Relaxed;
+use crate::sync::cell::UnsafeCell;
 
 const FIRST_BITS: u32 = 12;
 /// Enough segments for every key below [`MAX_KEYS`].
 const SEGMENTS: usize = 20;
+/// Keys moved between the pool and a lane at a time.
+pub(crate) const BATCH: usize = 64;
 
-/// The state words of every timer. See the [module docs](self).
-#[derive(Debug)]
-pub(crate) struct Slots {
-    segments: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
-    /// Keys freed off the lock: the first key plus one, or 0.
-    freed: AtomicU64,
+/// A body as a slot holds it: written by whoever the state word says holds
+/// it.
+pub(crate) type BodyCell = UnsafeCell<Body>;
+
+/// Every slot of a scheduler, and its free keys. See the [module docs](self).
+pub(crate) struct Slab {
+    words: [OnceLock<Box<[AtomicU32]>>; SEGMENTS],
+    bodies: [OnceLock<Box<[BodyCell]>>; SEGMENTS],
+    /// The next key never handed out.
+    fresh: AtomicU32,
+    /// Free keys not held by a lane.
+    pool: Mutex<Vec<Key>>,
 }
+
+// SAFETY: the bodies are `Send` (see `Body`), and the state words decide
+// which single thread may touch each one at a time (see `crate::state`);
+// everything else is atomics and a mutex.
+unsafe impl Sync for Slab {}
 
 fn locate(key: Key) -> (usize, usize) {
     let i = u64::from(key) + (1 << FIRST_BITS);
@@ -42,65 +59,155 @@ fn locate(key: Key) -> (usize, usize) {
     (segment, (i - (1 << bits)) as usize)
 }
 
-impl Slots {
-    pub(crate) fn new() -> Slots {
-        Slots {
-            segments: Default::default(),
-            freed: AtomicU64::new(0),
+/// `len` zeroed `T`s.
+///
+/// # Safety
+///
+/// All-zero bits are a valid `T`.
+#[cfg(not(schedulers_loom))]
+unsafe fn zeroed<T>(len: usize) -> Box<[T]> {
+    // SAFETY: the caller says zero is a valid `T`.
+    unsafe { Box::<[T]>::new_zeroed_slice(len).assume_init() }
+}
+
+impl Slab {
+    pub(crate) fn new() -> Slab {
+        Slab {
+            words: Default::default(),
+            bodies: Default::default(),
+            fresh: AtomicU32::new(0),
+            pool: Mutex::new(Vec::new()),
         }
     }
 
-    /// The word of a key that was handed out.
-    pub(crate) fn word(&self, key: Key) -> &AtomicU64 {
+    /// The state word of a key that was handed out.
+    pub(crate) fn word(&self, key: Key) -> &AtomicU32 {
         let (segment, offset) = locate(key);
-        let words = self.segments[segment]
+        let words = self.words[segment]
             .get()
             .expect("a key is only handed out once its segment exists");
         &words[offset]
     }
 
-    /// Makes `key`'s word exist (the allocator calls this before using a
-    /// fresh key). False if `key` is past [`MAX_KEYS`].
-    pub(crate) fn reserve(&self, key: Key) -> bool {
-        if key as usize >= MAX_KEYS {
-            return false;
+    /// The body of a key that was handed out.
+    pub(crate) fn body(&self, key: Key) -> &BodyCell {
+        let (segment, offset) = locate(key);
+        let bodies = self.bodies[segment]
+            .get()
+            .expect("a key is only handed out once its segment exists");
+        &bodies[offset]
+    }
+
+    /// Calls `f` on the body of `key`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the body, as the state word of `key` says (see
+    /// [`crate::state`]): no other thread touches it meanwhile.
+    pub(crate) unsafe fn with_body<R>(&self, key: Key, f: impl FnOnce(&mut Body) -> R) -> R {
+        // SAFETY: the caller holds the body, so this is the only reference.
+        self.body(key).with_mut(|body| f(unsafe { &mut *body }))
+    }
+
+    /// Calls `f` on the body of `key`, shared.
+    ///
+    /// # Safety
+    ///
+    /// No thread writes the body meanwhile, as the state word of `key`
+    /// says (see [`crate::state`]).
+    pub(crate) unsafe fn with_body_ref<R>(&self, key: Key, f: impl FnOnce(&Body) -> R) -> R {
+        // SAFETY: the caller says no one writes it meanwhile.
+        self.body(key).with(|body| f(unsafe { &*body }))
+    }
+
+    /// Makes the segments of keys `from..to` exist.
+    fn reserve(&self, from: Key, to: Key) {
+        let (first, _) = locate(from);
+        let (last, _) = locate(to - 1);
+        for segment in first..=last {
+            let len = (1usize << FIRST_BITS) << segment;
+            self.words[segment].get_or_init(|| new_segment(len));
+            self.bodies[segment].get_or_init(|| new_segment(len));
         }
-        let (segment, _) = locate(key);
-        self.segments[segment].get_or_init(|| {
-            std::iter::repeat_with(|| AtomicU64::new(0))
-                .take((1 << FIRST_BITS) << segment)
-                .collect()
-        });
+    }
+
+    /// Moves up to [`BATCH`] free keys into `into`: from the pool, or never
+    /// used ones. False if every key below [`MAX_KEYS`] is taken.
+    pub(crate) fn take_keys(&self, into: &mut Vec<Key>) -> bool {
+        {
+            let mut pool = lock(&self.pool);
+            let n = pool.len().min(BATCH);
+            if n > 0 {
+                let from = pool.len() - n;
+                into.extend(pool.drain(from..));
+                return true;
+            }
+        }
+        let from = self.fresh.fetch_add(BATCH as u32, Relaxed);
+        let Some(to) = from
+            .checked_add(BATCH as u32)
+            .filter(|&to| to as usize <= MAX_KEYS)
+        else {
+            self.fresh.fetch_sub(BATCH as u32, Relaxed);
+            return false;
+        };
+        self.reserve(from, to);
+        // Handed out lowest first (a lane pops from the end).
+        into.extend((from..to).rev());
         true
     }
 
-    /// Puts a key whose last holder let go onto the freed stack.
-    pub(crate) fn push_freed(&self, key: Key) {
-        let word = self.word(key);
-        let mut head = self.freed.load(Acquire);
-        loop {
-            word.store(state::free_link(head), Relaxed);
-            match self
-                .freed
-                .compare_exchange_weak(head, u64::from(key) + 1, AcqRel, Acquire)
-            {
-                Ok(_) => return,
-                Err(actual) => head = actual,
-            }
-        }
+    /// Returns free keys to the pool.
+    pub(crate) fn give_keys(&self, keys: impl IntoIterator<Item = Key>) {
+        lock(&self.pool).extend(keys);
     }
 
-    /// Moves every key on the freed stack into `free`.
-    pub(crate) fn take_freed(&self, free: &mut Vec<Key>) {
-        if self.freed.load(Relaxed) == 0 {
-            return; // the common case: no swap, which is a locked write
-        }
-        let mut next = self.freed.swap(0, AcqRel);
-        while next != 0 {
-            let key = (next - 1) as Key;
-            free.push(key);
-            next = state::link_of(self.word(key).load(Acquire));
-        }
+    /// Keys handed out so far, free or not (the table's high-water mark).
+    pub(crate) fn capacity(&self) -> Key {
+        self.fresh.load(Relaxed).min(MAX_KEYS as Key)
+    }
+}
+
+/// A segment of `len` free slots.
+fn new_segment<T: Free>(len: usize) -> Box<[T]> {
+    #[cfg(not(schedulers_loom))]
+    {
+        // SAFETY: `Free` types are free when all-zero (see its impls).
+        unsafe { zeroed(len) }
+    }
+    #[cfg(schedulers_loom)]
+    {
+        std::iter::repeat_with(T::free).take(len).collect()
+    }
+}
+
+/// What a slot's parts are when free; all-zero bits, in a normal build.
+trait Free {
+    #[cfg(schedulers_loom)]
+    fn free() -> Self;
+}
+
+/// A free state word is 0 (`FREE`, no holders).
+impl Free for AtomicU32 {
+    #[cfg(schedulers_loom)]
+    fn free() -> Self {
+        AtomicU32::new(0)
+    }
+}
+
+/// An empty body is all-zero (see [`Body`]).
+impl Free for BodyCell {
+    #[cfg(schedulers_loom)]
+    fn free() -> Self {
+        UnsafeCell::new(Body::empty())
+    }
+}
+
+impl std::fmt::Debug for Slab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slab")
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
     }
 }
 
@@ -109,15 +216,7 @@ mod test {
     use super::*;
 
     #[test]
-    fn keys_map_to_distinct_words() {
-        let slots = Slots::new();
-        for key in [0, 1, 4095, 4096, 12287, 12288, 1 << 20] {
-            assert!(slots.reserve(key));
-            slots.word(key).store(u64::from(key), Relaxed);
-        }
-        for key in [0, 1, 4095, 4096, 12287, 12288, 1 << 20] {
-            assert_eq!(slots.word(key).load(Relaxed), u64::from(key));
-        }
+    fn keys_map_to_distinct_slots() {
         assert_eq!(locate(0), (0, 0));
         assert_eq!(locate(4096), (1, 0));
         assert_eq!(
@@ -125,22 +224,44 @@ mod test {
             (SEGMENTS - 1, 4095),
             "the last key is early in the last segment"
         );
-        assert!(!slots.reserve(MAX_KEYS as Key));
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        while keys.len() < 5000 {
+            assert!(slab.take_keys(&mut keys));
+        }
+        for &key in &keys {
+            slab.word(key).store(key, Relaxed);
+        }
+        for &key in &keys {
+            assert_eq!(slab.word(key).load(Relaxed), key);
+        }
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), keys.len(), "no key handed out twice");
     }
 
     #[test]
-    fn freed_keys_come_back() {
-        let slots = Slots::new();
-        for key in 0..10 {
-            slots.reserve(key);
+    fn freed_keys_come_back_before_fresh_ones() {
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        assert!(slab.take_keys(&mut keys));
+        slab.give_keys([7, 3]);
+        let mut again = Vec::new();
+        assert!(slab.take_keys(&mut again));
+        assert_eq!(again, [7, 3]);
+        assert_eq!(slab.capacity(), BATCH as Key);
+    }
+
+    #[test]
+    fn a_fresh_slot_is_free_and_empty() {
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        assert!(slab.take_keys(&mut keys));
+        for &key in &keys {
+            assert_eq!(slab.word(key).load(Relaxed), 0);
+            // SAFETY: no other thread knows the slab.
+            assert!(unsafe { slab.with_body(key, |b| b.is_empty()) });
         }
-        for key in [3, 7, 1] {
-            slots.push_freed(key);
-        }
-        let mut free = Vec::new();
-        slots.take_freed(&mut free);
-        assert_eq!(free, [1, 7, 3]);
-        slots.take_freed(&mut free);
-        assert_eq!(free.len(), 3);
     }
 }

@@ -1,19 +1,21 @@
-//! What a timer runs: [`Task`], the type-erased closure the scheduler
-//! stores in its slot, and how a run ends.
+//! What a timer runs: [`Task`], the closure the scheduler stores in its
+//! slot, and how a run ends.
 //!
-//! A closure is boxed once, when the task is made; a closure that captures
-//! nothing is a zero-sized box and allocates nothing. A one-shot closure is
-//! consumed by its run; a periodic one comes back for the next. A task that
-//! returns a value gets an output cell only when a
-//! [`ScheduledFuture`](crate::ScheduledFuture) asks for one.
+//! A task's closure is kept in a [`Body`]: in place when it captures at
+//! most [`INLINE_BYTES`](crate::INLINE_BYTES) bytes (an id and an `Arc`, say),
+//! boxed beyond, so the common task allocates nothing. A one-shot closure is
+//! consumed by its run, and the value a
+//! [`ScheduledFuture`](crate::ScheduledFuture) waits for takes its place; a
+//! periodic one stays for the next run.
 
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::clock::{lock, nanos, InsideTask};
+pub(crate) use crate::body::Ran;
+use crate::body::Body;
+use crate::clock::{nanos, InsideTask};
 use crate::error::{Error, Kind};
 
 /// How a task repeats: nanoseconds for the periodic kinds.
@@ -22,47 +24,6 @@ pub(crate) enum Repeat {
     Once,
     FixedRate(u64),
     FixedDelay(u64),
-}
-
-/// A closure as the scheduler stores it.
-pub(crate) trait Body: Send {
-    /// Runs once: a periodic body hands itself back for its next run.
-    fn run(self: Box<Self>) -> Option<Box<dyn Body>>;
-
-    fn repeat(&self) -> Repeat;
-
-    /// Why the task failed, for a slot that holds a failure instead of a
-    /// closure.
-    fn failure(&self) -> Option<&Error> {
-        None
-    }
-}
-
-struct Once<F>(F);
-
-impl<F: FnOnce() + Send> Body for Once<F> {
-    fn run(self: Box<Self>) -> Option<Box<dyn Body>> {
-        (self.0)();
-        None
-    }
-    fn repeat(&self) -> Repeat {
-        Repeat::Once
-    }
-}
-
-struct Periodic<F> {
-    repeat: Repeat,
-    f: F,
-}
-
-impl<F: FnMut() + Send + 'static> Body for Periodic<F> {
-    fn run(mut self: Box<Self>) -> Option<Box<dyn Body>> {
-        (self.f)();
-        Some(self)
-    }
-    fn repeat(&self) -> Repeat {
-        self.repeat
-    }
 }
 
 /// What a periodic task's closure may do about its own future runs.
@@ -106,80 +67,17 @@ impl TaskContext {
     }
 }
 
-struct PeriodicWith<F> {
-    repeat: Repeat,
-    f: F,
-}
-
-impl<F: FnMut(&TaskContext) + Send + 'static> Body for PeriodicWith<F> {
-    fn run(mut self: Box<Self>) -> Option<Box<dyn Body>> {
-        let context = TaskContext::default();
-        (self.f)(&context);
-        if context.is_stopped() {
-            None
-        } else {
-            Some(self)
-        }
-    }
-    fn repeat(&self) -> Repeat {
-        self.repeat
-    }
-}
-
-/// Kept in the slot of a task that panicked, so its handles can report it.
-pub(crate) struct Failure(pub(crate) Error);
-
-impl Body for Failure {
-    fn run(self: Box<Self>) -> Option<Box<dyn Body>> {
-        None
-    }
-    fn repeat(&self) -> Repeat {
-        Repeat::Once
-    }
-    fn failure(&self) -> Option<&Error> {
-        Some(&self.0)
-    }
-}
-
-/// How a run ended.
-pub(crate) enum Ran {
-    /// A one-shot task finished.
-    Done,
-    /// A periodic task finished this run; here it is for the next.
-    Again(Box<dyn Body>),
-    /// The task panicked.
-    Panicked(Error),
-}
-
-/// Runs a claimed body on this thread, catching a panic (from the closure,
-/// or from dropping what it returned).
-pub(crate) fn run(body: Box<dyn Body>) -> Ran {
+/// Runs a claimed body on this thread once, catching a panic (see
+/// [`Body::run`]).
+pub(crate) fn run(body: &mut Body) -> Ran {
     let _inside = InsideTask::enter();
-    match catch_unwind(AssertUnwindSafe(|| body.run())) {
-        Ok(Some(body)) => Ran::Again(body),
-        Ok(None) => Ran::Done,
-        Err(payload) => Ran::Panicked(Error::from_panic(payload.as_ref())),
-    }
+    body.run(&TaskContext::default())
 }
 
-/// Drops something that may hold user code (a closure and what it
-/// captured) without letting a panicking destructor unwind into the
-/// scheduler. Returns the panic, if there was one.
-pub(crate) fn drop_contained<T>(value: T) -> Option<Error> {
-    catch_unwind(AssertUnwindSafe(move || drop(value)))
-        .err()
-        .map(|payload| Error::from_panic(payload.as_ref()))
-}
-
-/// The value of a one-shot task, for its [`ScheduledFuture`](crate::ScheduledFuture).
-pub(crate) struct Output<T> {
-    value: Mutex<Option<T>>,
-}
-
-impl<T> Output<T> {
-    pub(crate) fn take(&self) -> Option<T> {
-        lock(&self.value).take()
-    }
+/// Empties a body in place, containing a panicking destructor (see
+/// `Body`'s `Drop`).
+pub(crate) fn clear_contained(body: &mut Body) {
+    let _ = catch_unwind(AssertUnwindSafe(|| body.clear()));
 }
 
 /// A task ready to be handed to any [`Scheduler`](crate::Scheduler): the
@@ -199,17 +97,17 @@ impl<T> Output<T> {
 /// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct Task {
-    pub(crate) body: Box<dyn Body>,
-    /// The closure has drop glue, so a cancel drops it at once.
-    pub(crate) needs_drop: bool,
+    pub(crate) body: Body,
 }
 
 impl Task {
-    fn new<B: Body + 'static>(body: B) -> Task {
-        Task {
-            needs_drop: std::mem::needs_drop::<B>(),
-            body: Box::new(body),
-        }
+    fn new(body: Body) -> Task {
+        Task { body }
+    }
+
+    /// True for the periodic kinds.
+    pub(crate) fn is_periodic(&self) -> bool {
+        self.body.repeat() != Repeat::Once
     }
 
     /// A one-shot task; its value, if any, is dropped. Use
@@ -220,33 +118,30 @@ impl Task {
         F: FnOnce() -> T + Send + 'static,
         T: 'static,
     {
-        Task::new(Once(move || {
-            f();
-        }))
+        Task::new(Body::once(f))
     }
 
     /// Runs the task once on the calling thread, now: what a caller does
     /// with a task a scheduler refused (the JDK's `CallerRunsPolicy`). A
-    /// periodic task runs once. A panic propagates to the caller.
-    pub fn run(self) {
-        let _ = self.body.run();
+    /// periodic task runs once.
+    ///
+    /// # Panics
+    ///
+    /// If the task panics, with its message.
+    pub fn run(mut self) {
+        if let Ran::Panicked(error) = run(&mut self.body) {
+            panic!("{}", error.panic_message().unwrap_or("the task panicked"));
+        }
     }
 
-    /// A one-shot task whose value lands in an output cell.
-    pub(crate) fn with_output<F, T>(f: F) -> (Task, Arc<Output<T>>)
+    /// A one-shot task whose value stays in its slot for its
+    /// [`ScheduledFuture`](crate::ScheduledFuture).
+    pub(crate) fn with_output<F, T>(f: F) -> Task
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let output = Arc::new(Output {
-            value: Mutex::new(None),
-        });
-        let cell = output.clone();
-        let task = Task::new(Once(move || {
-            let value = f();
-            *lock(&cell.value) = Some(value);
-        }));
-        (task, output)
+        Task::new(Body::with_output(f))
     }
 
     /// A task that starts every `period`, counted from its first scheduled
@@ -260,7 +155,8 @@ impl Task {
         F: FnMut() + Send + 'static,
     {
         let repeat = Repeat::FixedRate(positive(period)?);
-        Ok(Task::new(Periodic { repeat, f }))
+        let mut f = f;
+        Ok(Task::new(Body::periodic(repeat, move |_: &TaskContext| f())))
     }
 
     /// A task that starts `delay` after its previous run ended.
@@ -273,7 +169,8 @@ impl Task {
         F: FnMut() + Send + 'static,
     {
         let repeat = Repeat::FixedDelay(positive(delay)?);
-        Ok(Task::new(Periodic { repeat, f }))
+        let mut f = f;
+        Ok(Task::new(Body::periodic(repeat, move |_: &TaskContext| f())))
     }
 
     /// As [`Task::fixed_rate`], with a closure that receives a
@@ -287,7 +184,7 @@ impl Task {
         F: FnMut(&TaskContext) + Send + 'static,
     {
         let repeat = Repeat::FixedRate(positive(period)?);
-        Ok(Task::new(PeriodicWith { repeat, f }))
+        Ok(Task::new(Body::periodic(repeat, f)))
     }
 
     /// As [`Task::fixed_delay`], with a closure that receives a
@@ -301,7 +198,7 @@ impl Task {
         F: FnMut(&TaskContext) + Send + 'static,
     {
         let repeat = Repeat::FixedDelay(positive(delay)?);
-        Ok(Task::new(PeriodicWith { repeat, f }))
+        Ok(Task::new(Body::periodic(repeat, f)))
     }
 }
 

@@ -123,9 +123,8 @@ use crate::core::{IndexedHeap, Key};
 use crate::error::{Error, Rejected, Setting};
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
-use crate::scheduler::Driver;
+use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
-use crate::task::{self};
 
 pub use crate::shared::AUTO_PURGE_MIN;
 
@@ -247,14 +246,17 @@ impl ScheduledThreadPool {
     /// # Ok::<(), schedulers::Error>(())
     /// ```
     pub fn purge(&self) -> usize {
-        self.shared.purge(&mut self.shared.lock())
+        let mut driver = self.shared.lock();
+        self.shared.intake_for_query(&mut driver);
+        self.shared.purge(&mut driver)
     }
 
     /// Entries in the queue, cancelled ones not yet removed included (the
     /// JDK's `getQueue().size()`). A task being run is not in the queue.
     pub fn queue_len(&self) -> usize {
-        let inner = self.shared.lock();
-        inner.queue.len() + inner.ready.len()
+        let mut driver = self.shared.lock();
+        self.shared.intake_for_query(&mut driver);
+        driver.queue.len() + driver.ready.len()
     }
 
     /// Workers running a task right now (the JDK's `getActiveCount`).
@@ -403,72 +405,86 @@ impl ScheduledThreadPoolBuilder {
 /// One worker: `ThreadPoolExecutor.runWorker` over `DelayedWorkQueue.take`.
 fn worker(shared: Arc<Shared>, id: usize) {
     shared.on_driver_thread();
-    let mut inner = shared.lock();
+    let mut driver = shared.lock();
     let mut finished = None;
     loop {
-        if let Some((key, scheduled, ran)) = finished.take() {
-            if shared.finish(&mut inner, key, scheduled, ran) {
+        if let Some(finished) = finished.take() {
+            if shared.finish(&mut driver, finished) {
                 shared.wakeup.notify_one();
             }
         }
-        inner = shared.bury(inner);
+        driver = shared.bury(driver);
         if shared.is_stopped() {
             break;
         }
-        shared.collect_due(&mut inner, shared.now());
-        if let Some(claimed) = shared.claim_next(&mut inner) {
+        shared.intake(&mut driver, true);
+        shared.collect_due(&mut driver, shared.now());
+        if let Some(claimed) = shared.claim_next(&mut driver) {
             // Leaving `take`: hand the leader role on if work remains, and
             // always if more is due now (a leader may be waiting for a
             // virtual clock, which only a signal moves).
-            let more =
-                !inner.ready.is_empty() || (inner.leader.is_none() && !inner.queue.is_empty());
+            let more = !driver.ready.is_empty()
+                || (driver.roles.leader.is_none() && !driver.queue.is_empty());
             // A deputy whose wake-up has come takes what is left at once
             // (the clock is read only when there is a deputy).
-            let deputy_up = inner.deputy.is_some_and(|(_, until)| until <= shared.now());
-            let wake = more && !deputy_up && inner.waiting > 0;
-            drop(inner);
+            let deputy_up = driver
+                .roles
+                .deputy
+                .is_some_and(|(_, until)| until <= shared.now());
+            let wake = more && !deputy_up && driver.waiting > 0;
+            drop(driver);
             if wake {
                 // After the unlock: a woken thread must not find it held.
                 shared.wakeup.notify_one();
             }
-            let ran = task::run(claimed.body);
-            finished = Some((claimed.key, claimed.scheduled, ran));
-            inner = shared.lock();
+            finished = Some(shared.run_claimed(claimed));
+            driver = shared.lock();
             continue;
         }
-        if shared.may_exit(&mut inner) {
+        if shared.may_exit(&mut driver) {
             break;
         }
-        let next = shared.next_wake(&inner);
-        match (next, inner.leader, inner.deputy) {
-            (Some(until), Some((leader, _)), None) if leader != id => {
+        let next = shared.next_wake(&driver);
+        let roles = (driver.roles.leader, driver.roles.deputy);
+        match (next, roles) {
+            (Some(until), (Some((leader, _)), None)) if leader != id => {
                 // The deputy wakes with the head (the leader's deadline may
                 // be one that passed while the leader is busy); it never
                 // spins.
-                inner.deputy = Some((id, until));
-                inner = shared.wait(inner, Some(until), until, false);
-                if inner.deputy.is_some_and(|(deputy, _)| deputy == id) {
-                    inner.deputy = None;
+                driver.roles.deputy = Some((id, until));
+                driver = shared.wait(driver, Some(until), until, false, false);
+                if driver.roles.deputy.is_some_and(|(deputy, _)| deputy == id) {
+                    driver.roles.deputy = None;
                 }
             }
-            (Some(_), Some((leader, until)), _) if leader != id => {
+            (Some(_), (Some((leader, until)), _)) if leader != id => {
                 // A follower: the leader and its deputy wait for the head.
-                inner = shared.wait(inner, None, until, false);
+                driver = shared.wait(driver, None, until, false, false);
             }
-            (Some(deadline), _, _) => {
-                inner.leader = Some((id, deadline));
-                inner = shared.wait(inner, Some(deadline), deadline, true);
-                if inner.leader.is_some_and(|(leader, _)| leader == id) {
-                    inner.leader = None;
+            (Some(deadline), _) => {
+                driver.roles.leader = Some((id, deadline));
+                driver = shared.wait(driver, Some(deadline), deadline, true, true);
+                if driver.roles.leader.is_some_and(|(leader, _)| leader == id) {
+                    driver.roles.leader = None;
                 }
             }
-            (None, _, _) => inner = shared.wait(inner, None, NEVER, false),
+            (None, (Some((leader, _)), _)) if leader != id => {
+                driver = shared.wait(driver, None, NEVER, false, false);
+            }
+            (None, _) => {
+                // Nothing queued: this thread watches the lanes as leader.
+                driver.roles.leader = Some((id, NEVER));
+                driver = shared.wait(driver, None, NEVER, false, true);
+                if driver.roles.leader.is_some_and(|(leader, _)| leader == id) {
+                    driver.roles.leader = None;
+                }
+            }
         }
     }
-    shared.thread_exited(inner);
+    shared.thread_exited(driver);
 }
 
-impl Driver for ScheduledThreadPool {
+impl AsShared for ScheduledThreadPool {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }

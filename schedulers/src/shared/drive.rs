@@ -1,120 +1,240 @@
 //! What drivers do with the queue: collect what came due, claim and run
-//! it, re-queue periodic tasks, drop what ended, purge what was cancelled.
+//! it, re-queue periodic tasks, drop what ended.
 
-use std::sync::atomic::Ordering::{Acquire, Relaxed};
-
+use std::sync::atomic::Ordering::Acquire;
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
-use super::{Claimed, Inner, Queue, Shared, AUTO_PURGE_MIN};
+use super::{Claimed, DriverState, Queue, Shared};
+use crate::body::Body;
 use crate::clock::NEVER;
 use crate::core::{Expired, Key};
-use crate::state::{self};
-use crate::task::{self, Failure, Ran, Repeat};
+use crate::state::{self, Claim};
+use crate::task::{self, Ran, Repeat};
+
+/// How a claimed run went, for [`Shared::finish`].
+pub(crate) struct Finished {
+    pub(crate) key: Key,
+    pub(crate) scheduled: u64,
+    pub(crate) ran: Ran,
+}
 
 impl Shared {
-    /// Moves every key due at `now` from the queue to `ready`, and purges
-    /// dead entries if a cancel asked for it. Returns true if any is ready.
-    pub(crate) fn collect_due(&self, inner: &mut Inner, now: u64) -> bool {
-        if std::mem::take(&mut inner.purge_requested) {
-            self.purge_if_needed(inner);
-        }
-        let mut due = Vec::new();
-        inner.queue.poll(now, &mut due);
-        inner.ready.extend(due);
-        !inner.ready.is_empty()
+    /// Moves every key due at `now` from the queue to `ready`. Returns true
+    /// if any is ready.
+    pub(crate) fn collect_due(&self, driver: &mut DriverState, now: u64) -> bool {
+        let before = driver.ready.len();
+        let mut due = std::mem::take(&mut driver.due);
+        driver.queue.poll(now, &mut due);
+        driver.ready.extend(due.drain(..));
+        driver.due = due;
+        driver.ready.len() > before || !driver.ready.is_empty()
     }
 
     /// When a driver must wake next: at the queue's next deadline, except
     /// that a periodic run may start up to `periodic_slack` late, so that
     /// runs due close together share one wake-up; a one-shot due meanwhile
     /// still wakes it on time (a heap tells its keys apart; the wheels keep
-    /// per-slot bounds, so they wake at the next deadline).
-    pub(crate) fn next_wake(&self, inner: &Inner) -> Option<u64> {
-        match &inner.queue {
-            Queue::Heap(heap) if self.periodic_slack > 0 => {
-                heap.next_wake(|key| self.slack(inner, key))
-            }
+    /// per-bucket bounds, so they wake at the next deadline).
+    pub(crate) fn next_wake(&self, driver: &DriverState) -> Option<u64> {
+        match &driver.queue {
+            Queue::Heap(heap) if self.periodic_slack > 0 => heap.next_wake(|key| self.slack(key)),
             queue => queue.next_deadline(),
         }
     }
 
     /// How late the task under `key` may start: `periodic_slack` for a
     /// periodic task, nothing for a one-shot.
-    pub(super) fn slack(&self, inner: &Inner, key: Key) -> u64 {
-        if self.periodic_slack == 0 {
-            return 0;
-        }
-        match inner.bodies[key as usize]
-            .as_ref()
-            .map(|body| body.repeat())
-        {
-            Some(Repeat::FixedRate(_) | Repeat::FixedDelay(_)) => self.periodic_slack,
-            Some(Repeat::Once) | None => 0,
+    fn slack(&self, key: Key) -> u64 {
+        if state::is_periodic(self.slab.word(key).load(Acquire)) {
+            self.periodic_slack
+        } else {
+            0
         }
     }
 
     /// Takes the next ready key and claims its task to run on this thread.
-    /// Dead keys met on the way are released. `None` when nothing is ready.
-    pub(crate) fn claim_next(&self, inner: &mut Inner) -> Option<Claimed> {
-        while let Some(e) = inner.ready.pop_front() {
-            if let Some(claimed) = self.claim(inner, e) {
+    /// Keys met on the way that are dead or moved are let go. `None` when
+    /// nothing is ready.
+    pub(crate) fn claim_next(&self, driver: &mut DriverState) -> Option<Claimed> {
+        while let Some(e) = driver.ready.pop_front() {
+            if let Some(claimed) = self.claim(driver, e) {
                 return Some(claimed);
             }
         }
         None
     }
 
-    /// Claims a due key for this thread, if its task is still waiting and
-    /// was not queued again since (a reset).
-    pub(crate) fn claim(&self, inner: &mut Inner, e: Expired) -> Option<Claimed> {
-        let word = self.word(e.key);
-        if !inner.queue.contains(e.key) && state::claim(word) {
-            inner.balance -= 1;
-            inner.fired += 1;
-            inner.busy += 1;
-            let body = inner.bodies[e.key as usize]
-                .take()
-                .expect("a waiting task has its closure");
-            return Some(Claimed {
-                key: e.key,
-                scheduled: e.deadline,
-                body,
-            });
+    /// Claims a due key for this thread, under the lock, if its task is
+    /// still waiting and was not queued again since (a reset).
+    pub(crate) fn claim(&self, driver: &mut DriverState, e: Expired) -> Option<Claimed> {
+        if driver.queue.contains(e.key) {
+            self.release_locked(driver, e.key);
+            return None;
         }
-        if state::of(word.load(Acquire)) == state::CANCELLED && !inner.queue.contains(e.key) {
-            inner.reclaimed += 1;
+        match state::claim(self.slab.word(e.key)) {
+            Claim::Claimed => {
+                self.claimed(driver, 1);
+                driver.busy += 1;
+                Some(Claimed {
+                    key: e.key,
+                    scheduled: e.deadline,
+                })
+            }
+            Claim::Moved => {
+                self.release_locked(driver, e.key);
+                None
+            }
+            Claim::Gone => {
+                driver.dead = driver.dead.saturating_sub(1);
+                self.release_locked(driver, e.key);
+                None
+            }
         }
-        self.release_locked(inner, e.key);
-        None
+    }
+
+    /// Counts `n` tasks claimed.
+    fn claimed(&self, driver: &mut DriverState, n: u64) {
+        driver.balance -= n as i64;
+        driver.fired += n;
+        for _ in 0..n {
+            self.unpend();
+        }
+    }
+
+    /// Runs the body of a task this thread claimed. A panic's report takes
+    /// the place of the closure (dropped here, with no lock held).
+    pub(crate) fn run_claimed(&self, claimed: Claimed) -> Finished {
+        // SAFETY: this thread claimed the task (RUNNING): its body is ours
+        // until the run is finished.
+        let ran = unsafe {
+            self.slab.with_body(claimed.key, |body| {
+                let ran = task::run(body);
+                if let Ran::Panicked(error) = &ran {
+                    task::clear_contained(body);
+                    *body = Body::failure(error.clone());
+                }
+                ran
+            })
+        };
+        Finished {
+            key: claimed.key,
+            scheduled: claimed.scheduled,
+            ran,
+        }
+    }
+
+    /// The timer thread's batch: takes every ready key that was not queued
+    /// again, with the lock held; then, with it released, claims and runs
+    /// each in turn (one CAS each, so a task waiting behind a slow one can
+    /// still be cancelled, reset or abandoned) and finishes the one-shots;
+    /// then, locked again, finishes the rest (periodic tasks are queued
+    /// again) and counts. Returns the lock.
+    pub(crate) fn run_batch<'a>(
+        &'a self,
+        mut driver: MutexGuard<'a, DriverState>,
+    ) -> MutexGuard<'a, DriverState> {
+        let mut batch = std::mem::take(&mut driver.batch);
+        while let Some(e) = driver.ready.pop_front() {
+            if driver.queue.contains(e.key) {
+                self.release_locked(&mut driver, e.key);
+            } else {
+                batch.push(e);
+            }
+        }
+        if batch.is_empty() {
+            driver.batch = batch;
+            return driver;
+        }
+        driver.busy += batch.len();
+        drop(driver);
+        let (mut fired, mut dead) = (0, 0);
+        let mut to_finish = Vec::new();
+        let mut freed = Vec::new();
+        for e in batch.iter() {
+            let word = self.slab.word(e.key);
+            match state::claim(word) {
+                Claim::Claimed => {
+                    fired += 1;
+                    let claimed = Claimed {
+                        key: e.key,
+                        scheduled: e.deadline,
+                    };
+                    let finished = self.run_claimed(claimed);
+                    match finished.ran {
+                        Ran::Done if !state::is_periodic(word.load(Acquire)) => {
+                            let (prev, last) = state::finish(word, state::DONE);
+                            self.wake_waiters(e.key, prev);
+                            if last {
+                                self.empty_body(e.key);
+                                freed.push(e.key);
+                            }
+                        }
+                        _ => to_finish.push(finished),
+                    }
+                }
+                Claim::Moved => {
+                    // A reset on its way holds a reference: not the last.
+                    state::release(word);
+                }
+                Claim::Gone => {
+                    dead += 1;
+                    if state::release(word) {
+                        self.empty_body(e.key);
+                        freed.push(e.key);
+                    }
+                }
+            }
+        }
+        let mut driver = self.lock();
+        self.claimed(&mut driver, fired);
+        driver.dead = driver.dead.saturating_sub(dead);
+        driver.completed += fired - to_finish.len() as u64;
+        driver.busy -= batch.len() - to_finish.len();
+        for finished in to_finish {
+            self.finish(&mut driver, finished);
+        }
+        if !freed.is_empty() {
+            self.slab.give_keys(freed);
+        }
+        batch.clear();
+        driver.batch = batch;
+        driver
+    }
+
+    /// Empties the body of a key nobody holds any more (a value nobody
+    /// took), before the key goes back to the pool.
+    fn empty_body(&self, key: Key) {
+        // SAFETY: the last holder let go: no other thread reaches the body.
+        unsafe { self.slab.with_body(key, task::clear_contained) };
     }
 
     /// Hands a ready key to the executor; its worker claims it when it
     /// starts, so until then it can still be cancelled, reset or abandoned.
-    pub(crate) fn hand_off(self: &Arc<Self>, inner: &mut Inner, e: Expired) {
-        inner.busy += 1;
+    pub(crate) fn hand_off(self: &Arc<Self>, driver: &mut DriverState, e: Expired) {
+        driver.busy += 1;
         let shared = self.clone();
         self.executor.execute(move || shared.run_handed_off(e));
     }
 
-    pub(super) fn run_handed_off(&self, e: Expired) {
-        let mut inner = self.lock();
-        inner.busy -= 1;
-        let Some(claimed) = self.claim(&mut inner, e) else {
-            let wake = self.is_shutdown() && inner.busy == 0;
-            drop(self.bury(inner));
+    fn run_handed_off(&self, e: Expired) {
+        let mut driver = self.lock();
+        driver.busy -= 1;
+        let Some(claimed) = self.claim(&mut driver, e) else {
+            let wake = self.is_shutdown() && driver.busy == 0;
+            drop(self.bury(driver));
             if wake {
                 self.wakeup.notify_all();
             }
             return;
         };
-        drop(inner);
-        let ran = task::run(claimed.body);
-        let mut inner = self.lock();
-        let wake = self.finish(&mut inner, claimed.key, claimed.scheduled, ran);
+        drop(driver);
+        let finished = self.run_claimed(claimed);
+        let mut driver = self.lock();
+        let wake = self.finish(&mut driver, finished);
         // After shutdown the driver waits for the last run to end.
-        let wake = wake || (self.is_shutdown() && inner.busy == 0);
-        drop(self.bury(inner));
+        let wake = wake || (self.is_shutdown() && driver.busy == 0);
+        drop(self.bury(driver));
         if wake {
             self.wakeup.notify_all();
         }
@@ -123,33 +243,40 @@ impl Shared {
     /// Records how a claimed task's run ended: re-queues a periodic task,
     /// ends the others and wakes their waiters. Returns true if the
     /// re-queued task is due before the driver's planned wake-up.
-    pub(crate) fn finish(&self, inner: &mut Inner, key: Key, scheduled: u64, ran: Ran) -> bool {
-        inner.busy -= 1;
-        inner.completed += 1;
-        let word = self.word(key);
-        match ran {
+    pub(crate) fn finish(&self, driver: &mut DriverState, finished: Finished) -> bool {
+        let Finished {
+            key,
+            scheduled,
+            ran,
+        } = finished;
+        driver.busy -= 1;
+        driver.completed += 1;
+        let word = self.slab.word(key);
+        let periodic = state::is_periodic(word.load(Acquire));
+        let end = match ran {
+            Ran::Done if !periodic => state::DONE,
             Ran::Done => {
-                let prev = state::finish(word, state::DONE);
-                self.end(inner, key, prev);
+                // A periodic task stopped itself: its closure goes.
+                self.clear_later(driver, key);
+                state::DONE
             }
-            Ran::Panicked(error) => {
-                inner.bodies[key as usize] = Some(Box::new(Failure(error)));
-                let prev = state::finish(word, state::PANICKED);
-                self.end(inner, key, prev);
-            }
-            Ran::Again(body) => {
+            // `run_claimed` left the report in the body.
+            Ran::Panicked(_) => state::PANICKED,
+            Ran::Again => {
                 let dropped =
                     self.is_stopped() || (self.is_shutdown() && !self.policy.keeps_periodic());
                 if dropped {
-                    let prev = state::finish(word, state::CANCELLED);
+                    self.clear_later(driver, key);
+                    let (prev, last) = state::finish(word, state::CANCELLED);
                     if state::of(prev) == state::RUNNING {
-                        inner.cancelled += 1;
+                        driver.cancelled_count += 1;
                     }
-                    inner.graveyard.push(body);
-                    self.end(inner, key, prev);
+                    self.ended(driver, key, prev, last);
                     return false;
                 }
-                let next = match body.repeat() {
+                // SAFETY: this thread still holds the claimed task's body.
+                let repeat = unsafe { self.slab.with_body_ref(key, Body::repeat) };
+                let next = match repeat {
                     Repeat::FixedRate(period) => scheduled.checked_add(period),
                     Repeat::FixedDelay(delay) => self.now().checked_add(delay),
                     Repeat::Once => None,
@@ -158,104 +285,119 @@ impl Shared {
                 .unwrap_or(NEVER);
                 let (again, prev) = state::rearm(word);
                 if !again {
-                    inner.graveyard.push(body);
-                    self.end(inner, key, prev);
+                    // Cancelled while it ran.
+                    driver.cancelled_count += 1;
+                    self.clear_later(driver, key);
+                    let (_, last) = state::finish(word, state::CANCELLED);
+                    self.ended(driver, key, prev, last);
                     return false;
                 }
-                inner.bodies[key as usize] = Some(body);
-                inner.balance += 1;
-                inner.queue.insert(key, next);
-                return self.wakes_for(inner, key, next);
+                driver.balance += 1;
+                if self.limited() {
+                    self.pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                driver.queue.insert(key, next);
+                return next < self.wake_at.load(std::sync::atomic::Ordering::SeqCst);
             }
-        }
+        };
+        let (prev, last) = state::finish(word, end);
+        self.ended(driver, key, prev, last);
         false
     }
 
-    /// A task reached its end: wake its waiters, drop the driver's reference.
-    pub(super) fn end(&self, inner: &mut Inner, key: Key, prev: u64) {
+    /// A periodic task ends while this thread holds its body: the closure
+    /// is dropped with the lock released, by [`Shared::bury`]. The
+    /// graveyard entry's reference is the driver's, added here.
+    fn clear_later(&self, driver: &mut DriverState, key: Key) {
+        state::acquire(self.slab.word(key));
+        driver.graveyard.push(key);
+    }
+
+    /// A task reached its end: wake its waiters; a last reference frees
+    /// the key (with the lock released).
+    fn ended(&self, driver: &mut DriverState, key: Key, prev: u32, last: bool) {
         self.wake_waiters(key, prev);
-        self.release_locked(inner, key);
+        if last {
+            driver.to_free.push(key);
+        }
     }
 
-    /// Drops the closures in the graveyard with the lock released (their
-    /// destructors may use this scheduler), and returns the lock. Until
-    /// they are dropped the scheduler is not idle, so a `ManualClock`'s
-    /// `advance` returns only after the closures of the tasks that ended.
-    /// With an empty graveyard it only hands the lock back.
-    pub(crate) fn bury<'a>(&'a self, mut inner: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
-        let graveyard = std::mem::take(&mut inner.graveyard);
-        if graveyard.is_empty() {
-            return inner;
+    /// Drops the closures in the graveyard and empties the bodies of the
+    /// keys to free, with the lock released (their destructors may use
+    /// this scheduler), then returns the lock. Until they are dropped the
+    /// scheduler is not idle, so a `ManualClock`'s `advance` returns only
+    /// after the closures of the tasks that ended. With nothing to drop it
+    /// only hands the lock back.
+    pub(crate) fn bury<'a>(
+        &'a self,
+        mut driver: MutexGuard<'a, DriverState>,
+    ) -> MutexGuard<'a, DriverState> {
+        if driver.graveyard.is_empty() && driver.to_free.is_empty() {
+            return driver;
         }
-        inner.burying += 1;
-        drop(inner);
-        for body in graveyard {
-            task::drop_contained(body);
+        let mut graves = std::mem::take(&mut driver.graveyard);
+        let mut to_free = std::mem::take(&mut driver.to_free);
+        driver.burying += 1;
+        drop(driver);
+        for &key in &graves {
+            // SAFETY: a graveyard key's body is the driver's: the task was
+            // cancelled or ended and no one else may touch it (see
+            // `crate::state`).
+            unsafe { self.slab.with_body(key, task::clear_contained) };
+            if state::release(self.slab.word(key)) {
+                to_free.push(key);
+            }
         }
-        let mut inner = self.lock();
-        inner.burying -= 1;
-        inner
-    }
-
-    /// Removes every dead entry if they outnumber the live ones (and are at
-    /// least [`AUTO_PURGE_MIN`]).
-    pub(super) fn purge_if_needed(&self, inner: &mut Inner) {
-        let dead = self.dead(inner) as usize;
-        if dead >= AUTO_PURGE_MIN && dead * 2 > inner.queue.len() {
-            self.purge(inner);
+        for &key in &to_free {
+            self.empty_body(key);
         }
-        let worth = AUTO_PURGE_MIN.max(inner.queue.len() / 2 + 1) as u64;
-        self.purge_at.store(inner.reclaimed + worth, Relaxed);
-    }
-
-    /// Removes every cancelled entry from the queue; returns how many.
-    pub(crate) fn purge(&self, inner: &mut Inner) -> usize {
-        let mut removed = Vec::new();
-        let slots = &self.slots;
-        inner.queue.retain(
-            |key| state::of(slots.word(key).load(Acquire)) == state::SCHEDULED,
-            &mut removed,
-        );
-        for &key in &removed {
-            inner.reclaimed += 1;
-            self.release_locked(inner, key);
+        self.slab.give_keys(to_free.drain(..));
+        graves.clear();
+        let mut driver = self.lock();
+        driver.burying -= 1;
+        if driver.graveyard.is_empty() {
+            driver.graveyard = graves;
         }
-        removed.len()
+        if driver.to_free.is_empty() {
+            driver.to_free = to_free;
+        }
+        driver
     }
 
     /// When the driver next has work, once every dead entry is gone.
     pub(crate) fn next_expiration(&self) -> Option<Instant> {
-        let mut inner = self.lock();
-        if self.dead(&inner) > 0 {
-            self.purge(&mut inner);
+        let mut driver = self.lock();
+        self.intake(&mut driver, false);
+        if driver.dead > 0 {
+            self.purge(&mut driver);
         }
-        self.timebase.instant(inner.queue.next_deadline()?)
-    }
-
-    /// Dead entries (cancelled while waiting) still in the queue.
-    pub(super) fn dead(&self, inner: &Inner) -> u64 {
-        self.cancels.pending().saturating_sub(inner.reclaimed)
+        self.timebase.instant(driver.queue.next_deadline()?)
     }
 
     /// Before a driver sleeps: with no task waiting, what is left in the
     /// queue is dead, so drop it rather than wake up for it.
-    pub(crate) fn drop_dead_if_idle(&self, inner: &mut Inner) {
-        if !inner.queue.is_empty() && self.pending(inner) == 0 && self.dead(inner) > 0 {
-            self.purge(inner);
+    pub(crate) fn drop_dead_if_idle(&self, driver: &mut DriverState) {
+        if !driver.queue.is_empty() && self.pending_count(driver) == 0 && driver.dead > 0 {
+            self.purge(driver);
         }
     }
 
     /// Whether a driver thread may exit: shut down, and no task waits or
     /// runs. Dead entries left in the queue are dropped.
-    pub(crate) fn may_exit(&self, inner: &mut Inner) -> bool {
-        if !self.is_shutdown() || inner.busy > 0 || !inner.ready.is_empty() {
+    pub(crate) fn may_exit(&self, driver: &mut DriverState) -> bool {
+        if !self.is_shutdown()
+            || driver.busy > 0
+            || !driver.ready.is_empty()
+            || self.lanes.any_dirty()
+            || !driver.early_moves.is_empty()
+        {
             return false;
         }
-        if self.is_stopped() || self.pending(inner) == 0 {
-            if !inner.queue.is_empty() {
-                self.purge(inner);
+        if self.is_stopped() || self.pending_count(driver) == 0 {
+            if !driver.queue.is_empty() {
+                self.purge(driver);
             }
-            return inner.queue.is_empty();
+            return driver.queue.is_empty();
         }
         false
     }

@@ -1,15 +1,17 @@
 //! Unit tests of the shared state, on a threadless scheduler.
 
+use std::sync::atomic::Ordering::SeqCst;
+
 use super::*;
-use crate::core::{HierarchicalWheel, IndexedHeap};
+use crate::core::IndexedHeap;
 use crate::task::Task;
 
 /// A scheduler's shared state on a virtual clock, with no driver
 /// thread: the tests call what a driver would.
-fn threadless(queue: Queue, periodic_slack: Duration) -> Arc<Shared> {
+fn threadless(periodic_slack: Duration) -> Arc<Shared> {
     Shared::new(Config {
         clock: Arc::new(crate::ManualClock::new()),
-        queue,
+        queue: Queue::Heap(IndexedHeap::new()),
         executor: Executor::inline(),
         policy: ShutdownPolicy::default(),
         pending_limit: None,
@@ -25,8 +27,12 @@ fn threadless(queue: Queue, periodic_slack: Duration) -> Arc<Shared> {
 #[test]
 fn a_periodic_run_waits_its_slack_unless_a_one_shot_is_due_first() {
     let (ms, us) = (Duration::from_millis, Duration::from_micros);
-    let shared = threadless(Queue::Heap(IndexedHeap::new()), us(50));
-    let wake = || shared.next_wake(&shared.lock()).map(|t| t - shared.now());
+    let shared = threadless(us(50));
+    let wake = || {
+        let mut driver = shared.lock();
+        shared.intake(&mut driver, true);
+        shared.next_wake(&driver).map(|t| t - shared.now())
+    };
     let tick = Task::fixed_rate(ms(10), || {}).unwrap();
     shared.submit(When::After(ms(1)), tick).unwrap();
     assert_eq!(wake(), Some(nanos(ms(1) + us(50))));
@@ -40,24 +46,69 @@ fn a_periodic_run_waits_its_slack_unless_a_one_shot_is_due_first() {
     assert_eq!(wake(), Some(nanos(us(900))));
 }
 
-/// A wheel bucket grown big is offered ahead of its earliest deadline,
-/// to move down in chunks: the submission that makes it so must wake a
-/// driver planned for later, though the task itself is due after it.
+/// A submission wakes the driver only when it must: due before the
+/// driver's planned wake-up, or the first work in a clean lane while the
+/// driver watches none. `looks_at == 0` records the nudge.
 #[test]
-fn a_bucket_offered_ahead_of_its_deadline_wakes_the_driver() {
-    let ms = |n: u64| n * 1_000_000;
-    let wheels = HierarchicalWheel::new(ms(1), 8, 0, crate::core::Precision::Exact).unwrap();
-    let shared = threadless(Queue::Hier(wheels), Duration::ZERO);
-    shared.wake_at.store(ms(990), SeqCst); // a driver asleep until 990 ms
-    let mut last = 0;
-    for _ in 0..300 {
-        let task = Task::once(|| ());
-        last = shared
-            .submit(When::After(Duration::from_secs(1)), task)
-            .unwrap();
-    }
-    let mut inner = shared.lock();
-    let head = inner.queue.next_deadline().unwrap();
-    assert!(head < ms(990), "offered ahead, at {head}");
-    assert!(shared.wakes_for(&mut inner, last, ms(1000)));
+fn a_caller_nudges_the_driver_only_when_it_must() {
+    let shared = threadless(Duration::ZERO);
+    let nudged = |shared: &Shared| {
+        let mut driver = shared.lock();
+        let nudged = driver.looks_at == 0;
+        driver.looks_at = NEVER;
+        shared.intake(&mut driver, true);
+        nudged
+    };
+    let secs = Duration::from_secs;
+    // Asleep until 10 s and watching the lanes.
+    shared.wake_at.store(nanos(secs(10)), SeqCst);
+    shared.watching.store(true, SeqCst);
+    shared.submit(When::After(secs(20)), Task::once(|| ())).unwrap();
+    assert!(!nudged(&shared), "later than the planned wake-up, watched");
+    shared.submit(When::After(secs(5)), Task::once(|| ())).unwrap();
+    assert!(nudged(&shared), "due before the planned wake-up");
+    // Asleep without watching: the first push into a clean lane wakes it,
+    // the next one (the lane is dirty already) does not.
+    shared.watching.store(false, SeqCst);
+    shared.submit(When::After(secs(30)), Task::once(|| ())).unwrap();
+    let second = shared.submit(When::After(secs(30)), Task::once(|| ()));
+    assert!(nudged(&shared), "dirtied a lane nobody watches");
+    drop(second);
+    assert!(!nudged(&shared));
+}
+
+/// A cancel of a task the driver has not taken in yet is not logged: the
+/// driver finds it cancelled, never queues it, and buries its closure. One
+/// it holds is logged, and buried at the next intake.
+#[test]
+fn a_cancelled_closure_is_buried_once_whoever_sees_it_first() {
+    let shared = threadless(Duration::ZERO);
+    let token = Arc::new(());
+    let early = {
+        let t = token.clone();
+        shared
+            .submit(When::After(Duration::from_secs(1)), Task::once(move || drop(t)))
+            .unwrap()
+    };
+    let late = {
+        let t = token.clone();
+        shared
+            .submit(When::After(Duration::from_secs(1)), Task::once(move || drop(t)))
+            .unwrap()
+    };
+    assert!(shared.cancel(early), "cancelled before the intake");
+    let mut driver = shared.lock();
+    shared.intake(&mut driver, true);
+    assert_eq!(driver.queue.len(), 1, "only the live task is queued");
+    let driver = shared.bury(driver);
+    assert_eq!(Arc::strong_count(&token), 2, "the early one's closure is gone");
+    drop(driver);
+    assert!(shared.cancel(late), "cancelled after the intake: logged");
+    assert_eq!(Arc::strong_count(&token), 2, "kept until the driver reads the log");
+    let mut driver = shared.lock();
+    shared.intake(&mut driver, true);
+    drop(shared.bury(driver));
+    assert_eq!(Arc::strong_count(&token), 1);
+    shared.release(early);
+    shared.release(late);
 }

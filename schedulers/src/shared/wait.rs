@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::{MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{Inner, Shared};
-use crate::clock::{nanos, Clock};
+use super::{DriverState, Shared, HOUSEKEEPING};
+use crate::clock::{nanos, NEVER};
 
 /// Gaps shorter than this are spun through rather than slept, within the
 /// spin budget: a timed wait on Linux wakes 50 to 90 µs late, so sleeping
@@ -50,57 +50,86 @@ impl Shared {
     /// Every thread republishes before it sleeps, so the last one to sleep
     /// leaves the right value; while any is awake it reads 0.
     ///
+    /// A thread that `watch`es the lanes (the timer thread; a pool's leader)
+    /// wakes within a [housekeeping period](HOUSEKEEPING) to look again
+    /// while callers are active (the last intake found work in the lanes);
+    /// once an intake finds them clean, it sleeps until its deadline and
+    /// the next caller to dirty a lane wakes it.
+    ///
     /// A deadline that has passed returns at once: the queue still has
     /// work for this instant (a cascade it spreads over polls), and a
     /// virtual clock would never wake a driver for it. With `may_spin`, a
     /// deadline closer than a wake-up is spun through (within the budget).
     pub(crate) fn wait<'a>(
         &'a self,
-        mut inner: MutexGuard<'a, Inner>,
+        mut driver: MutexGuard<'a, DriverState>,
         deadline: Option<u64>,
         wake_at: u64,
         may_spin: bool,
-    ) -> MutexGuard<'a, Inner> {
-        if deadline.is_some_and(|d| d <= self.now()) {
-            return inner;
+        watch: bool,
+    ) -> MutexGuard<'a, DriverState> {
+        let now = self.now();
+        if deadline.is_some_and(|d| d <= now) || driver.looks_at == 0 {
+            driver.looks_at = NEVER;
+            return driver;
         }
+        let (deadline, wake_at) = if !watch {
+            (deadline, wake_at)
+        } else if driver.active || !driver.graveyard.is_empty() {
+            self.watching.store(true, SeqCst);
+            let look = now.saturating_add(HOUSEKEEPING);
+            driver.looks_at = look;
+            (Some(deadline.map_or(look, |d| d.min(look))), wake_at.min(look))
+        } else {
+            // SeqCst, then the lanes again: a caller who dirtied one before
+            // this store is seen here; one after sees the store and wakes us.
+            self.watching.store(false, SeqCst);
+            if self.lanes.any_dirty() {
+                return driver;
+            }
+            driver.looks_at = NEVER;
+            (deadline, wake_at)
+        };
         let timeout = deadline
             .and_then(|d| self.timebase.instant(d))
             .and_then(|at| self.clock.wait_for(at));
         if let (Some(t), Some(d)) = (timeout, deadline) {
-            let (now, gap) = (self.now(), nanos(t));
-            if may_spin && t < SHORT_GAP && inner.spin.allows(now, gap, self.spin_per_window) {
+            let gap = nanos(t);
+            if may_spin && t < SHORT_GAP && driver.spin.allows(now, gap, self.spin_per_window) {
                 // A timed wait would wake later than this gap lasts.
-                drop(inner);
+                drop(driver);
                 let mut at = now;
                 while at < d {
                     std::hint::spin_loop();
                     at = self.now();
                 }
-                let mut inner = self.lock();
-                inner.spin.spent += at - now;
-                return inner;
+                let mut driver = self.lock();
+                driver.spin.spent += at - now;
+                return driver;
             }
         }
         self.wake_at.store(wake_at, SeqCst);
         self.clock.on_idle();
-        inner.waiting += 1;
-        let mut inner = match timeout {
+        driver.waiting += 1;
+        let mut driver = match timeout {
             Some(t) => {
                 self.wakeup
-                    .wait_timeout(inner, t)
+                    .wait_timeout(driver, t)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0
             }
             None => self
                 .wakeup
-                .wait(inner)
+                .wait(driver)
                 .unwrap_or_else(PoisonError::into_inner),
         };
-        inner.waiting -= 1;
+        driver.waiting -= 1;
+        if watch {
+            driver.looks_at = NEVER;
+        }
         self.wakeups.fetch_add(1, Relaxed);
         self.wake_at.store(0, SeqCst);
-        inner
+        driver
     }
 
     /// Called first on every driver thread: sets its timer slack.
@@ -114,18 +143,18 @@ impl Shared {
     }
 
     /// A driver thread started.
-    pub(crate) fn thread_started(&self, inner: &mut Inner) {
-        inner.threads += 1;
+    pub(crate) fn thread_started(&self, driver: &mut DriverState) {
+        driver.threads += 1;
     }
 
     /// A driver thread exits; the last one marks the scheduler terminated.
-    pub(crate) fn thread_exited(&self, mut inner: MutexGuard<'_, Inner>) {
-        inner.threads -= 1;
-        if inner.threads == 0 {
-            inner.terminated = true;
+    pub(crate) fn thread_exited(&self, mut driver: MutexGuard<'_, DriverState>) {
+        driver.threads -= 1;
+        if driver.threads == 0 {
+            driver.terminated = true;
             self.terminated.notify_all();
         }
-        drop(self.bury(inner));
+        drop(self.bury(driver));
         self.wakeup.notify_all();
         self.clock.on_idle();
     }

@@ -1,0 +1,160 @@
+//! How callers hand work to a scheduler's driver without its lock: one
+//! *lane* per calling thread (up to [`LANES`] lanes, shared beyond that).
+//!
+//! A lane holds what its threads did since the driver last looked: new
+//! timers (key and deadline), resets (key, deadline and the reset's
+//! generation), and cancels of timers the driver already held; and a few
+//! free keys for its next timers. A caller takes only its own lane's lock,
+//! which no other caller shares unless more threads than lanes schedule at
+//! once, and the driver takes it about once per housekeeping period: so a
+//! schedule, a reset or a logged cancel costs one uncontended lock round
+//! trip and a push, never the driver's lock.
+//!
+//! The driver reads every lane at once, holding all their locks (a
+//! consistent cut): every reset whose CAS happened before the cut is in
+//! it, so the latest reset of a task is told from older ones by a 3-bit
+//! generation (see [`crate::state`]).
+
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::clock::lock;
+use crate::core::Key;
+
+/// Lanes per scheduler: threads beyond this many share lanes.
+pub(crate) const LANES: usize = 16;
+
+/// Free keys a lane keeps; past this, it returns a batch to the pool.
+pub(crate) const KEEP: usize = 4 * crate::slab::BATCH;
+
+/// A new timer: its key and deadline (ticks).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Submitted {
+    pub(crate) key: Key,
+    pub(crate) deadline: u64,
+}
+
+/// A reset: the key, its new deadline and the reset's generation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Moved {
+    pub(crate) key: Key,
+    pub(crate) generation: u32,
+    pub(crate) deadline: u64,
+}
+
+/// What a lane holds. See the [module docs](self).
+#[derive(Debug, Default)]
+pub(crate) struct Lane {
+    pub(crate) submitted: Vec<Submitted>,
+    pub(crate) moved: Vec<Moved>,
+    /// Cancelled timers the driver held (each entry holds a reference).
+    pub(crate) cancelled: Vec<Key>,
+    /// Keys this lane hands out next.
+    pub(crate) free: Vec<Key>,
+}
+
+impl Lane {
+    /// True if the lane holds nothing for the driver.
+    pub(crate) fn is_clean(&self) -> bool {
+        self.submitted.is_empty() && self.moved.is_empty() && self.cancelled.is_empty()
+    }
+}
+
+/// One lane and whether the driver has work in it, on its own cache lines.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct Slot {
+    lane: Mutex<Lane>,
+    /// Set by the caller that puts the first entry for the driver in a
+    /// clean lane; cleared by the driver when it empties it.
+    dirty: AtomicBool,
+}
+
+/// Every lane of a scheduler.
+#[derive(Debug)]
+pub(crate) struct Lanes {
+    slots: Box<[Slot]>,
+}
+
+thread_local! {
+    /// This thread's lane, the same in every scheduler.
+    static MINE: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Relaxed) % LANES
+    };
+}
+
+/// A caller's hold on its lane: entries pushed through it mark the lane
+/// dirty when it was clean.
+pub(crate) struct Held<'a> {
+    pub(crate) lane: MutexGuard<'a, Lane>,
+    slot: &'a Slot,
+    was_clean: bool,
+}
+
+impl Held<'_> {
+    /// True if this hold put the first entry for the driver into a clean
+    /// lane: the caller then checks that the driver will look (see
+    /// `Shared::nudge`).
+    pub(crate) fn dirtied(&self) -> bool {
+        self.was_clean && !self.lane.is_clean()
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if self.dirtied() {
+            // SeqCst: against the driver's store of `watching` and its
+            // re-check of every lane before it sleeps (`Shared::wait`).
+            self.slot.dirty.store(true, SeqCst);
+        }
+    }
+}
+
+impl Lanes {
+    pub(crate) fn new() -> Lanes {
+        Lanes {
+            slots: (0..LANES).map(|_| Slot::default()).collect(),
+        }
+    }
+
+    /// The calling thread's lane, locked.
+    pub(crate) fn mine(&self) -> Held<'_> {
+        let slot = &self.slots[MINE.with(|i| *i)];
+        let lane = lock(&slot.lane);
+        let was_clean = lane.is_clean();
+        Held {
+            lane,
+            slot,
+            was_clean,
+        }
+    }
+
+    /// True if any lane may hold work for the driver.
+    pub(crate) fn any_dirty(&self) -> bool {
+        self.slots.iter().any(|s| s.dirty.load(SeqCst))
+    }
+
+    /// Waits until no caller holds a lane: every push begun before this
+    /// call is then in its lane.
+    pub(crate) fn barrier(&self) {
+        for slot in self.slots.iter() {
+            drop(lock(&slot.lane));
+        }
+    }
+
+    /// Every lane locked at once, in order (callers take one lane at a
+    /// time, so this cannot deadlock with them): the driver's consistent
+    /// cut. Clears the dirty marks; the caller empties the lanes.
+    pub(crate) fn all(&self) -> Vec<MutexGuard<'_, Lane>> {
+        self.slots
+            .iter()
+            .map(|s| {
+                let lane = lock(&s.lane);
+                s.dirty.store(false, Relaxed);
+                lane
+            })
+            .collect()
+    }
+}

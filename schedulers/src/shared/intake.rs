@@ -1,0 +1,119 @@
+//! The driver's intake: what callers left in their lanes goes into the
+//! queue, and what they cancelled out of it, in one pass per housekeeping
+//! period.
+
+use std::sync::atomic::Ordering::Acquire;
+
+use super::{DriverState, Shared, AUTO_PURGE_MIN};
+use crate::core::Key;
+use crate::state;
+
+impl Shared {
+    /// Takes in everything in the lanes, under the driver's lock: new
+    /// timers are queued (or, if cancelled already, their closures are left
+    /// to [`Shared::bury`]), cancelled ones are left to `bury` too, and,
+    /// with `moves`, resets move their timers.
+    ///
+    /// Only a thread that claims tasks under this lock, or the timer
+    /// thread between its batches, applies resets (`moves`): a reset may
+    /// queue again a task that is due, and a batch claimed with the lock
+    /// released must not meet it queued behind its back. Anyone else leaves
+    /// them for the driver.
+    pub(crate) fn intake(&self, driver: &mut DriverState, moves: bool) {
+        driver.active = self.lanes.any_dirty();
+        if driver.active {
+            for mut lane in self.lanes.all() {
+                driver.submitted.append(&mut lane.submitted);
+                driver.moved.append(&mut lane.moved);
+                driver.cancelled.append(&mut lane.cancelled);
+            }
+            self.take_in_submitted(driver);
+            self.take_in_cancelled(driver);
+            let moved = std::mem::take(&mut driver.moved);
+            driver.early_moves.extend(moved);
+        }
+        if moves && !driver.early_moves.is_empty() {
+            self.take_in_moved(driver);
+        }
+        if driver.dead >= AUTO_PURGE_MIN as u64 && driver.dead * 2 > driver.queue.len() as u64 {
+            self.purge(driver);
+        }
+    }
+
+    fn take_in_submitted(&self, driver: &mut DriverState) {
+        let mut submitted = std::mem::take(&mut driver.submitted);
+        for s in submitted.drain(..) {
+            match state::intake(self.slab.word(s.key)) {
+                Ok(_) => {
+                    driver.queue.insert(s.key, s.deadline);
+                    driver.balance += 1;
+                }
+                Err(_) => {
+                    // Cancelled before the driver saw it: never queued; its
+                    // closure and the submission's reference go to `bury`.
+                    driver.cancelled_count += 1;
+                    driver.graveyard.push(s.key);
+                }
+            }
+        }
+        driver.submitted = submitted;
+    }
+
+    fn take_in_cancelled(&self, driver: &mut DriverState) {
+        let mut cancelled = std::mem::take(&mut driver.cancelled);
+        for &key in &cancelled {
+            driver.balance -= 1;
+            driver.cancelled_count += 1;
+            // The log entry's reference goes with the closure, in `bury`.
+            driver.graveyard.push(key);
+            if (self.remove_on_cancel || self.is_shutdown()) && driver.queue.remove(key) {
+                self.release_locked(driver, key);
+            } else {
+                driver.dead += 1;
+            }
+        }
+        cancelled.clear();
+        driver.cancelled = cancelled;
+    }
+
+    /// Applies the resets read so far, in order; one read before its
+    /// timer's submission waits for the next intake.
+    fn take_in_moved(&self, driver: &mut DriverState) {
+        let moved = std::mem::take(&mut driver.early_moves);
+        let mut early = Vec::new();
+        for m in moved {
+            let word = self.slab.word(m.key);
+            if word.load(Acquire) & state::DRAINED == 0 {
+                early.push(m);
+                continue;
+            }
+            let (latest, last) = state::reset_read(word, m.generation);
+            if latest && !driver.queue.reschedule(m.key, m.deadline) {
+                // Due and waiting for a thread (or left by a claim that met
+                // this reset): queue it again; a waiting copy finds it
+                // queued and lets go.
+                state::acquire(word);
+                driver.queue.insert(m.key, m.deadline);
+            }
+            if last {
+                driver.to_free.push(m.key);
+            }
+        }
+        driver.early_moves = early;
+    }
+
+    /// Removes every cancelled entry from the queue; returns how many.
+    pub(crate) fn purge(&self, driver: &mut DriverState) -> usize {
+        let mut removed = Vec::new();
+        let slab = &self.slab;
+        driver.queue.retain(
+            |key: Key| state::of(slab.word(key).load(Acquire)) == state::SCHEDULED,
+            &mut removed,
+        );
+        for &key in &removed {
+            self.release_locked(driver, key);
+        }
+        driver.dead = 0;
+        removed.len()
+    }
+}
