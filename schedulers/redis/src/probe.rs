@@ -1,35 +1,45 @@
-//! The claim-script ceiling: how fast one Redis hands out due jobs when it
-//! does nothing else. The load benchmark (`schedulers-redis-worker bench
-//! --shape ceiling`) compares the drain rate of real workers with it.
-
-// A measurement: it times the claim loop in real time.
-#![allow(clippy::disallowed_methods)]
+//! The claim-script ceiling (feature `test-util`): how fast one Redis hands
+//! out due jobs when it does nothing else. The workbench's load benchmark
+//! (`workbench redis-bench --shape ceiling`) compares the drain rate of real
+//! workers with it.
 
 use std::time::{Duration, Instant};
 
-use super::store::Store;
-use super::{Config, DistError};
+use crate::store::{Store, MAX_BATCH};
+use crate::{Config, Error};
 
 /// What [`claim_ceiling`] measured.
 #[derive(Debug, Clone)]
-pub(crate) struct Ceiling {
+#[non_exhaustive]
+pub struct Ceiling {
     /// Jobs claimed.
-    pub(crate) claimed: u64,
+    pub claimed: u64,
     /// Claim script calls made.
-    pub(crate) calls: u64,
+    pub calls: u64,
     /// Wall time of the claim loop.
-    pub(crate) wall: Duration,
+    pub wall: Duration,
 }
 
 /// Claims every due job of the schedule back to back with the worker's
 /// claim script, up to `batch` per call, with no handler and no ack: one
-/// claim per shard that still has jobs, pipelined, then the next round. The caller schedules the backlog first and reads
-/// Redis's own counters (`INFO`) around this call.
+/// claim per shard that still has jobs, pipelined, then the next round. The
+/// caller schedules the backlog first and reads Redis's own counters
+/// (`INFO`) around this call.
+///
+/// A measurement, not an operation: the claimed jobs are left leased, and
+/// run again when their leases lapse, so use a namespace of its own.
 ///
 /// # Errors
 ///
-/// [`DistError::Redis`] if Redis cannot be reached.
-pub(crate) fn claim_ceiling(url: &str, config: Config, batch: usize) -> Result<Ceiling, DistError> {
+/// [`Error::InvalidConfig`] if `batch` is not 1 to 1,000 (as
+/// [`WorkerBuilder::batch`](crate::WorkerBuilder::batch));
+/// [`Error::Redis`] if Redis cannot be reached; as
+/// [`RedisScheduler::connect`](crate::RedisScheduler::connect) for the
+/// configuration.
+pub fn claim_ceiling(url: &str, config: Config, batch: usize) -> Result<Ceiling, Error> {
+    if !(1..=MAX_BATCH).contains(&batch) {
+        return Err(Error::InvalidConfig("batch must be within 1..=1000"));
+    }
     let store = Store::new(url, config)?;
     let mut con = store.conn();
     let mut open: Vec<usize> = (0..store.shards.len()).collect();

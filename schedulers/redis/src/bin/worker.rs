@@ -1,19 +1,19 @@
-//! `schedulers-redis-worker`: a worker process of the distributed scheduler,
-//! and a load benchmark that drives several of them. See
-//! [`schedulers::distributed::harness`] for the command line.
+//! `schedulers-redis-worker` (feature `test-util`): a worker process of the
+//! Redis scheduler for tests and benchmarks, or a throwaway Redis Cluster.
+//! See [`schedulers_redis::cli`] for the command line, or run it with
+//! `--help`.
 
 use std::process::ExitCode;
 
+use clap::Parser;
+use schedulers_redis::cli::{self, Cli, Command};
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let respawn = match std::env::current_exe() {
-        Ok(exe) => vec![exe.into_os_string()],
-        Err(e) => {
-            eprintln!("schedulers-redis-worker: cannot find this program: {e}");
-            return ExitCode::FAILURE;
-        }
+    let result = match Cli::parse().command {
+        Command::Work(args) => cli::work(&args),
+        Command::Cluster(args) => cli::cluster(&args),
     };
-    match schedulers::distributed::harness::run(&args, &respawn) {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("schedulers-redis-worker: {e}");
