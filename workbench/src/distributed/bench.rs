@@ -1,385 +1,207 @@
-//! The command line of `schedulers-redis-worker` (and of `workbench
-//! redis-worker`): a worker process of the distributed scheduler, and a load
-//! benchmark that drives several of them. A function, so that any binary can
-//! be the worker: [`run`] takes the arguments and the command that starts the
-//! same binary again for the benchmark's worker processes.
+//! The load benchmark of the Redis scheduler: it starts fresh servers and
+//! worker processes, drives one load shape, and reports what it measured as
+//! one JSON object per run. Our subjects run it in process; by hand it is
+//! `workbench redis-bench` (see [`BenchArgs`]):
 //!
 //! ```text
-//! <binary> work --url URL [--ns NS] [--shards 8] [--slice-ms 60000]
-//!     [--durability async|fsync|replicas:N] [--durability-timeout-ms 2000]
-//!     [--io-timeout-ms 5000]
-//!     [--threads 4] [--lease-ms 30000] [--heartbeat-ms L/3] [--poll-ms 1000]
-//!     [--batch 64] [--buffer N] [--max-attempts 5] [--backoff-ms 1000]
-//!     [--history FILE] [--summary 1] [--name NAME]
-//! <binary> cluster [--masters 3] [--replicas 1]
-//! <binary> bench [--shape drain|paced|ceiling|idle] [--url URL]
+//! workbench redis-bench [--shape drain|paced|ceiling|idle] [--url URL]
 //!     [--workers 1,2,4] [--jobs 20000] [--window-ms 4000] [--lead-ms 1000]
 //!     [--threads 4] [--shards 8] [--batch N] [--buffer N] [--poll-ms N] [--lease-ms N]
 //!     [--cluster MASTERS [--replicas 1]] [--appendfsync everysec|always]
 //!     [--durability async|fsync|replicas:N] [--durability-timeout-ms N]
 //! ```
 //!
-//! `work` runs until its standard input closes, then shuts down gracefully.
-//! Handlers: `noop`; `sleep` (payload: milliseconds to sleep); `fail`
-//! (always fails). With `--history`, every worker event is appended to FILE
-//! as one JSON line (times are Redis's clock), written before the next step
-//! so a `kill -9` loses nothing already done. With `--summary`, the worker
-//! counts runs and lateness in memory and prints them as one `summary` JSON
-//! line when it exits. A `stats` line on its standard input prints its
-//! Redis round trips so far and its buffer's capacity.
-//!
-//! `bench` runs one load shape and prints one JSON object per run:
 //! - `drain`: `--jobs` no-op jobs already due, then the workers start;
 //!   jobs/s from the first claim to the last ack (Redis clock);
 //! - `paced`: the workers run, then `--jobs` no-op jobs due evenly over
 //!   `--window-ms` from `--lead-ms` ahead; lateness (start − due, Redis
 //!   clock) percentiles, and jobs/s from the first due time to the last ack;
 //! - `ceiling`: the claim script alone claims a backlog of `--jobs`, back to
-//!   back, `--batch` per call: jobs per second of Redis CPU, the most one
-//!   Redis core hands out (the client's wall-clock rate beside it);
-//! - `idle`: one worker, 10,000 jobs pending an hour ahead: its Redis round
-//!   trips per second.
+//!   back, `--batch` per call ([`schedulers_redis::claim_ceiling`]): jobs per
+//!   second of Redis CPU, the most one Redis core hands out (the client's
+//!   wall-clock rate beside it);
+//! - `idle`: one worker, `--pending` jobs an hour ahead: its Redis round
+//!   trips per second over `--seconds`.
 //!
 //! Drain and paced run once per count in `--workers`, each against a fresh
 //! `redis-server` (unless `--url` is given), or a fresh local Redis Cluster
 //! of `--cluster` masters (with `--replicas` each; Redis's counters are
 //! summed over the masters). `--appendfsync` sets the fresh servers' AOF
 //! policy and `--durability` the clients' (`fsync` on Redis 7.0 needs
-//! `--appendfsync always`; `replicas:N` a Cluster with replicas). Every report has Redis's own
-//! cost over the measured window (CPU time from `INFO cpu`, calls per
-//! command from `INFO commandstats`, which counts the commands scripts run
-//! too, and the scripts' time), the workers' round trips, and the load
-//! average.
+//! `--appendfsync always`; `replicas:N` a Cluster with replicas). Every
+//! report has Redis's own cost over the measured window (CPU time from
+//! `INFO cpu`, calls per command from `INFO commandstats`, which counts the
+//! commands scripts run too, and the scripts' time), the workers' round
+//! trips, and the load average.
+//!
+//! The worker processes are `schedulers-redis-worker work` processes
+//! ([`schedulers_redis::cli`]), started as this binary's `redis-worker`
+//! subcommand with `--summary`: each counts its runs and lateness and
+//! answers `stats` on its standard input.
+//!
+//! The report's format is also what BullMQ's harness prints
+//! ([`crate::peers::bullmq`]); [`parse_report`] reads both.
 
-// A process harness and benchmark: it waits and measures in real time. The
-// scheduling decisions themselves are made by the library on Redis's clock.
+// A benchmark of processes and servers: it waits and measures in real time.
+// The scheduling decisions themselves are made on Redis's clock.
 #![allow(clippy::disallowed_methods)]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use clap::{Parser, ValueEnum};
+use schedulers_redis::cli::ConfigArgs;
+use schedulers_redis::{
+    claim_ceiling, Job, LocalCluster, LocalRedis, LocalServerError, RedisScheduler,
+};
 use serde_json::json;
 
-use super::probe::claim_ceiling;
-use super::{
-    AckOutcome, Config, DistError, Durability, Fire, Job, LocalCluster, LocalRedis, RedisScheduler,
-    Worker, WorkerEvent, DEFAULT_SHARDS,
-};
+use crate::record::{Measurement, Metric};
+use crate::runner::RunError;
+use crate::spec::{Distributed, Workload};
 
-/// Runs the command line `args` (`work …` or `bench …`, without the program
-/// name). `respawn` is the command that starts this same command line again
-/// (the program and whatever arguments come before `work`): `bench` starts
-/// its worker processes with it.
+/// The load shapes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Shape {
+    /// A backlog already due, then the workers start: capacity.
+    Drain,
+    /// Jobs due evenly over a window, below capacity: lateness.
+    Paced,
+    /// The claim script alone, back to back: Redis's ceiling.
+    Ceiling,
+    /// One worker with nothing due: its round trips per second.
+    Idle,
+}
+
+/// The AOF policy of the fresh servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Appendfsync {
+    /// Redis's default: fsync once a second.
+    Everysec,
+    /// Fsync before every reply.
+    Always,
+}
+
+/// The benchmark's flags: `workbench redis-bench --help`.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "redis-bench")]
+pub struct BenchArgs {
+    /// The load shape.
+    #[arg(long, value_enum, default_value_t = Shape::Paced)]
+    pub shape: Shape,
+    /// An existing Redis (default: a fresh local server per run).
+    #[arg(long, conflicts_with = "cluster")]
+    pub url: Option<String>,
+    /// Worker process counts, one run each (drain, paced).
+    #[arg(long, value_delimiter = ',', default_value = "1",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub workers: Vec<u64>,
+    /// Jobs (default: 20,000; 100,000 for the ceiling).
+    #[arg(long)]
+    pub jobs: Option<u64>,
+    /// The paced window, in ms.
+    #[arg(long, value_name = "MS", default_value_t = 4000)]
+    pub window_ms: u64,
+    /// How far ahead of now the paced window opens, in ms.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub lead_ms: u64,
+    /// Handler threads per worker process.
+    #[arg(long, default_value_t = 4)]
+    pub threads: u64,
+    /// Jobs per claim call (workers; the ceiling's default: 64).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// The workers' local buffer (default: adaptive).
+    #[arg(long)]
+    pub buffer: Option<usize>,
+    /// The workers' poll interval, in ms.
+    #[arg(long, value_name = "MS")]
+    pub poll_ms: Option<u64>,
+    /// The workers' lease, in ms.
+    #[arg(long, value_name = "MS")]
+    pub lease_ms: Option<u64>,
+    /// A fresh local Cluster of this many masters instead of one server.
+    #[arg(long, value_name = "MASTERS")]
+    pub cluster: Option<usize>,
+    /// Replicas of each master of `--cluster`.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// The AOF policy of the fresh servers.
+    #[arg(long, value_enum, default_value_t = Appendfsync::Everysec)]
+    pub appendfsync: Appendfsync,
+    /// `idle`: seconds measured.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seconds: u64,
+    /// `idle`: jobs pending an hour ahead.
+    #[arg(long, default_value_t = 10_000)]
+    pub pending: u64,
+    /// Layout and durability of every client (producer and workers).
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Why a benchmark run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A call of the scheduler failed.
+    #[error("redis scheduler: {0}")]
+    Scheduler(#[from] schedulers_redis::Error),
+    /// A fresh server or Cluster did not start.
+    #[error("local server: {0}")]
+    Server(#[from] LocalServerError),
+    /// Reading Redis's own counters failed.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// A worker process could not be started or misbehaved.
+    #[error("worker process: {0}")]
+    Worker(String),
+    /// Jobs were still pending when the run gave up.
+    #[error("{0} jobs still pending after 600 s")]
+    NotDrained(u64),
+}
+
+impl From<BenchError> for RunError {
+    fn from(e: BenchError) -> RunError {
+        RunError::Child(e.to_string())
+    }
+}
+
+/// Runs the benchmark `args` describes and hands each run's report to
+/// `report`. `worker` is the command that starts a worker process (a
+/// program and the arguments before `work`'s flags).
 ///
 /// # Errors
 ///
-/// A message saying what failed (bad arguments, Redis unreachable, a worker
-/// that did not start).
-pub fn run(args: &[String], respawn: &[OsString]) -> Result<(), String> {
-    if respawn.is_empty() {
-        return Err("no command to start worker processes with".into());
-    }
-    let opts = |rest: &[String]| Opts::parse(rest, respawn);
-    match args.first().map(String::as_str) {
-        Some("work") => work(&opts(&args[1..])),
-        Some("bench") => bench(&opts(&args[1..])),
-        Some("cluster") => cluster(&opts(&args[1..])),
-        _ => Err("usage: work|bench|cluster [--flag value]...".to_owned()),
-    }
-}
-
-struct Opts {
-    flags: HashMap<String, String>,
-    respawn: Vec<OsString>,
-}
-
-impl Opts {
-    fn parse(args: &[String], respawn: &[OsString]) -> Opts {
-        let mut flags = HashMap::new();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            if let Some(k) = a.strip_prefix("--") {
-                flags.insert(k.to_owned(), it.next().cloned().unwrap_or_default());
+/// [`BenchError`]: a server, a worker process or Redis failed.
+pub fn run(
+    args: &BenchArgs,
+    worker: &[OsString],
+    report: &mut dyn FnMut(serde_json::Value),
+) -> Result<(), BenchError> {
+    match args.shape {
+        Shape::Drain | Shape::Paced => {
+            for &workers in &args.workers {
+                // A fresh server per run (unless --url): nothing left over
+                // from the previous run, and clean counters.
+                let server = Server::new(args)?;
+                report(bench_one(args, worker, &server, workers)?);
             }
-        }
-        Opts {
-            flags,
-            respawn: respawn.to_vec(),
-        }
-    }
-    fn has(&self, k: &str) -> bool {
-        self.flags.contains_key(k)
-    }
-    fn str(&self, k: &str) -> Option<&str> {
-        self.flags.get(k).map(String::as_str)
-    }
-    fn opt(&self, k: &str) -> Result<Option<u64>, String> {
-        self.flags.get(k).map(|_| self.num(k, 0)).transpose()
-    }
-    fn num(&self, k: &str, default: u64) -> Result<u64, String> {
-        match self.flags.get(k) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("--{k} wants a number, got {v:?}")),
-        }
-    }
-    /// The layout from the flags; a flag not given keeps the library's
-    /// default, so a worker and a producer on defaults agree.
-    fn config(&self) -> Result<Config, String> {
-        let mut c = Config::default().namespace(self.str("ns").unwrap_or("default"));
-        if let Some(n) = self.opt("shards")? {
-            c = c.shards(u32::try_from(n).map_err(|_| "--shards is too large")?);
-        }
-        if let Some(ms) = self.opt("slice-ms")? {
-            c = c.slice(Duration::from_millis(ms));
-        }
-        if let Some(d) = self.str("durability") {
-            c = c.durability(parse_durability(d)?);
-        }
-        if let Some(ms) = self.opt("durability-timeout-ms")? {
-            c = c.durability_timeout(Duration::from_millis(ms));
-        }
-        if let Some(ms) = self.opt("io-timeout-ms")? {
-            c = c.io_timeout(Duration::from_millis(ms));
-        }
-        Ok(c)
-    }
-}
-
-/// `async`, `fsync` or `replicas:N`.
-fn parse_durability(s: &str) -> Result<Durability, String> {
-    match s {
-        "async" => Ok(Durability::Async),
-        "fsync" => Ok(Durability::Fsync),
-        _ => s
-            .strip_prefix("replicas:")
-            .and_then(|n| n.parse().ok())
-            .map(Durability::Replicas)
-            .ok_or_else(|| format!("--durability wants async, fsync or replicas:N, got {s:?}")),
-    }
-}
-
-fn e2s(e: DistError) -> String {
-    e.to_string()
-}
-
-/// Appends JSON lines to a file, one `write` per line.
-struct History(Mutex<File>);
-
-impl History {
-    fn write(&self, v: serde_json::Value) {
-        let mut line = v.to_string();
-        line.push('\n');
-        let mut f = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        // A history that cannot be written is reported, not fatal.
-        if let Err(e) = f.write_all(line.as_bytes()) {
-            eprintln!("history: {e}");
-        }
-    }
-}
-
-fn fire_json(ev: &str, w: &str, f: &Fire) -> serde_json::Value {
-    json!({"ev": ev, "w": w, "id": f.id, "fire": f.fire_id(), "due": f.due_ms, "fence": f.fence, "att": f.attempt,
-           "claimed": f.claimed_ms, "shard": f.shard, "per": f.period_ms})
-}
-
-fn outcome_str(o: &AckOutcome) -> String {
-    match o {
-        AckOutcome::Done => "done".into(),
-        AckOutcome::Next(_) => "next".into(),
-        AckOutcome::Retry => "retry".into(),
-        AckOutcome::Dead => "dead".into(),
-        AckOutcome::Cancelled => "cancelled".into(),
-        AckOutcome::Stale => "stale".into(),
-        AckOutcome::Error(_) => "error".into(),
-    }
-}
-
-/// What a worker process counts for the benchmark (`--summary`).
-#[derive(Default)]
-struct Tally {
-    runs: u64,
-    /// Lateness in ms (start − due, Redis clock) → count.
-    lateness: BTreeMap<i64, u64>,
-    first_claim: Option<i64>,
-    last_ack: Option<i64>,
-    acked: u64,
-}
-
-impl Tally {
-    fn started(&mut self, fire: &Fire, at_ms: i64) {
-        self.runs += 1;
-        *self.lateness.entry(at_ms - fire.due_ms).or_default() += 1;
-        self.first_claim = Some(
-            self.first_claim
-                .map_or(fire.claimed_ms, |t| t.min(fire.claimed_ms)),
-        );
-    }
-
-    fn finished(&mut self, outcome: &AckOutcome, at_ms: i64) {
-        if matches!(outcome, AckOutcome::Done | AckOutcome::Next(_)) {
-            self.acked += 1;
-            self.last_ack = Some(self.last_ack.map_or(at_ms, |t| t.max(at_ms)));
-        }
-    }
-
-    fn json(&self) -> serde_json::Value {
-        json!({
-            "runs": self.runs, "acked": self.acked,
-            "lateness_ms": self.lateness.iter().map(|(k, v)| [*k, *v as i64]).collect::<Vec<_>>(),
-            "first_claim": self.first_claim, "last_ack": self.last_ack,
-        })
-    }
-}
-
-/// The worker's own Redis counters and buffer capacity, printed on request
-/// (`stats` on stdin).
-fn counters(w: &Worker) -> serde_json::Value {
-    let s = w.stats();
-    json!({"round_trips": s.round_trips, "commands": s.commands, "claimed": s.claimed, "buffer": s.buffer})
-}
-
-fn work(o: &Opts) -> Result<(), String> {
-    let url = o.str("url").ok_or("--url is required")?;
-    let name = o
-        .str("name")
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("w{}", std::process::id()));
-    let lease = o.num("lease-ms", 30_000)?;
-    let history = match o.str("history") {
-        Some(p) => Some(History(Mutex::new(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|e| format!("{p}: {e}"))?,
-        ))),
-        None => None,
-    };
-    let tally = Arc::new(Mutex::new(Tally::default()));
-    let backoff = Duration::from_millis(o.num("backoff-ms", 1000)?);
-    let mut b = Worker::builder(url, o.config()?)
-        .name(name.clone())
-        .threads(o.num("threads", 4)? as usize)
-        .lease(Duration::from_millis(lease))
-        .max_attempts(o.num("max-attempts", 5)? as u32)
-        .backoff(backoff, backoff * 64)
-        .handler("noop", |_| Ok(()))
-        .handler("sleep", |f| {
-            let ms: u64 = f.payload()?;
-            std::thread::sleep(Duration::from_millis(ms));
             Ok(())
-        })
-        .handler("fail", |_| Err("this kind always fails".into()));
-    // Tuning flags not given keep the library's defaults.
-    if let Some(ms) = o.opt("heartbeat-ms")? {
-        b = b.heartbeat(Duration::from_millis(ms));
-    }
-    if let Some(ms) = o.opt("poll-ms")? {
-        b = b.poll_interval(Duration::from_millis(ms));
-    }
-    if let Some(n) = o.opt("batch")? {
-        b = b.batch(n as usize);
-    }
-    if let Some(n) = o.opt("buffer")? {
-        b = b.buffer(n as usize);
-    }
-    if let Some(h) = history {
-        let w = name.clone();
-        b = b.on_event(move |e| match e {
-            WorkerEvent::Started { fire, at_ms } => {
-                let mut v = fire_json("start", &w, fire);
-                v["at"] = json!(at_ms);
-                h.write(v)
-            }
-            WorkerEvent::Finished {
-                fire,
-                outcome,
-                at_ms,
-                ..
-            } => {
-                let mut v = fire_json("end", &w, fire);
-                v["outcome"] = json!(outcome_str(outcome));
-                v["at"] = json!(at_ms);
-                h.write(v)
-            }
-            WorkerEvent::LeaseLost { fire } => h.write(fire_json("lost", &w, fire)),
-            WorkerEvent::Released { fire } => h.write(fire_json("released", &w, fire)),
-            WorkerEvent::Reaped {
-                id,
-                due_ms,
-                fence,
-                outcome,
-                at_ms,
-            } => h.write(json!({
-                "ev": "reaped", "w": w, "id": id, "due": due_ms, "fence": fence,
-                "outcome": outcome, "at": at_ms})),
-            WorkerEvent::RedisError { .. } => {}
-        });
-    } else if o.has("summary") {
-        let t = tally.clone();
-        b = b.on_event(move |e| match e {
-            WorkerEvent::Started { fire, at_ms } => t
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .started(fire, *at_ms),
-            WorkerEvent::Finished { outcome, at_ms, .. } => t
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .finished(outcome, *at_ms),
-            _ => {}
-        });
-    }
-    let worker = b.start().map_err(e2s)?;
-    println!("ready {name}");
-    let _ = std::io::stdout().flush();
-    // Run until standard input closes; a `stats` line asks for the counters.
-    for line in std::io::stdin().lock().lines() {
-        match line {
-            Ok(l) if l.trim() == "stats" => {
-                println!("stats {}", counters(&worker));
-                let _ = std::io::stdout().flush();
-            }
-            Ok(_) => {}
-            Err(_) => break,
         }
+        Shape::Ceiling => ceiling(args).map(report),
+        Shape::Idle => idle(args, worker).map(report),
     }
-    worker.shutdown();
-    worker.join();
-    if o.has("summary") {
-        let mut v = tally.lock().unwrap_or_else(|p| p.into_inner()).json();
-        v["counters"] = counters(&worker);
-        println!("summary {v}");
-    }
-    Ok(())
 }
 
-/// `cluster`: starts a [`LocalCluster`], prints `ready <seed url> <port>…`
-/// (every node's port), and keeps it until standard input closes. A test
-/// process that holds the pipe gets the Cluster killed when it exits, however
-/// it exits.
-fn cluster(o: &Opts) -> Result<(), String> {
-    let c = LocalCluster::start(
-        o.num("masters", 3)? as usize,
-        o.num("replicas", 1)? as usize,
-    )
-    .map_err(e2s)?;
-    let ports: Vec<String> = c.nodes().iter().map(|n| n.port().to_string()).collect();
-    println!("ready {} {}", c.url(), ports.join(" "));
-    let _ = std::io::stdout().flush();
-    for line in std::io::stdin().lock().lines() {
-        if line.is_err() {
-            break;
-        }
-    }
-    drop(c);
-    Ok(())
+/// A namespace no earlier run of this process used.
+fn namespace(kind: &str, workers: u64) -> String {
+    static RUN: AtomicU64 = AtomicU64::new(0);
+    let n = RUN.fetch_add(1, Ordering::Relaxed);
+    format!("{kind}-{}-{n}-{workers}", std::process::id())
 }
 
 fn percentile(hist: &BTreeMap<i64, u64>, p: f64) -> i64 {
@@ -406,17 +228,24 @@ struct Proc {
 }
 
 impl Proc {
-    fn spawn(respawn: &[OsString], args: &[String]) -> Result<Proc, String> {
-        let (exe, prefix) = respawn.split_first().ok_or("no command")?;
+    fn spawn(worker: &[OsString], args: &[String]) -> Result<Proc, BenchError> {
+        let (exe, prefix) = worker
+            .split_first()
+            .ok_or_else(|| BenchError::Worker("no command to start workers with".into()))?;
         let mut child = Command::new(exe)
             .args(prefix)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("{}: {e}", exe.to_string_lossy()))?;
+            .map_err(|e| BenchError::Worker(format!("{}: {e}", exe.to_string_lossy())))?;
         let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let stdout = BufReader::new(
+            child
+                .stdout
+                .take()
+                .ok_or_else(|| BenchError::Worker("no stdout".into()))?,
+        );
         let mut p = Proc {
             child,
             stdin,
@@ -424,44 +253,47 @@ impl Proc {
         };
         let line = p.line()?;
         if !line.starts_with("ready") {
-            return Err(format!("worker did not start: {line:?}"));
+            return Err(BenchError::Worker(format!("did not start: {line:?}")));
         }
         Ok(p)
     }
 
-    fn line(&mut self) -> Result<String, String> {
+    fn line(&mut self) -> Result<String, BenchError> {
         let mut line = String::new();
         self.stdout
             .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| BenchError::Worker(e.to_string()))?;
         Ok(line)
     }
 
     /// The worker's counters now.
-    fn counters(&mut self) -> Result<serde_json::Value, String> {
-        let stdin = self.stdin.as_mut().ok_or("worker stdin closed")?;
+    fn counters(&mut self) -> Result<serde_json::Value, BenchError> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| BenchError::Worker("stdin closed".into()))?;
         stdin
             .write_all(b"stats\n")
             .and_then(|()| stdin.flush())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| BenchError::Worker(e.to_string()))?;
         let line = self.line()?;
         let v = line
             .strip_prefix("stats ")
-            .ok_or_else(|| format!("expected a stats line, got {line:?}"))?;
-        serde_json::from_str(v).map_err(|e| e.to_string())
+            .ok_or_else(|| BenchError::Worker(format!("expected a stats line, got {line:?}")))?;
+        serde_json::from_str(v).map_err(|e| BenchError::Worker(e.to_string()))
     }
 
     /// Graceful stop; returns the worker's summary.
-    fn finish(&mut self) -> Result<serde_json::Value, String> {
+    fn finish(&mut self) -> Result<serde_json::Value, BenchError> {
         drop(self.stdin.take());
         loop {
             let line = self.line()?;
             if line.is_empty() {
-                return Err("worker exited without a summary".into());
+                return Err(BenchError::Worker("exited without a summary".into()));
             }
             if let Some(v) = line.strip_prefix("summary ") {
                 let _ = self.child.wait();
-                return serde_json::from_str(v).map_err(|e| e.to_string());
+                return serde_json::from_str(v).map_err(|e| BenchError::Worker(e.to_string()));
             }
         }
     }
@@ -487,7 +319,7 @@ struct RedisCounters {
 /// counters are summed over them.
 struct Masters(Vec<redis::Connection>);
 
-fn redis_counters(m: &mut Masters) -> Result<RedisCounters, String> {
+fn redis_counters(m: &mut Masters) -> Result<RedisCounters, BenchError> {
     let mut sum = RedisCounters::default();
     for con in &mut m.0 {
         let c = node_counters(con)?;
@@ -502,12 +334,11 @@ fn redis_counters(m: &mut Masters) -> Result<RedisCounters, String> {
     Ok(sum)
 }
 
-fn node_counters(con: &mut redis::Connection) -> Result<RedisCounters, String> {
+fn node_counters(con: &mut redis::Connection) -> Result<RedisCounters, BenchError> {
     let text: String = redis::cmd("INFO")
         .arg("commandstats")
         .arg("cpu")
-        .query(con)
-        .map_err(|e| e.to_string())?;
+        .query(con)?;
     let mut c = RedisCounters::default();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("cmdstat_") {
@@ -536,12 +367,9 @@ fn node_counters(con: &mut redis::Connection) -> Result<RedisCounters, String> {
 }
 
 /// Resets Redis's counters and reads them: the start of a measured window.
-fn open_window(m: &mut Masters) -> Result<RedisCounters, String> {
+fn open_window(m: &mut Masters) -> Result<RedisCounters, BenchError> {
     for con in &mut m.0 {
-        let _: () = redis::cmd("CONFIG")
-            .arg("RESETSTAT")
-            .query(con)
-            .map_err(|e| e.to_string())?;
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(con)?;
     }
     redis_counters(m)
 }
@@ -552,13 +380,12 @@ fn schedule_noops(
     prefix: &str,
     n: u64,
     when: impl Fn(u64, Job) -> Job,
-) -> Result<(), String> {
+) -> Result<(), BenchError> {
     let list: Vec<Job> = (0..n)
         .map(|i| Job::new(format!("{prefix}{i}"), "noop").map(|j| when(i, j)))
-        .collect::<Result<_, _>>()
-        .map_err(e2s)?;
-    for r in sched.schedule_many(&list).map_err(e2s)? {
-        r.map_err(e2s)?;
+        .collect::<Result<_, _>>()?;
+    for r in sched.schedule_many(&list)? {
+        r?;
     }
     Ok(())
 }
@@ -602,9 +429,8 @@ fn load_average() -> String {
         .unwrap_or_default()
 }
 
-/// A Redis for one run: the given URL, or a fresh local server
-/// (`--appendfsync always|everysec`), or with `--cluster M` a fresh local
-/// Cluster of M masters with `--replicas R` (default 1) each.
+/// A Redis for one run: the given URL, or a fresh local server, or a fresh
+/// local Cluster.
 struct Server {
     url: String,
     /// The URL of every master.
@@ -614,30 +440,20 @@ struct Server {
 }
 
 impl Server {
-    fn new(o: &Opts) -> Result<Server, String> {
-        let always = match o.str("appendfsync") {
-            None | Some("everysec") => false,
-            Some("always") => true,
-            Some(other) => {
-                return Err(format!(
-                    "--appendfsync wants always or everysec, got {other:?}"
-                ))
-            }
-        };
-        let node = LocalRedis::builder().appendfsync_always(always);
-        Ok(match (o.str("url"), o.opt("cluster")?) {
+    fn new(args: &BenchArgs) -> Result<Server, BenchError> {
+        let node =
+            LocalRedis::builder().appendfsync_always(args.appendfsync == Appendfsync::Always);
+        Ok(match (&args.url, args.cluster) {
             (Some(u), _) => Server {
-                url: u.to_owned(),
-                masters: vec![u.to_owned()],
+                url: u.clone(),
+                masters: vec![u.clone()],
                 _local: None,
                 _cluster: None,
             },
             (None, Some(m)) => {
-                let c = LocalCluster::start_with(m as usize, o.num("replicas", 1)? as usize, node)
-                    .map_err(e2s)?;
+                let c = LocalCluster::start_with(m, args.replicas, node)?;
                 let masters = c
-                    .topology()
-                    .map_err(e2s)?
+                    .topology()?
                     .into_iter()
                     .filter(|n| n.master)
                     .map(|n| format!("redis://127.0.0.1:{}/", n.port))
@@ -650,7 +466,7 @@ impl Server {
                 }
             }
             (None, None) => {
-                let s = node.start().map_err(e2s)?;
+                let s = node.start()?;
                 Server {
                     url: s.url(),
                     masters: vec![s.url()],
@@ -661,60 +477,30 @@ impl Server {
         })
     }
 
-    fn masters(&self) -> Result<Masters, String> {
-        self.masters
+    fn masters(&self) -> Result<Masters, BenchError> {
+        let cons = self
+            .masters
             .iter()
-            .map(|u| {
-                redis::Client::open(u.as_str())
-                    .and_then(|c| c.get_connection())
-                    .map_err(|e| e.to_string())
-            })
-            .collect::<Result<_, _>>()
-            .map(Masters)
+            .map(|u| redis::Client::open(u.as_str()).and_then(|c| c.get_connection()))
+            .collect::<Result<_, _>>()?;
+        Ok(Masters(cons))
     }
 
     /// What the run's report says of the server.
-    fn describe(&self, o: &Opts) -> serde_json::Value {
+    fn describe(&self, args: &BenchArgs) -> serde_json::Value {
         json!({
             "masters": self.masters.len(),
-            "appendfsync": o.str("appendfsync").unwrap_or("everysec"),
-            "durability": o.str("durability").unwrap_or("async"),
+            "appendfsync": match args.appendfsync {
+                Appendfsync::Everysec => "everysec",
+                Appendfsync::Always => "always",
+            },
+            "durability": args.config.durability.to_string(),
         })
     }
 }
 
-fn bench(o: &Opts) -> Result<(), String> {
-    let shape = o.str("shape").unwrap_or("paced");
-    match shape {
-        "drain" | "paced" => {
-            let list: Vec<u64> = o
-                .str("workers")
-                .unwrap_or("1")
-                .split(',')
-                .map(|w| match w.trim().parse() {
-                    Ok(n) if n > 0 => Ok(n),
-                    _ => Err(format!("--workers wants counts like 1,2,4, got {w:?}")),
-                })
-                .collect::<Result<_, _>>()?;
-            for workers in list {
-                // A fresh server per run (unless --url): nothing left over
-                // from the previous run, and clean counters.
-                let server = Server::new(o)?;
-                let report = bench_one(o, &server, shape == "drain", workers)?;
-                println!("{report}");
-            }
-            Ok(())
-        }
-        "ceiling" => ceiling(o),
-        "idle" => idle(o),
-        other => Err(format!(
-            "--shape wants drain, paced, ceiling or idle, got {other:?}"
-        )),
-    }
-}
-
-/// The arguments of a `work` process of a benchmark run.
-fn work_args(o: &Opts, url: &str, ns: &str, name: &str) -> Result<Vec<String>, String> {
+/// The flags of a `work` process of a benchmark run.
+fn work_args(args: &BenchArgs, url: &str, ns: &str, name: &str) -> Vec<String> {
     let mut a: Vec<String> = [
         "work",
         "--url",
@@ -724,79 +510,66 @@ fn work_args(o: &Opts, url: &str, ns: &str, name: &str) -> Result<Vec<String>, S
         "--name",
         name,
         "--summary",
-        "1",
     ]
     .map(str::to_owned)
     .to_vec();
-    a.extend(["--threads".into(), o.num("threads", 4)?.to_string()]);
-    a.extend([
-        "--shards".into(),
-        o.num("shards", DEFAULT_SHARDS.into())?.to_string(),
-    ]);
-    for k in [
-        "batch",
-        "buffer",
-        "poll-ms",
-        "lease-ms",
-        "durability",
-        "durability-timeout-ms",
+    a.extend(["--threads".into(), args.threads.to_string()]);
+    a.extend(args.config.to_args());
+    for (flag, v) in [
+        ("--batch", args.batch.map(|n| n as u64)),
+        ("--buffer", args.buffer.map(|n| n as u64)),
+        ("--poll-ms", args.poll_ms),
+        ("--lease-ms", args.lease_ms),
     ] {
-        if let Some(v) = o.str(k) {
-            a.extend([format!("--{k}"), v.to_owned()]);
+        if let Some(v) = v {
+            a.extend([flag.to_owned(), v.to_string()]);
         }
     }
-    Ok(a)
+    a
 }
 
-fn spawn_workers(o: &Opts, url: &str, ns: &str, n: u64) -> Result<Vec<Proc>, String> {
+fn spawn_workers(
+    args: &BenchArgs,
+    worker: &[OsString],
+    url: &str,
+    ns: &str,
+    n: u64,
+) -> Result<Vec<Proc>, BenchError> {
     (0..n)
-        .map(|i| Proc::spawn(&o.respawn, &work_args(o, url, ns, &format!("w{i}"))?))
+        .map(|i| Proc::spawn(worker, &work_args(args, url, ns, &format!("w{i}"))))
         .collect()
 }
 
 /// Waits until no job record is left in any shard.
-fn wait_drained(sched: &RedisScheduler) -> Result<(), String> {
+fn wait_drained(sched: &RedisScheduler) -> Result<(), BenchError> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let left = sched.job_count().map_err(e2s)?;
+        let left = sched.job_count()?;
         if left == 0 {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(format!("{left} jobs still pending after 600 s"));
+            return Err(BenchError::NotDrained(left));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
-/// The producer's configuration of a run: the layout and durability flags
-/// of the workers, in namespace `ns`.
-fn bench_config(o: &Opts, ns: &str) -> Result<Config, String> {
-    Ok(o.config()?
-        .namespace(ns)
-        .shards(o.num("shards", DEFAULT_SHARDS.into())? as u32))
-}
-
 fn bench_one(
-    o: &Opts,
+    args: &BenchArgs,
+    worker: &[OsString],
     server: &Server,
-    drain: bool,
     workers: u64,
-) -> Result<serde_json::Value, String> {
-    let jobs = o.num("jobs", 20_000)?;
-    let window = if drain {
-        0
-    } else {
-        o.num("window-ms", 4000)? as i64
-    };
-    let lead = o.num("lead-ms", 1000)? as i64;
-    let shards = o.num("shards", DEFAULT_SHARDS.into())?;
-    let ns = format!("bench-{}-{workers}", std::process::id());
-    let config = bench_config(o, &ns)?;
+) -> Result<serde_json::Value, BenchError> {
+    let drain = args.shape == Shape::Drain;
+    let jobs = args.jobs.unwrap_or(20_000);
+    let window = if drain { 0 } else { args.window_ms as i64 };
+    let lead = args.lead_ms as i64;
+    let ns = namespace("bench", workers);
     let url = server.url.as_str();
     let mut con = server.masters()?;
-    let sched = RedisScheduler::connect(url, config).map_err(e2s)?;
-    let schedule = |start: i64| -> Result<(), String> {
+    let sched = RedisScheduler::connect(url, args.config.config(&ns))?;
+    let schedule = |start: i64| {
         schedule_noops(&sched, "j", jobs, |i, j| {
             j.at_ms(
                 start
@@ -812,21 +585,21 @@ fn bench_one(
     let mut procs;
     if drain {
         // The backlog is in Redis before any worker starts.
-        first_due = sched.now_ms().map_err(e2s)?;
+        first_due = sched.now_ms()?;
         schedule(first_due)?;
         procs = Vec::new();
     } else {
-        procs = spawn_workers(o, url, &ns, workers)?;
-        first_due = sched.now_ms().map_err(e2s)? + lead;
+        procs = spawn_workers(args, worker, url, &ns, workers)?;
+        first_due = sched.now_ms()? + lead;
         schedule(first_due)?;
         // The window opens at the first due time.
-        while sched.now_ms().map_err(e2s)? < first_due {
+        while sched.now_ms()? < first_due {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
     let before = open_window(&mut con)?;
     if drain {
-        procs = spawn_workers(o, url, &ns, workers)?;
+        procs = spawn_workers(args, worker, url, &ns, workers)?;
     }
     let rt_before: Vec<serde_json::Value> = if drain {
         vec![json!({"round_trips": 0}); procs.len()]
@@ -880,7 +653,7 @@ fn bench_one(
     let elapsed = (last_ack - from).max(1);
     Ok(json!({
         "shape": if drain { "drain" } else { "paced" },
-        "workers": workers, "threads_per_worker": o.num("threads", 4)?, "shards": shards, "jobs": jobs,
+        "workers": workers, "threads_per_worker": args.threads, "shards": args.config.shards, "jobs": jobs,
         "window_ms": window, "runs": runs, "runs_per_worker": per_worker,
         "elapsed_ms": elapsed,
         "jobs_per_sec": (jobs as f64 * 1000.0 / elapsed as f64).round(),
@@ -890,73 +663,58 @@ fn bench_one(
         },
         "round_trips_per_job": round2(round_trips as f64 / jobs.max(1) as f64),
         "redis": redis_delta(&before, &after, jobs),
-        "server": server.describe(o),
+        "server": server.describe(args),
         "load": load,
     }))
 }
 
 /// The claim-script ceiling: claims a backlog with the claim script alone.
-fn ceiling(o: &Opts) -> Result<(), String> {
-    let server = Server::new(o)?;
-    let jobs = o.num("jobs", 100_000)?;
-    let batch = o.num("batch", 64)? as usize;
-    let shards = o.num("shards", DEFAULT_SHARDS.into())?;
-    let config = Config::default()
-        .namespace(format!("ceiling-{}", std::process::id()))
-        .shards(shards as u32);
-    let sched = RedisScheduler::connect(&server.url, config.clone()).map_err(e2s)?;
-    let now = sched.now_ms().map_err(e2s)?;
+fn ceiling(args: &BenchArgs) -> Result<serde_json::Value, BenchError> {
+    let server = Server::new(args)?;
+    let jobs = args.jobs.unwrap_or(100_000);
+    let batch = args.batch.unwrap_or(64);
+    let config = args.config.config(&namespace("ceiling", 0));
+    let sched = RedisScheduler::connect(&server.url, config.clone())?;
+    let now = sched.now_ms()?;
     schedule_noops(&sched, "c", jobs, |_, j| j.at_ms(now))?;
     let mut con = server.masters()?;
     let before = open_window(&mut con)?;
-    let c = claim_ceiling(&server.url, config, batch).map_err(e2s)?;
+    let c = claim_ceiling(&server.url, config, batch)?;
     let after = redis_counters(&mut con)?;
     let wall_s = c.wall.as_secs_f64();
     let redis = redis_delta(&before, &after, c.claimed);
     let script_us = redis["script_us_per_job"].as_f64().unwrap_or(0.0);
     let cpu_us = redis["cpu_us_per_job"].as_f64().unwrap_or(0.0);
     let rate = |us: f64| if us > 0.0 { (1e6 / us).round() } else { 0.0 };
-    println!(
-        "{}",
-        json!({
-            "shape": "ceiling", "jobs": jobs, "claimed": c.claimed, "batch": batch, "shards": shards,
-            "claim_calls": c.calls, "wall_ms": round2(wall_s * 1000.0),
-            // The ceiling: jobs per second of Redis CPU spent claiming
-            // (scripts, parsing, replies), what one Redis core hands out
-            // doing nothing else. A wall-clock rate from one client would
-            // measure the client too, and the machine's other load.
-            "jobs_per_sec": rate(cpu_us),
-            // The same from the scripts' own time only.
-            "script_jobs_per_sec": rate(script_us),
-            // Back to back from one client (each round waits for its reply).
-            "client_jobs_per_sec": (c.claimed as f64 / wall_s).round(),
-            "redis": redis,
-            "load": load_average(),
-        })
-    );
-    Ok(())
+    Ok(json!({
+        "shape": "ceiling", "jobs": jobs, "claimed": c.claimed, "batch": batch, "shards": args.config.shards,
+        "claim_calls": c.calls, "wall_ms": round2(wall_s * 1000.0),
+        // The ceiling: jobs per second of Redis CPU spent claiming
+        // (scripts, parsing, replies), what one Redis core hands out
+        // doing nothing else. A wall-clock rate from one client would
+        // measure the client too, and the machine's other load.
+        "jobs_per_sec": rate(cpu_us),
+        // The same from the scripts' own time only.
+        "script_jobs_per_sec": rate(script_us),
+        // Back to back from one client (each round waits for its reply).
+        "client_jobs_per_sec": (c.claimed as f64 / wall_s).round(),
+        "redis": redis,
+        "load": load_average(),
+    }))
 }
 
 /// An idle worker: nothing due; counts its Redis calls per second.
-fn idle(o: &Opts) -> Result<(), String> {
-    let server = Server::new(o)?;
-    let shards = o.num("shards", DEFAULT_SHARDS.into())?;
-    let secs = o.num("seconds", 10)?;
-    let ns = format!("idle-{}", std::process::id());
-    let sched = RedisScheduler::connect(
-        &server.url,
-        Config::default()
-            .namespace(ns.clone())
-            .shards(shards as u32),
-    )
-    .map_err(e2s)?;
+fn idle(args: &BenchArgs, worker: &[OsString]) -> Result<serde_json::Value, BenchError> {
+    let server = Server::new(args)?;
+    let secs = args.seconds;
+    let ns = namespace("idle", 1);
+    let sched = RedisScheduler::connect(&server.url, args.config.config(&ns))?;
     // Pending jobs far in the future: an idle worker's cost must not depend
     // on how many there are.
-    let pending = o.num("pending", 10_000)?;
-    schedule_noops(&sched, "p", pending, |_, j| {
+    schedule_noops(&sched, "p", args.pending, |_, j| {
         j.after(Duration::from_secs(3600))
     })?;
-    let mut procs = spawn_workers(o, &server.url, &ns, 1)?;
+    let mut procs = spawn_workers(args, worker, &server.url, &ns, 1)?;
     std::thread::sleep(Duration::from_secs(2));
     let mut con = server.masters()?;
     let before = open_window(&mut con)?;
@@ -967,17 +725,266 @@ fn idle(o: &Opts) -> Result<(), String> {
     let rts = rt1["round_trips"].as_u64().unwrap_or(0) - rt0["round_trips"].as_u64().unwrap_or(0);
     let per_s = |x: f64| round2(x / secs as f64);
     let redis = redis_delta(&before, &after, 1);
-    println!(
-        "{}",
-        json!({
-            "shape": "idle", "shards": shards, "pending": pending, "seconds": secs,
-            "round_trips_per_s": per_s(rts as f64),
-            "round_trips_per_s_per_shard": per_s(rts as f64 / shards as f64),
-            "redis_cpu_ms_per_s": per_s(redis["cpu_ms"].as_f64().unwrap_or(0.0)),
-            "redis_calls": redis["calls"],
-            "load": load_average(),
-        })
-    );
+    let shards = args.config.shards;
     procs[0].finish()?;
-    Ok(())
+    Ok(json!({
+        "shape": "idle", "shards": shards, "pending": args.pending, "seconds": secs,
+        "round_trips_per_s": per_s(rts as f64),
+        "round_trips_per_s_per_shard": per_s(rts as f64 / f64::from(shards)),
+        "redis_cpu_ms_per_s": per_s(redis["cpu_ms"].as_f64().unwrap_or(0.0)),
+        "redis_calls": redis["calls"],
+        "load": load_average(),
+    }))
+}
+
+/// The `[distributed]` section of a workload the suite handed a runner.
+pub(crate) fn section(workload: &Workload) -> Result<&Distributed, RunError> {
+    workload.distributed.as_ref().ok_or_else(|| {
+        RunError::Inconsistent(format!("{} is not a distributed workload", workload.name))
+    })
+}
+
+/// The paced window in whole milliseconds (at least 1).
+pub(crate) fn window_ms(d: &Distributed) -> u64 {
+    (d.window.nanos() / 1_000_000).max(1)
+}
+
+/// One repeat's measurements from its shapes' reports: the jobs missed by
+/// every shape summed into one figure (one sample per repeat).
+pub(crate) fn one_repeat(reports: Vec<Vec<Measurement>>) -> Vec<Measurement> {
+    let mut missed = None;
+    let mut out = Vec::new();
+    for m in reports.into_iter().flatten() {
+        if m.metric == Metric::Missed {
+            *missed.get_or_insert(0.0) += m.value;
+        } else {
+            out.push(m);
+        }
+    }
+    out.extend(missed.map(|n| Measurement::new(Metric::Missed, n)));
+    out
+}
+
+/// A report line of either benchmark that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BadReport {
+    /// Not JSON.
+    #[error("bad benchmark output {line:?}: {source}")]
+    Json {
+        /// The line.
+        line: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A field is missing or not a number.
+    #[error("benchmark output lacks {field}: {line}")]
+    Lacks {
+        /// The field's path (`lateness_ms.p99`).
+        field: String,
+        /// The line.
+        line: String,
+    },
+    /// A shape this workbench does not know.
+    #[error("unknown shape {shape:?}: {line}")]
+    Shape {
+        /// The shape named.
+        shape: String,
+        /// The line.
+        line: String,
+    },
+}
+
+impl From<BadReport> for RunError {
+    fn from(e: BadReport) -> RunError {
+        RunError::Child(e.to_string())
+    }
+}
+
+/// Parses one JSON line of `workbench redis-bench` or of
+/// `bullmq/bench.mjs` into measurements (see [`measurements`]).
+///
+/// # Errors
+///
+/// [`BadReport`], naming the line and what it lacks.
+pub fn parse_report(line: &str) -> Result<Vec<Measurement>, BadReport> {
+    let v: serde_json::Value = serde_json::from_str(line).map_err(|source| BadReport::Json {
+        line: line.to_owned(),
+        source,
+    })?;
+    measurements(&v)
+}
+
+/// The measurements of one report: drain and paced give their figures and
+/// the jobs that did not run ([`Metric::Missed`]), `ceiling` and `idle` one
+/// figure each.
+///
+/// # Errors
+///
+/// [`BadReport`], naming the report and what it lacks.
+pub fn measurements(v: &serde_json::Value) -> Result<Vec<Measurement>, BadReport> {
+    let line = || v.to_string();
+    let field = |path: &[&str]| {
+        path.iter()
+            .try_fold(v, |v, k| v.get(k))
+            .and_then(serde_json::Value::as_f64)
+            .ok_or_else(|| BadReport::Lacks {
+                field: path.join("."),
+                line: line(),
+            })
+    };
+    let shape = v
+        .get("shape")
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| BadReport::Lacks {
+            field: "shape".into(),
+            line: line(),
+        })?;
+    let m = Measurement::new;
+    let mut out = Vec::new();
+    match shape {
+        "drain" | "paced" => {
+            let drain = shape == "drain";
+            let jobs = field(&["jobs"])?;
+            let calls: f64 = v["redis"]["calls"]
+                .as_object()
+                .map(|m| m.values().filter_map(serde_json::Value::as_f64).sum())
+                .unwrap_or(0.0);
+            let (cpu, calls_per_job, round_trips) = if drain {
+                (
+                    Metric::RedisCpuDrain,
+                    Metric::RedisCallsDrain,
+                    Metric::RoundTripsDrain,
+                )
+            } else {
+                (
+                    Metric::RedisCpuPaced,
+                    Metric::RedisCallsPaced,
+                    Metric::RoundTripsPaced,
+                )
+            };
+            out.push(m(cpu, field(&["redis", "cpu_us_per_job"])?));
+            out.push(m(calls_per_job, calls / jobs.max(1.0)));
+            if let Some(r) = v["round_trips_per_job"].as_f64() {
+                out.push(m(round_trips, r));
+            }
+            if drain {
+                out.push(m(Metric::DrainJobsPerS, field(&["jobs_per_sec"])?));
+            } else {
+                for ((metric, _), key) in Metric::PACED.iter().zip(["p50", "p90", "p99", "max"]) {
+                    out.push(m(*metric, field(&["lateness_ms", key])? * 1000.0));
+                }
+            }
+            // At-least-once: a job may run twice, never less than once.
+            out.push(m(Metric::Missed, (jobs - field(&["runs"])?).max(0.0)));
+        }
+        "ceiling" => out.push(m(Metric::ClaimCeiling, field(&["jobs_per_sec"])?)),
+        "idle" => out.push(m(
+            Metric::IdleRoundTrips,
+            field(&["round_trips_per_s_per_shard"])?,
+        )),
+        other => {
+            return Err(BadReport::Shape {
+                shape: other.to_owned(),
+                line: line(),
+            })
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod test {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    const DRAIN: &str = r#"{"shape":"drain","workers":2,"jobs":100,"runs":100,"jobs_per_sec":25000.0,"lateness_ms":{"p50":1,"p90":3,"p99":7,"max":9},"round_trips_per_job":0.05,"redis":{"cpu_us_per_job":30.5,"calls":{"evalsha":10,"zadd":40}}}"#;
+
+    #[test]
+    fn parses_every_shape() {
+        let r = parse_report(DRAIN).unwrap();
+        let has = |r: &[Measurement], m, v| r.contains(&Measurement::new(m, v));
+        assert!(has(&r, Metric::DrainJobsPerS, 25000.0));
+        assert!(has(&r, Metric::RedisCpuDrain, 30.5));
+        assert!(has(&r, Metric::RedisCallsDrain, 0.5));
+        assert!(has(&r, Metric::RoundTripsDrain, 0.05));
+        assert!(has(&r, Metric::Missed, 0.0));
+        let paced = parse_report(&DRAIN.replace("\"drain\"", "\"paced\"")).unwrap();
+        assert!(has(&paced, Metric::PacedP99, 7000.0));
+        assert!(has(&paced, Metric::PacedMax, 9000.0));
+        assert!(has(&paced, Metric::RedisCpuPaced, 30.5));
+        assert!(!paced.iter().any(|m| m.metric == Metric::DrainJobsPerS));
+        assert_eq!(
+            parse_report(r#"{"shape":"ceiling","jobs_per_sec":50000}"#).unwrap(),
+            [Measurement::new(Metric::ClaimCeiling, 50000.0)]
+        );
+        assert_eq!(
+            parse_report(r#"{"shape":"idle","round_trips_per_s_per_shard":0.4}"#).unwrap(),
+            [Measurement::new(Metric::IdleRoundTrips, 0.4)]
+        );
+        let e = parse_report(r#"{"shape":"drain","workers":2}"#).unwrap_err();
+        assert!(e.to_string().contains("lacks jobs"), "{e}");
+        assert!(matches!(
+            parse_report(r#"{"shape":"storm"}"#),
+            Err(BadReport::Shape { .. })
+        ));
+    }
+
+    #[test]
+    fn jobs_that_did_not_run_are_missed_and_counted_once_per_repeat() {
+        let short = parse_report(&DRAIN.replace("\"runs\":100", "\"runs\":97")).unwrap();
+        let paced = parse_report(
+            &DRAIN
+                .replace("\"drain\"", "\"paced\"")
+                .replace("\"runs\":100", "\"runs\":99"),
+        )
+        .unwrap();
+        let rep = one_repeat(vec![short, paced]);
+        let missed: Vec<f64> = rep
+            .iter()
+            .filter(|m| m.metric == Metric::Missed)
+            .map(|m| m.value)
+            .collect();
+        assert_eq!(missed, [4.0]);
+        // A job run twice (a lease lost) is not a negative miss.
+        let twice = parse_report(&DRAIN.replace("\"runs\":100", "\"runs\":101")).unwrap();
+        assert!(twice.contains(&Measurement::new(Metric::Missed, 0.0)));
+    }
+
+    #[test]
+    fn the_command_line_is_checked() {
+        BenchArgs::command().debug_assert();
+        let a = BenchArgs::try_parse_from([
+            "redis-bench",
+            "--shape",
+            "drain",
+            "--workers",
+            "1,2",
+            "--durability",
+            "replicas:1",
+            "--batch",
+            "32",
+        ])
+        .unwrap();
+        assert_eq!((a.shape, a.workers.as_slice()), (Shape::Drain, &[1, 2][..]));
+        let w = work_args(&a, "redis://x/", "n", "w0");
+        let flags = w.join(" ");
+        assert!(flags.contains("--durability replicas:1"), "{flags}");
+        assert!(flags.contains("--batch 32"), "{flags}");
+        assert!(flags.contains("--summary"), "{flags}");
+        // What the workers are started with is what their command line takes.
+        schedulers_redis::cli::Cli::try_parse_from(std::iter::once("w".to_owned()).chain(w))
+            .unwrap();
+        for bad in [
+            &["--workers", "0"][..],
+            &["--shape", "storm"],
+            &["--url", "redis://x/", "--cluster", "3"],
+            &["--appendfsync", "never"],
+        ] {
+            assert!(
+                BenchArgs::try_parse_from(std::iter::once(&"redis-bench").chain(bad)).is_err(),
+                "{bad:?}"
+            );
+        }
+    }
 }
