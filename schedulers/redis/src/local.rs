@@ -72,6 +72,7 @@ fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> LocalServerError {
 /// A `redis-server` child process on a free loopback port, with AOF on
 /// (`appendfsync everysec`), RDB snapshots off, `noeviction`, and its data in
 /// a fresh temporary directory. Killed, and its directory removed, on drop.
+/// For tests and benchmarks (feature `test-util`).
 ///
 /// The binary is `$REDIS_SERVER` if set, else `redis-server` from `PATH`
 /// (or `/usr/bin`, `/usr/sbin`).
@@ -183,7 +184,8 @@ impl LocalRedisBuilder {
 
 /// Finds the `redis-server` binary: `$REDIS_SERVER` if set (and `None` if
 /// that is not a file), else the first `redis-server` on `PATH`, `/usr/bin`,
-/// `/usr/sbin` or `/usr/local/bin`.
+/// `/usr/sbin` or `/usr/local/bin`. Tests call it to skip, or to fail under
+/// CI, where no server is installed (feature `test-util`).
 pub fn find_redis_server() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("REDIS_SERVER") {
         // An explicit choice is honoured: no fallback to another binary.
@@ -427,7 +429,8 @@ impl Drop for LocalRedis {
 /// A Redis Cluster on loopback ports: `masters` masters with `replicas`
 /// replicas each, every node a [`LocalRedis`] with `cluster-enabled yes`
 /// and a node timeout of one second, joined with `redis-cli --cluster
-/// create`. Killed on drop.
+/// create`. Killed on drop. For tests and benchmarks (feature
+/// `test-util`).
 ///
 /// # Examples
 ///

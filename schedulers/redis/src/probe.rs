@@ -24,7 +24,7 @@ pub struct Ceiling {
 /// claim script, up to `batch` per call, with no handler and no ack: one
 /// claim per shard that still has jobs, pipelined, then the next round. The
 /// caller schedules the backlog first and reads Redis's own counters
-/// (`INFO`) around this call.
+/// (`INFO`) around this call. For benchmarks (feature `test-util`).
 ///
 /// A measurement, not an operation: the claimed jobs are left leased, and
 /// run again when their leases lapse, so use a namespace of its own.
