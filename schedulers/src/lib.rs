@@ -82,8 +82,6 @@
 //! |---|---|---|
 //! | `rayon` | on | `Executor::rayon`: run due tasks on a caller's rayon thread pool. |
 //! | `tokio` | off | `Executor::tokio`: run due tasks on a tokio runtime's blocking pool. ([`ScheduledFuture`] is a `Future` without this feature.) |
-//! | `redis` | off | `schedulers::distributed`: a durable, multi-node scheduler on Redis or Redis Cluster (jobs as data, leases with fencing, at-least-once, catch-up after outages, exact cancel, chosen durability), the `schedulers-redis-worker` binary and its load benchmark. Pulls in `redis`, `serde` and `serde_json` (the `redis` crate is why the workspace needs Rust 1.88). |
-//! | `redis-tls` | off | `rediss://` URLs for `schedulers::distributed` (implies `redis`): TLS with rustls and its `ring` provider, trusting the system's roots or a CA given in `Config::tls`. |
 //!
 //! # Guides
 //!
@@ -153,8 +151,6 @@ pub mod coming_from_java {
 pub mod coming_from_tokio {
     #![doc = include_str!("../docs/coming-from-tokio.md")]
 }
-#[cfg(feature = "redis")]
-pub mod distributed;
 mod error;
 mod executor;
 mod handle;

@@ -1,9 +1,11 @@
 //! What producers and workers are told: the layout of a schedule, how
 //! durable a write must be before it counts, how to reach Redis.
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
-use super::DistError;
+use crate::Error;
 
 /// The shard count when none is set: the library, the worker binary and the
 /// workbench all use this one.
@@ -26,15 +28,15 @@ pub const DEFAULT_MAX_PAYLOAD: usize = 4 << 20;
 /// | `Replicas(n)` | at least `n` replicas received it (`WAIT n`) | losing the master and those `n` replicas together; a power loss of all of them before their fsync |
 ///
 /// A write that Redis applied but could not confirm within
-/// [`Config::durability_timeout`] fails with [`DistError::NotDurable`]: it
+/// [`Config::durability_timeout`] fails with [`Error::NotDurable`]: it
 /// may or may not survive. Retrying is safe (every operation is
 /// idempotent). A node that cannot give the chosen durability at all fails
-/// every operation with [`DistError::DurabilityUnavailable`].
+/// every operation with [`Error::DurabilityUnavailable`].
 ///
 /// # Examples
 ///
 /// ```
-/// use schedulers::distributed::{Config, Durability};
+/// use schedulers_redis::{Config, Durability};
 ///
 /// let config = Config::default().durability(Durability::Replicas(1));
 /// assert_eq!(config.durability_mode(), Durability::Replicas(1));
@@ -50,15 +52,60 @@ pub enum Durability {
     Replicas(u32),
 }
 
-/// The certificates of a TLS connection (`rediss://`), feature `redis-tls`.
-#[cfg(feature = "redis-tls")]
+/// `async`, `fsync` or `replicas:N`, as on the worker's command line.
+impl fmt::Display for Durability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Durability::Async => f.write_str("async"),
+            Durability::Fsync => f.write_str("fsync"),
+            Durability::Replicas(n) => write!(f, "replicas:{n}"),
+        }
+    }
+}
+
+/// Parses what [`Display`](fmt::Display) writes.
+///
+/// # Errors
+///
+/// [`Error::InvalidConfig`] for anything else.
+///
+/// # Examples
+///
+/// ```
+/// use schedulers_redis::Durability;
+///
+/// assert_eq!("replicas:2".parse::<Durability>()?, Durability::Replicas(2));
+/// assert_eq!(Durability::Fsync.to_string(), "fsync");
+/// assert!("always".parse::<Durability>().is_err());
+/// # Ok::<(), schedulers_redis::Error>(())
+/// ```
+impl FromStr for Durability {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Durability, Error> {
+        match s {
+            "async" => Ok(Durability::Async),
+            "fsync" => Ok(Durability::Fsync),
+            _ => s
+                .strip_prefix("replicas:")
+                .and_then(|n| n.parse().ok())
+                .map(Durability::Replicas)
+                .ok_or(Error::InvalidConfig(
+                    "durability must be async, fsync or replicas:N",
+                )),
+        }
+    }
+}
+
+/// The certificates of a TLS connection (`rediss://`), feature `tls`.
+#[cfg(feature = "tls")]
 #[derive(Clone, Default)]
 pub struct Tls {
     pub(crate) root_ca_pem: Option<Vec<u8>>,
     pub(crate) client_cert_pem: Option<(Vec<u8>, Vec<u8>)>,
 }
 
-#[cfg(feature = "redis-tls")]
+#[cfg(feature = "tls")]
 impl std::fmt::Debug for Tls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tls")
@@ -68,7 +115,7 @@ impl std::fmt::Debug for Tls {
     }
 }
 
-#[cfg(feature = "redis-tls")]
+#[cfg(feature = "tls")]
 impl Tls {
     /// Trusts the system's root certificates (the default for `rediss://`).
     pub fn system_roots() -> Tls {
@@ -96,7 +143,7 @@ impl Tls {
 /// The **layout** (namespace, shard count, slice length, tombstone retention,
 /// outcome window, and the storage format version) is recorded in Redis by
 /// the first client that uses the namespace; a producer or worker whose
-/// layout differs gets [`DistError::LayoutMismatch`] when it starts, never a
+/// layout differs gets [`Error::LayoutMismatch`] when it starts, never a
 /// silent split of the schedule. The rest (timeouts, durability, payload
 /// limit, retries, TLS) is each client's own.
 ///
@@ -104,7 +151,7 @@ impl Tls {
 ///
 /// ```
 /// use std::time::Duration;
-/// use schedulers::distributed::{Config, Durability};
+/// use schedulers_redis::{Config, Durability};
 ///
 /// let config = Config::default()
 ///     .namespace("billing")
@@ -127,7 +174,7 @@ pub struct Config {
     pub(crate) durability_timeout: Duration,
     pub(crate) max_payload: usize,
     pub(crate) retry_for: Duration,
-    #[cfg(feature = "redis-tls")]
+    #[cfg(feature = "tls")]
     pub(crate) tls: Option<Tls>,
 }
 
@@ -148,7 +195,7 @@ impl Default for Config {
             durability_timeout: Duration::from_secs(2),
             max_payload: DEFAULT_MAX_PAYLOAD,
             retry_for: Duration::from_secs(10),
-            #[cfg(feature = "redis-tls")]
+            #[cfg(feature = "tls")]
             tls: None,
         }
     }
@@ -211,14 +258,14 @@ impl Config {
     }
 
     /// Sets how long a write waits for its durability (`WAIT`/`WAITAOF`
-    /// timeout) before it fails with [`DistError::NotDurable`].
+    /// timeout) before it fails with [`Error::NotDurable`].
     pub fn durability_timeout(mut self, d: Duration) -> Self {
         self.durability_timeout = d;
         self
     }
 
     /// Sets the largest payload a job may carry, in bytes of JSON; a larger
-    /// one is refused with [`DistError::PayloadTooLarge`] (the payload
+    /// one is refused with [`Error::PayloadTooLarge`] (the payload
     /// travels with every claim of the job).
     pub fn max_payload(mut self, bytes: usize) -> Self {
         self.max_payload = bytes;
@@ -234,9 +281,9 @@ impl Config {
         self
     }
 
-    /// Sets the certificates for `rediss://` URLs (feature `redis-tls`).
+    /// Sets the certificates for `rediss://` URLs (feature `tls`).
     /// Without it a `rediss://` connection trusts the system's roots.
-    #[cfg(feature = "redis-tls")]
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: Tls) -> Self {
         self.tls = Some(tls);
         self
@@ -260,45 +307,37 @@ impl Config {
         )
     }
 
-    pub(crate) fn validate(&self) -> Result<(), DistError> {
+    pub(crate) fn validate(&self) -> Result<(), Error> {
         if self.namespace.is_empty() || self.namespace.contains(['{', '}']) {
-            return Err(DistError::InvalidConfig(
+            return Err(Error::InvalidConfig(
                 "namespace must be non-empty and free of braces",
             ));
         }
         if self.shards == 0 {
-            return Err(DistError::InvalidConfig("shards must be at least 1"));
+            return Err(Error::InvalidConfig("shards must be at least 1"));
         }
         if self.slice_ms < 1 {
-            return Err(DistError::InvalidConfig("slice must be at least 1 ms"));
+            return Err(Error::InvalidConfig("slice must be at least 1 ms"));
         }
         if self.tombstone_ms < 1 {
-            return Err(DistError::InvalidConfig(
-                "tombstone ttl must be at least 1 ms",
-            ));
+            return Err(Error::InvalidConfig("tombstone ttl must be at least 1 ms"));
         }
         if self.window_ms < 1 {
-            return Err(DistError::InvalidConfig(
-                "outcome window must be at least 1 ms",
-            ));
+            return Err(Error::InvalidConfig("outcome window must be at least 1 ms"));
         }
         if self.io_timeout.is_zero() {
-            return Err(DistError::InvalidConfig("io timeout must not be zero"));
+            return Err(Error::InvalidConfig("io timeout must not be zero"));
         }
         if self.durability == Durability::Replicas(0) {
-            return Err(DistError::InvalidConfig(
+            return Err(Error::InvalidConfig(
                 "Durability::Replicas wants at least one replica (use Async for none)",
             ));
         }
         if self.durability_timeout.is_zero() && self.durability != Durability::Async {
-            return Err(DistError::InvalidConfig(
-                "durability timeout must not be zero",
-            ));
+            return Err(Error::InvalidConfig("durability timeout must not be zero"));
         }
         if self.max_payload == 0 {
-            return Err(DistError::InvalidConfig(
-                "max payload must be at least 1 byte",
-            ));
+            return Err(Error::InvalidConfig("max payload must be at least 1 byte"));
         }
         Ok(())
     }

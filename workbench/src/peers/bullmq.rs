@@ -5,7 +5,7 @@
 //! (`Queue.addBulk` with `delay`, a `Worker` with `concurrency` equal to our
 //! threads per worker, BullMQ's default job options) against a fresh
 //! `redis-server` started here for each measurement, and prints one line in
-//! the format of our benchmark.
+//! the format of our load benchmark ([`crate::distributed::bench`]).
 //!
 //! Knobs (environment): `WORKBENCH_NODE` (the `node` binary, else `node` on
 //! `PATH`), `WORKBENCH_BULLMQ_DIR` (the harness folder, else the one in
@@ -15,16 +15,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
-use schedulers::distributed::LocalRedis;
+use schedulers_redis::LocalRedis;
 
-use super::{one_repeat, parse_report, section, window_ms};
+use crate::distributed::bench::{one_repeat, parse_report, section, window_ms};
 use crate::record::{Measurement, SubjectKind};
-use crate::runner::{RunContext, RunError, Runner};
+use crate::runner::{RunContext, RunError, Runner, Subject, Unavailable};
 use crate::spec::{Workload, WorkloadKind};
-use crate::subjects::{Subject, Unavailable};
 
 /// The subjects: (worker processes, name).
-pub(super) const SUBJECTS: [(u64, &str); 3] =
+pub(crate) const SUBJECTS: [(u64, &str); 3] =
     [(1, "bullmq-1w"), (2, "bullmq-2w"), (4, "bullmq-4w")];
 
 /// BullMQ's subjects: `bullmq-1w`, `bullmq-2w`, `bullmq-4w`.

@@ -25,11 +25,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use schedulers::distributed::{
-    CancelOutcome, Config, DistError, Durability, Job, LocalRedis, RedisScheduler,
-};
+use schedulers_redis::{CancelOutcome, Config, Durability, Error, Job, LocalRedis, RedisScheduler};
 
-use super::{
+use crate::support::{
     all_events, check_lost_replies, drained, redis_installed, wait_until, Event, Expect,
     WorkerOpts, WorkerProc,
 };
@@ -220,7 +218,7 @@ fn fsync_durability_is_refused_by_a_server_that_cannot_give_it() {
         .durability(Durability::Fsync)
         .retry_for(Duration::ZERO);
     match RedisScheduler::connect(&redis.url(), config) {
-        Err(DistError::DurabilityUnavailable(why)) => {
+        Err(Error::DurabilityUnavailable(why)) => {
             assert!(why.contains("appendfsync everysec"), "{why}")
         }
         Ok(_) => {
@@ -241,6 +239,6 @@ fn fsync_durability_is_refused_by_a_server_that_cannot_give_it() {
     let s = s.unwrap();
     assert!(matches!(
         s.schedule(&Job::new("r", "noop").unwrap()),
-        Err(DistError::NotDurable(_))
+        Err(Error::NotDurable(_))
     ));
 }

@@ -4,12 +4,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use schedulers::distributed::{
-    AckOutcome, CancelOutcome, Config, DistError, Fire, HandlerError, Job, JobInfo, JobState,
-    LocalRedis, RedisScheduler, Worker, WorkerEvent,
+use schedulers_redis::{
+    AckOutcome, CancelOutcome, Config, Error, Fire, HandlerError, Job, JobInfo, JobState,
+    LocalRedis, LocalServerError, RedisScheduler, Worker, WorkerEvent,
 };
 
-use super::{redis_installed, schedule_noops_now, server, wait_until};
+use crate::support::{redis_installed, schedule_noops_now, server, wait_until};
 
 fn config(ns: &str) -> Config {
     Config::default()
@@ -55,7 +55,7 @@ fn schedule_inspect_cancel_and_typed_errors() {
         other => panic!("{other:?}"),
     }
     assert!(
-        matches!(s.schedule_after("a", "noop", &(), Duration::ZERO), Err(DistError::AlreadyScheduled(id)) if id == "a")
+        matches!(s.schedule_after("a", "noop", &(), Duration::ZERO), Err(Error::AlreadyScheduled(id)) if id == "a")
     );
     assert_eq!(s.cancel("a").unwrap(), CancelOutcome::Cancelled);
     assert_eq!(s.cancel("a").unwrap(), CancelOutcome::AlreadyGone);
@@ -65,49 +65,49 @@ fn schedule_inspect_cancel_and_typed_errors() {
     ));
     assert!(matches!(
         s.schedule_after("a", "noop", &(), Duration::ZERO),
-        Err(DistError::Tombstoned(_))
+        Err(Error::Tombstoned(_))
     ));
     assert_eq!(s.cancel("never").unwrap(), CancelOutcome::NotFound);
     assert_eq!(s.inspect("never").unwrap(), None);
 
-    assert!(matches!(Job::new("", "k"), Err(DistError::InvalidId(_))));
+    assert!(matches!(Job::new("", "k"), Err(Error::InvalidId(_))));
     assert!(matches!(
         Job::new("x".repeat(513), "k"),
-        Err(DistError::InvalidId(_))
+        Err(Error::InvalidId(_))
     ));
-    assert!(matches!(Job::new("ok", ""), Err(DistError::InvalidId(_))));
+    assert!(matches!(Job::new("ok", ""), Err(Error::InvalidId(_))));
     assert!(matches!(
         s.schedule_at_fixed_rate("p", "k", &(), Duration::ZERO, Duration::ZERO),
-        Err(DistError::ZeroPeriod)
+        Err(Error::ZeroPeriod)
     ));
     assert!(matches!(
         s.schedule_after("big", "k", &(), Duration::MAX),
-        Err(DistError::DelayOverflow)
+        Err(Error::DelayOverflow)
     ));
     assert!(matches!(
         s.schedule_at("neg", "k", &(), -5),
-        Err(DistError::DelayOverflow)
+        Err(Error::DelayOverflow)
     ));
     assert!(matches!(
         RedisScheduler::connect(&redis.url(), Config::default().shards(0)),
-        Err(DistError::InvalidConfig(_))
+        Err(Error::InvalidConfig(_))
     ));
     assert!(matches!(
         RedisScheduler::connect(&redis.url(), Config::default().namespace("a{b}")),
-        Err(DistError::InvalidConfig(_))
+        Err(Error::InvalidConfig(_))
     ));
     assert!(matches!(
         Worker::builder(&redis.url(), config("api"))
             .threads(0)
             .start(),
-        Err(DistError::InvalidConfig(_))
+        Err(Error::InvalidConfig(_))
     ));
     assert!(matches!(
         Worker::builder(&redis.url(), config("api"))
             .lease(Duration::from_millis(10))
             .heartbeat(Duration::from_millis(10))
             .start(),
-        Err(DistError::InvalidConfig(_))
+        Err(Error::InvalidConfig(_))
     ));
 }
 
@@ -120,13 +120,13 @@ fn a_local_server_that_exits_at_start_says_why() {
         .set("maxmemory-policy", "not-a-policy")
         .start();
     match refused {
-        Err(DistError::LocalServer(why)) => {
+        Err(LocalServerError::Exited(why)) => {
             assert!(
                 why.contains("not-a-policy"),
                 "the log is not in the error: {why}"
             )
         }
-        other => panic!("expected LocalServer with the server's log, got {other:?}"),
+        other => panic!("expected Exited with the server's log, got {other:?}"),
     }
 }
 
@@ -152,7 +152,7 @@ fn scripts_are_reloaded_after_script_flush() {
 
 type Log = Arc<Mutex<Vec<WorkerEvent>>>;
 
-fn worker(url: &str, ns: &str, log: &Log) -> schedulers::distributed::WorkerBuilder {
+fn worker(url: &str, ns: &str, log: &Log) -> schedulers_redis::WorkerBuilder {
     let log = log.clone();
     Worker::builder(url, config(ns))
         .threads(2)

@@ -7,12 +7,12 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use schedulers::distributed::{
-    AckOutcome, CancelOutcome, Config, DistError, Job, JobInfo, RedisScheduler, Worker,
-    WorkerEvent, DEFAULT_MAX_PAYLOAD,
+use schedulers_redis::{
+    AckOutcome, CancelOutcome, Config, Error, Job, JobInfo, RedisScheduler, Worker, WorkerEvent,
+    DEFAULT_MAX_PAYLOAD,
 };
 
-use super::{read_history, schedule_noops_now, server, signal, wait_until};
+use crate::support::{read_history, schedule_noops_now, server, signal, wait_until};
 
 #[test]
 fn a_client_or_worker_with_another_layout_is_refused_at_start() {
@@ -23,7 +23,7 @@ fn a_client_or_worker_with_another_layout_is_refused_at_start() {
     s.schedule(&Job::new("a", "noop").unwrap()).unwrap();
     let other = Config::default().namespace("lay").shards(4);
     match RedisScheduler::connect(&url, other.clone()) {
-        Err(DistError::LayoutMismatch {
+        Err(Error::LayoutMismatch {
             namespace,
             recorded,
             configured,
@@ -36,7 +36,7 @@ fn a_client_or_worker_with_another_layout_is_refused_at_start() {
     }
     assert!(matches!(
         Worker::builder(&url, other).start(),
-        Err(DistError::LayoutMismatch { .. })
+        Err(Error::LayoutMismatch { .. })
     ));
     // A tombstone retention is part of the layout too.
     assert!(matches!(
@@ -46,7 +46,7 @@ fn a_client_or_worker_with_another_layout_is_refused_at_start() {
                 .namespace("lay")
                 .tombstone_ttl(Duration::from_secs(60))
         ),
-        Err(DistError::LayoutMismatch { .. })
+        Err(Error::LayoutMismatch { .. })
     ));
     // The worker binary refuses to start, and says why.
     let out = Command::new(env!("CARGO_BIN_EXE_schedulers-redis-worker"))
@@ -139,7 +139,7 @@ fn a_user_limited_to_one_namespace_gets_noperm_for_another() {
     // Another namespace: refused by Redis, reported as its NOPERM.
     let e = RedisScheduler::connect(&url, Config::default().namespace("bob")).unwrap_err();
     match &e {
-        DistError::Redis(r) => assert_eq!(r.code(), Some("NOPERM"), "{e}"),
+        Error::Redis(r) => assert_eq!(r.code(), Some("NOPERM"), "{e}"),
         other => panic!("expected NOPERM, got {other:?}"),
     }
     // And a wrong password is an authentication error, not a hang.
@@ -151,7 +151,7 @@ fn a_user_limited_to_one_namespace_gets_noperm_for_another() {
                 .namespace("alice")
                 .retry_for(Duration::ZERO)
         ),
-        Err(DistError::Redis(_))
+        Err(Error::Redis(_))
     ));
 }
 
@@ -162,7 +162,7 @@ fn payloads_over_the_limit_get_a_typed_error() {
     let s = RedisScheduler::connect(&redis.url(), small).unwrap();
     let big = "x".repeat(2000);
     match s.schedule(&Job::new("big", "noop").unwrap().payload(&big).unwrap()) {
-        Err(DistError::PayloadTooLarge { id, bytes, limit }) => {
+        Err(Error::PayloadTooLarge { id, bytes, limit }) => {
             assert_eq!((id.as_str(), bytes, limit), ("big", 2002, 1024));
         }
         other => panic!("{other:?}"),
@@ -173,7 +173,7 @@ fn payloads_over_the_limit_get_a_typed_error() {
     ];
     let r = s.schedule_many(&jobs).unwrap();
     assert!(r[0].is_ok());
-    assert!(matches!(r[1], Err(DistError::PayloadTooLarge { .. })));
+    assert!(matches!(r[1], Err(Error::PayloadTooLarge { .. })));
     assert_eq!(s.inspect("big").unwrap(), None, "nothing was stored");
     // The default limit (4 MiB) refuses the 64 MiB of the issue.
     let d =
@@ -184,11 +184,11 @@ fn payloads_over_the_limit_get_a_typed_error() {
         .unwrap();
     assert!(matches!(
         d.schedule(&huge),
-        Err(DistError::PayloadTooLarge { limit, .. }) if limit == DEFAULT_MAX_PAYLOAD
+        Err(Error::PayloadTooLarge { limit, .. }) if limit == DEFAULT_MAX_PAYLOAD
     ));
     assert!(matches!(
         RedisScheduler::connect(&redis.url(), Config::default().max_payload(0)),
-        Err(DistError::InvalidConfig(_))
+        Err(Error::InvalidConfig(_))
     ));
 }
 
@@ -272,7 +272,7 @@ fn a_finished_id_costs_under_16_bytes_of_tombstone() {
     for i in (0..n).step_by(997) {
         assert!(matches!(
             s.schedule(&Job::new(format!("order-{i}-confirmation"), "noop").unwrap()),
-            Err(DistError::Tombstoned(_))
+            Err(Error::Tombstoned(_))
         ));
     }
 }
@@ -362,7 +362,7 @@ fn a_new_tombstone_bucket_is_sized_for_the_backlog_then_for_the_last_bucket() {
     for i in (0..n).step_by(97) {
         assert!(matches!(
             s.schedule(&Job::new(format!("b-{i}"), "noop").unwrap()),
-            Err(DistError::Tombstoned(_))
+            Err(Error::Tombstoned(_))
         ));
     }
 }
@@ -465,11 +465,11 @@ fn a_cancel_repeated_after_its_reply_was_lost_reports_what_happened() {
 
 #[test]
 fn rediss_without_the_tls_feature_is_a_typed_error() {
-    if cfg!(feature = "redis-tls") {
+    if cfg!(feature = "tls") {
         return;
     }
     assert!(matches!(
         RedisScheduler::connect("rediss://127.0.0.1:1/", Config::default()),
-        Err(DistError::InvalidConfig(_))
+        Err(Error::InvalidConfig(_))
     ));
 }

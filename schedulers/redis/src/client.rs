@@ -1,16 +1,12 @@
 //! The producer's API: [`RedisScheduler`].
 
-// A producer retries a call after a connection failure with a real-time
-// backoff; no scheduling decision is made with the local clock.
-#![allow(clippy::disallowed_methods)]
-
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::conn::Conn;
-use super::job::{CancelOutcome, Job, JobInfo};
-use super::store::{token, Store};
-use super::{Config, DistError};
+use crate::conn::Conn;
+use crate::job::{CancelOutcome, Job, JobInfo};
+use crate::store::{token, Store};
+use crate::{Config, Error};
 
 /// A producer's handle on a schedule in Redis: schedule, cancel and inspect
 /// jobs. Cheap to share between threads (one connection behind a mutex; open
@@ -28,14 +24,14 @@ use super::{Config, DistError};
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use schedulers::distributed::{CancelOutcome, Config, Job, RedisScheduler};
+/// use schedulers_redis::{CancelOutcome, Config, Job, RedisScheduler};
 ///
 /// let sched = RedisScheduler::connect("redis://127.0.0.1:6379/", Config::default().namespace("demo"))?;
 /// let due = sched.schedule(&Job::new("reminder-1", "remind")?.payload(&"hi")?.after(Duration::from_secs(10)))?;
 /// println!("due at {due} ms on Redis's clock");
 /// assert!(sched.inspect("reminder-1")?.is_some());
 /// assert_eq!(sched.cancel("reminder-1")?, CancelOutcome::Cancelled);
-/// # Ok::<(), schedulers::distributed::DistError>(())
+/// # Ok::<(), schedulers_redis::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct RedisScheduler {
@@ -46,19 +42,19 @@ pub struct RedisScheduler {
 impl RedisScheduler {
     /// Opens a scheduler on the Redis server at `url`
     /// (`redis://[user:password@]host:port/db`, or `rediss://` with the
-    /// `redis-tls` feature; on a Cluster, any node), connects, and checks the
+    /// `tls` feature; on a Cluster, any node), connects, and checks the
     /// namespace's recorded layout (recording it if this is the first
     /// client).
     ///
     /// # Errors
     ///
-    /// [`DistError::InvalidConfig`] for a bad config or a `rediss://` URL
-    /// without the `redis-tls` feature; [`DistError::LayoutMismatch`] if the
-    /// namespace was laid out differently; [`DistError::Redis`] for a
+    /// [`Error::InvalidConfig`] for a bad config or a `rediss://` URL
+    /// without the `tls` feature; [`Error::LayoutMismatch`] if the
+    /// namespace was laid out differently; [`Error::Redis`] for a
     /// malformed URL or when Redis cannot be reached (after retrying for
-    /// [`Config::retry_for`]); [`DistError::DurabilityUnavailable`] if a node
+    /// [`Config::retry_for`]); [`Error::DurabilityUnavailable`] if a node
     /// cannot give the chosen durability.
-    pub fn connect(url: &str, config: Config) -> Result<RedisScheduler, DistError> {
+    pub fn connect(url: &str, config: Config) -> Result<RedisScheduler, Error> {
         let store = Store::new(url, config)?;
         let con = Mutex::new(store.conn());
         let sched = RedisScheduler { store, con };
@@ -72,8 +68,8 @@ impl RedisScheduler {
     /// succeeds, fails otherwise, or [`Config::retry_for`] has passed.
     fn with<T>(
         &self,
-        mut f: impl FnMut(&Store, &mut Conn, bool) -> Result<T, DistError>,
-    ) -> Result<T, DistError> {
+        mut f: impl FnMut(&Store, &mut Conn, bool) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let mut con = self.con.lock().unwrap_or_else(|p| p.into_inner());
         let give_up = Instant::now() + self.store.config.retry_for;
         let mut backoff = Duration::from_millis(10);
@@ -96,15 +92,15 @@ impl RedisScheduler {
     ///
     /// # Errors
     ///
-    /// [`DistError::AlreadyScheduled`] if the id is pending, running or
-    /// dead (scheduled by another call); [`DistError::Tombstoned`] if it
+    /// [`Error::AlreadyScheduled`] if the id is pending, running or
+    /// dead (scheduled by another call); [`Error::Tombstoned`] if it
     /// finished or was cancelled within the tombstone TTL (also when this
     /// call's own first attempt was applied and the job already ran before a
-    /// retry); [`DistError::PayloadTooLarge`]; [`DistError::DelayOverflow`];
-    /// [`DistError::NotDurable`] if Redis did not confirm the chosen
-    /// durability; [`DistError::Redis`] when Redis cannot be reached within
+    /// retry); [`Error::PayloadTooLarge`]; [`Error::DelayOverflow`];
+    /// [`Error::NotDurable`] if Redis did not confirm the chosen
+    /// durability; [`Error::Redis`] when Redis cannot be reached within
     /// [`Config::retry_for`].
-    pub fn schedule(&self, job: &Job) -> Result<i64, DistError> {
+    pub fn schedule(&self, job: &Job) -> Result<i64, Error> {
         self.with(|s, c, repeat| s.schedule(c, job, repeat))
     }
 
@@ -112,14 +108,14 @@ impl RedisScheduler {
     ///
     /// # Errors
     ///
-    /// As [`schedule`](Self::schedule), plus [`DistError::Payload`].
+    /// As [`schedule`](Self::schedule), plus [`Error::Payload`].
     pub fn schedule_after<T: serde::Serialize + ?Sized>(
         &self,
         id: &str,
         kind: &str,
         payload: &T,
         delay: Duration,
-    ) -> Result<i64, DistError> {
+    ) -> Result<i64, Error> {
         self.schedule(&Job::new(id, kind)?.payload(payload)?.after(delay))
     }
 
@@ -134,7 +130,7 @@ impl RedisScheduler {
         kind: &str,
         payload: &T,
         at_ms: i64,
-    ) -> Result<i64, DistError> {
+    ) -> Result<i64, Error> {
         self.schedule(&Job::new(id, kind)?.payload(payload)?.at_ms(at_ms))
     }
 
@@ -144,7 +140,7 @@ impl RedisScheduler {
     /// # Errors
     ///
     /// As [`schedule_after`](Self::schedule_after), plus
-    /// [`DistError::ZeroPeriod`].
+    /// [`Error::ZeroPeriod`].
     pub fn schedule_at_fixed_rate<T: serde::Serialize + ?Sized>(
         &self,
         id: &str,
@@ -152,7 +148,7 @@ impl RedisScheduler {
         payload: &T,
         initial_delay: Duration,
         period: Duration,
-    ) -> Result<i64, DistError> {
+    ) -> Result<i64, Error> {
         self.schedule(
             &Job::new(id, kind)?
                 .payload(payload)?
@@ -168,18 +164,18 @@ impl RedisScheduler {
     /// The outer error is a connection failure that outlasted
     /// [`Config::retry_for`] (some jobs may have been stored: scheduling
     /// them again is safe and reports them as
-    /// [`DistError::AlreadyScheduled`]); per-job errors are as for
+    /// [`Error::AlreadyScheduled`]); per-job errors are as for
     /// [`schedule`](Self::schedule). A transient per-job failure (one node
     /// of a Cluster down) retries the whole batch; the jobs already stored
     /// report success again.
-    pub fn schedule_many(&self, jobs: &[Job]) -> Result<Vec<Result<i64, DistError>>, DistError> {
+    pub fn schedule_many(&self, jobs: &[Job]) -> Result<Vec<Result<i64, Error>>, Error> {
         self.with(|s, c, repeat| {
             let r = s.schedule_many(c, jobs, repeat)?;
             match r
                 .iter()
                 .find_map(|x| x.as_ref().err().filter(|e| e.is_transient()))
             {
-                Some(e) => Err(super::conn::clone_error(e, &e.to_string())),
+                Some(e) => Err(crate::conn::clone_error(e, &e.to_string())),
                 None => Ok(r),
             }
         })
@@ -192,10 +188,10 @@ impl RedisScheduler {
     ///
     /// # Errors
     ///
-    /// [`DistError::Redis`] if Redis cannot be reached within
-    /// [`Config::retry_for`]; [`DistError::NotDurable`] if Redis did not
+    /// [`Error::Redis`] if Redis cannot be reached within
+    /// [`Config::retry_for`]; [`Error::NotDurable`] if Redis did not
     /// confirm the chosen durability (cancel is idempotent: retry it).
-    pub fn cancel(&self, id: &str) -> Result<CancelOutcome, DistError> {
+    pub fn cancel(&self, id: &str) -> Result<CancelOutcome, Error> {
         let token = token();
         self.with(|s, c, _| s.cancel(c, id, &token))
     }
@@ -204,9 +200,9 @@ impl RedisScheduler {
     ///
     /// # Errors
     ///
-    /// [`DistError::Redis`], or [`DistError::Protocol`] for a malformed
+    /// [`Error::Redis`], or [`Error::Protocol`] for a malformed
     /// record.
-    pub fn inspect(&self, id: &str) -> Result<Option<JobInfo>, DistError> {
+    pub fn inspect(&self, id: &str) -> Result<Option<JobInfo>, Error> {
         self.with(|s, c, _| s.inspect(c, id))
     }
 
@@ -215,8 +211,8 @@ impl RedisScheduler {
     ///
     /// # Errors
     ///
-    /// [`DistError::Redis`].
-    pub fn now_ms(&self) -> Result<i64, DistError> {
+    /// [`Error::Redis`].
+    pub fn now_ms(&self) -> Result<i64, Error> {
         self.with(|s, c, _| s.now_ms(c))
     }
 
@@ -224,8 +220,8 @@ impl RedisScheduler {
     ///
     /// # Errors
     ///
-    /// [`DistError::Redis`].
-    pub fn dead_letters(&self) -> Result<Vec<(String, i64)>, DistError> {
+    /// [`Error::Redis`].
+    pub fn dead_letters(&self) -> Result<Vec<(String, i64)>, Error> {
         self.with(|s, c, _| s.dead_letters(c))
     }
 
@@ -234,8 +230,8 @@ impl RedisScheduler {
     ///
     /// # Errors
     ///
-    /// [`DistError::Redis`].
-    pub fn job_count(&self) -> Result<u64, DistError> {
+    /// [`Error::Redis`].
+    pub fn job_count(&self) -> Result<u64, Error> {
         self.with(|s, c, _| s.job_count(c))
     }
 

@@ -48,7 +48,7 @@
 //! that holds a write ends with `WAITAOF 1 0 <timeout>` (Redis 7.2 and later)
 //! or `WAIT <n> <timeout>`, on the same connection and in the same round
 //! trip; the writes of a pipeline whose wait falls short fail with
-//! [`DistError::NotDurable`]. On a server without `WAITAOF`, `Fsync` is
+//! [`Error::NotDurable`]. On a server without `WAITAOF`, `Fsync` is
 //! accepted only if the node runs `appendonly yes` with `appendfsync always`
 //! (checked with `CONFIG GET` when a connection opens): Redis then fsyncs
 //! the AOF before it sends any reply.
@@ -57,7 +57,7 @@
 //!
 //! Before its first command, every endpoint reads (and, the first time,
 //! records) the layout of its namespace at `{tw:<ns>:layout}`; a different
-//! one fails every call with [`DistError::LayoutMismatch`].
+//! one fails every call with [`Error::LayoutMismatch`].
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -66,9 +66,9 @@ use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, ServerErrorKind, Value};
 
-use super::{Config, DistError, Durability};
+use crate::{Config, Durability, Error};
 
-/// Round trips and commands sent, for [`Worker::stats`](super::Worker::stats)
+/// Round trips and commands sent, for [`Worker::stats`](crate::Worker::stats)
 /// and the load benchmark.
 #[derive(Debug, Default)]
 pub(crate) struct IoCounters {
@@ -132,7 +132,7 @@ impl Req {
 }
 
 /// One request's reply, and why its durability fell short if it did.
-pub(crate) type Applied = (Result<Value, DistError>, Option<String>);
+pub(crate) type Applied = (Result<Value, Error>, Option<String>);
 
 /// The layout check of an endpoint.
 #[derive(Debug)]
@@ -184,18 +184,18 @@ fn layout_script() -> &'static ScriptSrc {
     S.get_or_init(|| ScriptSrc::new(LAYOUT_SCRIPT.to_owned()))
 }
 
-fn invalid_url(e: redis::RedisError) -> DistError {
+fn invalid_url(e: redis::RedisError) -> Error {
     if e.to_string().contains("TLS") {
-        DistError::InvalidConfig("rediss:// URLs need the `redis-tls` feature of schedulers")
+        Error::InvalidConfig("rediss:// URLs need the `tls` feature of schedulers-redis")
     } else {
-        DistError::Redis(e)
+        Error::Redis(e)
     }
 }
 
 impl Endpoint {
-    /// Parses `url` (`redis://` or, with the `redis-tls` feature,
+    /// Parses `url` (`redis://` or, with the `tls` feature,
     /// `rediss://`); connects lazily.
-    pub(crate) fn new(url: &str, config: &Config) -> Result<Endpoint, DistError> {
+    pub(crate) fn new(url: &str, config: &Config) -> Result<Endpoint, Error> {
         let seed = Self::seed_info(url, config)?;
         let ns = config.namespace.clone();
         Ok(Endpoint {
@@ -217,8 +217,8 @@ impl Endpoint {
         })
     }
 
-    #[cfg(feature = "redis-tls")]
-    fn seed_info(url: &str, config: &Config) -> Result<ConnectionInfo, DistError> {
+    #[cfg(feature = "tls")]
+    fn seed_info(url: &str, config: &Config) -> Result<ConnectionInfo, Error> {
         use redis::IntoConnectionInfo;
         let info = url.into_connection_info().map_err(invalid_url)?;
         match (&info.addr(), &config.tls) {
@@ -247,13 +247,13 @@ impl Endpoint {
         }
     }
 
-    #[cfg(not(feature = "redis-tls"))]
-    fn seed_info(url: &str, _config: &Config) -> Result<ConnectionInfo, DistError> {
+    #[cfg(not(feature = "tls"))]
+    fn seed_info(url: &str, _config: &Config) -> Result<ConnectionInfo, Error> {
         use redis::IntoConnectionInfo;
         let info = url.into_connection_info().map_err(invalid_url)?;
         if matches!(info.addr(), ConnectionAddr::TcpTls { .. }) {
-            return Err(DistError::InvalidConfig(
-                "rediss:// URLs need the `redis-tls` feature of schedulers",
+            return Err(Error::InvalidConfig(
+                "rediss:// URLs need the `tls` feature of schedulers-redis",
             ));
         }
         Ok(info)
@@ -300,7 +300,7 @@ impl Endpoint {
     }
 
     /// Opens a connection to `info` with the timeouts.
-    fn open_raw(&self, info: ConnectionInfo) -> Result<redis::Connection, DistError> {
+    fn open_raw(&self, info: ConnectionInfo) -> Result<redis::Connection, Error> {
         let client = redis::Client::open(info)?;
         let con = client.get_connection_with_timeout(self.inner.timeout)?;
         con.set_read_timeout(Some(self.inner.timeout))?;
@@ -309,7 +309,7 @@ impl Endpoint {
     }
 
     /// Opens a node connection and learns what its durability needs.
-    fn open_node(&self, info: ConnectionInfo) -> Result<Node, DistError> {
+    fn open_node(&self, info: ConnectionInfo) -> Result<Node, Error> {
         let mut con = self.open_raw(info)?;
         let wait = match self.inner.durability {
             Durability::Async => None,
@@ -357,7 +357,7 @@ impl Endpoint {
         channels: &[String],
         wait: Duration,
         mut on: impl FnMut(Heard) -> bool,
-    ) -> Result<(), DistError> {
+    ) -> Result<(), Error> {
         let mut con = match self.open_raw(self.inner.seed.clone()) {
             Ok(c) => c,
             Err(first) => {
@@ -401,14 +401,14 @@ impl Endpoint {
 
 /// `Fsync` on a server without `WAITAOF`: only `appendfsync always` makes a
 /// reply mean "on disk".
-fn check_always_fsync(con: &mut redis::Connection) -> Result<(), DistError> {
-    let get = |con: &mut redis::Connection, name: &str| -> Result<String, DistError> {
+fn check_always_fsync(con: &mut redis::Connection) -> Result<(), Error> {
+    let get = |con: &mut redis::Connection, name: &str| -> Result<String, Error> {
         let v: Vec<String> = redis::cmd("CONFIG")
             .arg("GET")
             .arg(name)
             .query(con)
             .map_err(|e| {
-                DistError::DurabilityUnavailable(format!(
+                Error::DurabilityUnavailable(format!(
                     "the server has no WAITAOF (Redis < 7.2) and its AOF settings cannot be read ({e})"
                 ))
             })?;
@@ -419,7 +419,7 @@ fn check_always_fsync(con: &mut redis::Connection) -> Result<(), DistError> {
     if aof == "yes" && fsync == "always" {
         Ok(())
     } else {
-        Err(DistError::DurabilityUnavailable(format!(
+        Err(Error::DurabilityUnavailable(format!(
             "the server has no WAITAOF (Redis < 7.2) and runs appendonly {aof}, appendfsync {fsync}: \
              Fsync needs appendonly yes with appendfsync always there"
         )))
@@ -520,7 +520,7 @@ type Written = (Option<Addr>, Vec<Pending>, bool);
 /// [`Conn::send`]).
 pub(crate) struct InFlight {
     written: Vec<Written>,
-    out: Vec<Option<Result<Value, DistError>>>,
+    out: Vec<Option<Result<Value, Error>>>,
     refresh: bool,
 }
 
@@ -565,9 +565,7 @@ pub(crate) fn slot_of(key: &str) -> u16 {
 /// Asks a node for `CLUSTER SLOTS`. The outer error is a failed
 /// connection; the inner one the node's refusal (not a Cluster node, no
 /// permission).
-fn cluster_slots(
-    con: &mut redis::Connection,
-) -> Result<Result<Value, redis::RedisError>, DistError> {
+fn cluster_slots(con: &mut redis::Connection) -> Result<Result<Value, redis::RedisError>, Error> {
     match redis::cmd("CLUSTER").arg("SLOTS").query::<Value>(con) {
         Ok(v) => Ok(match server_error(&v) {
             Some(e) => Err(e),
@@ -602,8 +600,8 @@ fn kind_of(e: &redis::RedisError) -> Option<ServerErrorKind> {
 }
 
 /// Parses `CLUSTER SLOTS`.
-fn parse_slots(v: &Value, seed_host: &str) -> Result<Vec<SlotRange>, DistError> {
-    let bad = || DistError::Protocol("malformed CLUSTER SLOTS reply".into());
+fn parse_slots(v: &Value, seed_host: &str) -> Result<Vec<SlotRange>, Error> {
+    let bad = || Error::Protocol("malformed CLUSTER SLOTS reply".into());
     let Value::Array(ranges) = v else {
         return Err(bad());
     };
@@ -637,7 +635,7 @@ fn parse_slots(v: &Value, seed_host: &str) -> Result<Vec<SlotRange>, DistError> 
 impl Conn {
     /// Opens the connection if needed: finds out what the server is, and
     /// checks the layout once per endpoint.
-    fn ensure(&mut self) -> Result<(), DistError> {
+    fn ensure(&mut self) -> Result<(), Error> {
         let stale = matches!(&self.mode, Mode::Cluster(c) if c.stale);
         if matches!(self.mode, Mode::Closed) {
             self.discover()?;
@@ -663,11 +661,11 @@ impl Conn {
             let recorded = self
                 .recv_applied(reqs, sent)?
                 .pop()
-                .map_or_else(|| Err(DistError::Protocol("no reply".into())), |(r, _)| r)?;
+                .map_or_else(|| Err(Error::Protocol("no reply".into())), |(r, _)| r)?;
             let recorded: String =
                 redis::from_redis_value(recorded).map_err(redis::RedisError::from)?;
             if recorded != layout.value {
-                return Err(DistError::LayoutMismatch {
+                return Err(Error::LayoutMismatch {
                     namespace: layout.namespace.clone(),
                     recorded,
                     configured: layout.value.clone(),
@@ -680,7 +678,7 @@ impl Conn {
 
     /// Connects to the seed (or, if it is down, a node of the last known
     /// slot map) and asks whether it is a Cluster node.
-    fn discover(&mut self) -> Result<(), DistError> {
+    fn discover(&mut self) -> Result<(), Error> {
         let ep = self.ep.clone();
         let mut candidates: Vec<Option<(String, u16)>> = vec![None];
         candidates.extend(ep.known().into_iter().map(Some));
@@ -731,7 +729,7 @@ impl Conn {
                 }
             };
         }
-        Err(last.unwrap_or_else(|| DistError::Protocol("no node to connect to".into())))
+        Err(last.unwrap_or_else(|| Error::Protocol("no node to connect to".into())))
     }
 
     fn set_known(&self, slots: &[SlotRange]) {
@@ -748,7 +746,7 @@ impl Conn {
 
     /// Reads the slot map again from any node that answers: the open ones,
     /// then the seed, then every node known.
-    fn refresh(&mut self) -> Result<(), DistError> {
+    fn refresh(&mut self) -> Result<(), Error> {
         let ep = self.ep.clone();
         let Mode::Cluster(c) = &mut self.mode else {
             return Ok(());
@@ -806,7 +804,7 @@ impl Conn {
                 Ok(())
             }
             None => Err(last.unwrap_or_else(|| {
-                DistError::Protocol("no Cluster node answered CLUSTER SLOTS".into())
+                Error::Protocol("no Cluster node answered CLUSTER SLOTS".into())
             })),
         }
     }
@@ -817,16 +815,16 @@ impl Conn {
         &mut self,
         route: Option<Arc<str>>,
         cmd: redis::Cmd,
-    ) -> Result<T, DistError> {
+    ) -> Result<T, Error> {
         let v = self.call(&Req::read(route, cmd))?;
         Ok(redis::from_redis_value(v).map_err(redis::RedisError::from)?)
     }
 
     /// Runs one request.
-    pub(crate) fn call(&mut self, req: &Req) -> Result<Value, DistError> {
+    pub(crate) fn call(&mut self, req: &Req) -> Result<Value, Error> {
         self.run(std::slice::from_ref(req))?
             .pop()
-            .unwrap_or_else(|| Err(DistError::Protocol("empty reply".into())))
+            .unwrap_or_else(|| Err(Error::Protocol("empty reply".into())))
     }
 
     /// Runs requests in one round trip per pass (a pipeline per node, all
@@ -835,7 +833,7 @@ impl Conn {
     /// layout differs), or every request failed on a broken connection; a
     /// per-request connection error means that request may or may not have
     /// run.
-    pub(crate) fn run(&mut self, reqs: &[Req]) -> Result<Vec<Result<Value, DistError>>, DistError> {
+    pub(crate) fn run(&mut self, reqs: &[Req]) -> Result<Vec<Result<Value, Error>>, Error> {
         let sent = self.send(reqs)?;
         self.recv(reqs, sent)
     }
@@ -844,7 +842,7 @@ impl Conn {
     /// confirmed durable keeps its reply, beside why its durability fell
     /// short (for the worker's reaper, whose reaps happened on the master
     /// whatever their durability, and must be reported).
-    pub(crate) fn run_applied(&mut self, reqs: &[Req]) -> Result<Vec<Applied>, DistError> {
+    pub(crate) fn run_applied(&mut self, reqs: &[Req]) -> Result<Vec<Applied>, Error> {
         let sent = self.send(reqs)?;
         self.recv_applied(reqs, sent)
     }
@@ -853,7 +851,7 @@ impl Conn {
     /// pass and returns without reading, so the caller works while Redis
     /// does. Until [`recv`](Self::recv) reads it, send nothing else on
     /// this connection: its replies would be read as this pass's.
-    pub(crate) fn send(&mut self, reqs: &[Req]) -> Result<InFlight, DistError> {
+    pub(crate) fn send(&mut self, reqs: &[Req]) -> Result<InFlight, Error> {
         if reqs.is_empty() {
             return Ok(InFlight {
                 written: Vec::new(),
@@ -872,7 +870,7 @@ impl Conn {
 
     /// Writes the first pass of `reqs`, on a connection known to be open.
     fn write_first(&mut self, reqs: &[Req]) -> InFlight {
-        let mut out: Vec<Option<Result<Value, DistError>>> = reqs.iter().map(|_| None).collect();
+        let mut out: Vec<Option<Result<Value, Error>>> = reqs.iter().map(|_| None).collect();
         let pending = (0..reqs.len())
             .map(|idx| Pending {
                 idx,
@@ -896,18 +894,18 @@ impl Conn {
         &mut self,
         reqs: &[Req],
         sent: InFlight,
-    ) -> Result<Vec<Result<Value, DistError>>, DistError> {
+    ) -> Result<Vec<Result<Value, Error>>, Error> {
         Ok(self
             .recv_applied(reqs, sent)?
             .into_iter()
             .map(|(r, shortfall)| match (r, shortfall) {
-                (Ok(_), Some(why)) => Err(DistError::NotDurable(why)),
+                (Ok(_), Some(why)) => Err(Error::NotDurable(why)),
                 (r, _) => r,
             })
             .collect())
     }
 
-    fn recv_applied(&mut self, reqs: &[Req], sent: InFlight) -> Result<Vec<Applied>, DistError> {
+    fn recv_applied(&mut self, reqs: &[Req], sent: InFlight) -> Result<Vec<Applied>, Error> {
         if reqs.is_empty() {
             return Ok(Vec::new());
         }
@@ -939,7 +937,7 @@ impl Conn {
             (written, refresh) = self.write_pass(reqs, again, &mut out);
         };
         for p in pending {
-            out[p.idx] = Some(Err(DistError::Protocol(
+            out[p.idx] = Some(Err(Error::Protocol(
                 "still redirected after 5 attempts: the Cluster is reconfiguring".into(),
             )));
         }
@@ -948,7 +946,7 @@ impl Conn {
             .zip(shortfall)
             .map(|(r, sf)| {
                 (
-                    r.unwrap_or_else(|| Err(DistError::Protocol("no reply".into()))),
+                    r.unwrap_or_else(|| Err(Error::Protocol("no reply".into()))),
                     sf,
                 )
             })
@@ -962,7 +960,7 @@ impl Conn {
             if let Some((Err(e), _)) = out.into_iter().next() {
                 return Err(e);
             }
-            return Err(DistError::Protocol("empty batch".into()));
+            return Err(Error::Protocol("empty batch".into()));
         }
         Ok(out)
     }
@@ -974,7 +972,7 @@ impl Conn {
         &mut self,
         reqs: &[Req],
         pending: Vec<Pending>,
-        out: &mut [Option<Result<Value, DistError>>],
+        out: &mut [Option<Result<Value, Error>>],
     ) -> (Vec<Written>, bool) {
         let ep = self.ep.clone();
         let mut refresh = false;
@@ -991,7 +989,7 @@ impl Conn {
                     match c.master_of(slot) {
                         Some(m) => Some(m.clone()),
                         None => {
-                            out[p.idx] = Some(Err(DistError::Redis(redis::RedisError::from((
+                            out[p.idx] = Some(Err(Error::Redis(redis::RedisError::from((
                                 ErrorKind::Server(ServerErrorKind::ClusterDown),
                                 "no master serves the slot",
                                 slot.to_string(),
@@ -1044,7 +1042,7 @@ impl Conn {
             match node.con.send_packed_command(&bytes) {
                 Ok(()) => sent.push((node_addr, items, wait)),
                 Err(e) => {
-                    let e = DistError::from(e);
+                    let e = Error::from(e);
                     let msg = e.to_string();
                     for p in items {
                         out[p.idx] = Some(Err(clone_error(&e, &msg)));
@@ -1063,7 +1061,7 @@ impl Conn {
         &mut self,
         reqs: &[Req],
         sent: Vec<Written>,
-        out: &mut [Option<Result<Value, DistError>>],
+        out: &mut [Option<Result<Value, Error>>],
         shortfall: &mut [Option<String>],
     ) -> (Vec<Pending>, bool) {
         let mut again = Vec::new();
@@ -1074,8 +1072,8 @@ impl Conn {
                 Some(n) => n,
                 None => continue,
             };
-            let mut broken: Option<DistError> = None;
-            let mut got: Vec<(Pending, Result<Value, DistError>)> = Vec::with_capacity(items.len());
+            let mut broken: Option<Error> = None;
+            let mut got: Vec<(Pending, Result<Value, Error>)> = Vec::with_capacity(items.len());
             for p in items {
                 if let Some(e) = &broken {
                     let msg = e.to_string();
@@ -1091,7 +1089,7 @@ impl Conn {
                 match read() {
                     Ok(v) => got.push((p, Ok(v))),
                     Err(e) => {
-                        let e = DistError::from(e);
+                        let e = Error::from(e);
                         let msg = e.to_string();
                         got.push((p, Err(clone_error(&e, &msg))));
                         broken = Some(e);
@@ -1104,7 +1102,7 @@ impl Conn {
                 match node.con.recv_response() {
                     Ok(v) => not_durable = durability_shortfall(&v, self.ep.inner.durability),
                     Err(e) => {
-                        let e = DistError::from(e);
+                        let e = Error::from(e);
                         not_durable = Some(format!("no answer to the durability wait: {e}"));
                         broken = Some(e);
                     }
@@ -1131,7 +1129,7 @@ impl Conn {
                                 Some(ServerErrorKind::Moved)
                                     if matches!(self.mode, Mode::Single(_)) =>
                                 {
-                                    out[p.idx] = Some(Err(DistError::Protocol(format!(
+                                    out[p.idx] = Some(Err(Error::Protocol(format!(
                                         "the server is a Cluster node but refused CLUSTER SLOTS to this user \
                                          (grant +cluster|slots): {e}"
                                     ))));
@@ -1169,7 +1167,7 @@ impl Conn {
                                 }
                                 _ => {}
                             }
-                            Err(DistError::Redis(e))
+                            Err(Error::Redis(e))
                         }
                     },
                 };
@@ -1184,11 +1182,7 @@ impl Conn {
 
     /// The open connection to `addr` (the single node for `None`), opening
     /// it if needed.
-    fn node(
-        &mut self,
-        ep: &Endpoint,
-        addr: Option<&(String, u16)>,
-    ) -> Result<&mut Node, DistError> {
+    fn node(&mut self, ep: &Endpoint, addr: Option<&(String, u16)>) -> Result<&mut Node, Error> {
         match (&mut self.mode, addr) {
             (Mode::Single(n), _) => Ok(n),
             (Mode::Cluster(c), Some(a)) => {
@@ -1198,9 +1192,9 @@ impl Conn {
                 }
                 c.nodes
                     .get_mut(a)
-                    .ok_or_else(|| DistError::Protocol("node vanished".into()))
+                    .ok_or_else(|| Error::Protocol("node vanished".into()))
             }
-            _ => Err(DistError::Protocol("not connected".into())),
+            _ => Err(Error::Protocol("not connected".into())),
         }
     }
 
@@ -1225,34 +1219,34 @@ impl Conn {
 
 /// A copy of an error for each of several requests (a `RedisError` is not
 /// `Clone` when it holds an I/O error).
-pub(crate) fn clone_error(e: &DistError, msg: &str) -> DistError {
+pub(crate) fn clone_error(e: &Error, msg: &str) -> Error {
     match e {
-        DistError::Redis(r) if r.is_io_error() || r.is_connection_dropped() => {
-            DistError::Redis(redis::RedisError::from(std::io::Error::new(
+        Error::Redis(r) if r.is_io_error() || r.is_connection_dropped() => {
+            Error::Redis(redis::RedisError::from(std::io::Error::new(
                 std::io::ErrorKind::ConnectionAborted,
                 msg.to_owned(),
             )))
         }
-        DistError::Redis(r) if r.is_timeout() => DistError::Redis(redis::RedisError::from(
+        Error::Redis(r) if r.is_timeout() => Error::Redis(redis::RedisError::from(
             std::io::Error::new(std::io::ErrorKind::TimedOut, msg.to_owned()),
         )),
-        DistError::Redis(r) => DistError::Redis(redis::RedisError::from((
+        Error::Redis(r) => Error::Redis(redis::RedisError::from((
             r.kind(),
             "redis error",
             msg.to_owned(),
         ))),
-        DistError::DurabilityUnavailable(s) => DistError::DurabilityUnavailable(s.clone()),
-        DistError::NotDurable(s) => DistError::NotDurable(s.clone()),
-        DistError::LayoutMismatch {
+        Error::DurabilityUnavailable(s) => Error::DurabilityUnavailable(s.clone()),
+        Error::NotDurable(s) => Error::NotDurable(s.clone()),
+        Error::LayoutMismatch {
             namespace,
             recorded,
             configured,
-        } => DistError::LayoutMismatch {
+        } => Error::LayoutMismatch {
             namespace: namespace.clone(),
             recorded: recorded.clone(),
             configured: configured.clone(),
         },
-        _ => DistError::Protocol(msg.to_owned()),
+        _ => Error::Protocol(msg.to_owned()),
     }
 }
 

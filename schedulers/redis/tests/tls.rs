@@ -1,9 +1,9 @@
-//! `rediss://` (feature `redis-tls`) against a local `redis-server` with a
+//! `rediss://` (feature `tls`) against a local `redis-server` with a
 //! TLS port and a certificate the test makes with the `openssl` CLI: the
 //! scheduler and a worker (claims, acks and the Pub/Sub wake-ups) over TLS,
 //! a password on top, and a refused server certificate.
 
-#![cfg(feature = "redis-tls")]
+#![cfg(feature = "tls")]
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use schedulers::distributed::{Config, DistError, Job, LocalRedis, RedisScheduler, Tls, Worker};
+use schedulers_redis::{Config, Error, Job, LocalRedis, RedisScheduler, Tls, Worker};
 
-use super::{redis_installed, wait_until};
+use crate::support::{redis_installed, wait_until};
 
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")
@@ -163,12 +163,12 @@ fn the_scheduler_and_a_worker_run_over_tls_with_a_password() {
         .retry_for(Duration::ZERO);
     assert!(matches!(
         RedisScheduler::connect(&url, untrusted),
-        Err(DistError::Redis(_))
+        Err(Error::Redis(_))
     ));
     // No password: refused too.
     assert!(matches!(
         RedisScheduler::connect(&tls_url, config.retry_for(Duration::ZERO)),
-        Err(DistError::Redis(_))
+        Err(Error::Redis(_))
     ));
     drop(redis);
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,28 +1,5 @@
-//! Tests of the Redis-backed scheduler against a real `redis-server`.
-//!
-//! Each single-node test starts its own server (free loopback port, AOF on,
-//! temp dir, killed at the end) and, for the fault tests, worker processes
-//! of the `schedulers-redis-worker` binary. The fault scenarios run a second
-//! time on a Redis Cluster of 3 masters with a replica each, started once
-//! per test binary by `schedulers-redis-worker cluster` (which kills it when
-//! this process exits, however it exits). Workers append every event to a
-//! history file (times from Redis `TIME`); [`check`] decides each test from
-//! the histories. Without `redis-server` the tests print why and pass, except
-//! under CI (`CI` set), where they fail.
-
-// Fault tests drive real processes and a real server: they wait in real
-// time (with generous bounds); every decision they check was made on Redis's
-// clock and recorded in the histories.
-#![allow(clippy::disallowed_methods)]
-
-mod api;
-mod bench;
-mod checker;
-mod cluster;
-mod faults;
-mod layout;
-mod power_loss;
-mod tls;
+//! What the tests share: servers (one, or the shared Cluster), worker
+//! processes and their histories, and the invariant checker.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -31,9 +8,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use schedulers::distributed::{
-    find_redis_server, Config, Durability, Job, LocalRedis, RedisScheduler,
-};
+use schedulers_redis::{find_redis_server, Config, Durability, Job, LocalRedis, RedisScheduler};
 
 /// Starts a server, or returns `None` (after saying why) when none is
 /// installed outside CI. Under CI a missing server fails the test.
@@ -254,14 +229,6 @@ impl WorkerOpts {
             .durability(self.durability)
             .durability_timeout(Duration::from_millis(self.durability_timeout_ms))
     }
-
-    fn durability_flag(&self) -> String {
-        match self.durability {
-            Durability::Async => "async".into(),
-            Durability::Fsync => "fsync".into(),
-            Durability::Replicas(n) => format!("replicas:{n}"),
-        }
-    }
 }
 
 /// A worker process. Dropping it kills it.
@@ -305,7 +272,7 @@ impl WorkerProc {
             ])
             .args(o.batch.iter().flat_map(|b| ["--batch".to_owned(), n(*b)]))
             .args(o.buffer.iter().flat_map(|b| ["--buffer".to_owned(), n(*b)]))
-            .args(["--durability".to_owned(), o.durability_flag()])
+            .args(["--durability".to_owned(), o.durability.to_string()])
             .args([
                 "--durability-timeout-ms".to_owned(),
                 n(o.durability_timeout_ms),

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `{tw:ns:s}:idx` | zset | slice number → earliest run time (ms) in that slice |
 //! | `{tw:ns:s}:s:<n>` | zset | time slice `n = run_ms / slice_ms`: job id → run time (ms) |
-//! | `{tw:ns:s}:m` | hash | job id → record (`st\|fen\|att\|due\|per\|run\|sl\|lu\|can\|err\|fp\|kind`, see [`scripts`](super::scripts)) |
+//! | `{tw:ns:s}:m` | hash | job id → record (`st\|fen\|att\|due\|per\|run\|sl\|lu\|can\|err\|fp\|kind`, see [`scripts`](crate::scripts)) |
 //! | `{tw:ns:s}:d` | hash | job id → payload (JSON) |
 //! | `{tw:ns:s}:l` | zset | leases: job id → lease expiry (ms) |
 //! | `{tw:ns:s}:dead` | zset | dead letters: job id → time of death (ms) |
@@ -35,7 +35,7 @@
 /// # Examples
 ///
 /// ```
-/// use schedulers::distributed::shard_of;
+/// use schedulers_redis::shard_of;
 ///
 /// let s = shard_of("invoice-17", 8);
 /// assert!(s < 8);
@@ -61,7 +61,7 @@ pub fn shard_of(id: &str, shards: u32) -> u32 {
 /// # Examples
 ///
 /// ```
-/// use schedulers::distributed::keys::fingerprint;
+/// use schedulers_redis::keys::fingerprint;
 ///
 /// assert!(fingerprint("invoice-17") < 1 << 62);
 /// assert_ne!(fingerprint("invoice-17"), fingerprint("invoice-18"));

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use schedulers::distributed::{shard_of, CancelOutcome, DistError, Job, JobInfo, RedisScheduler};
+use schedulers_redis::{shard_of, CancelOutcome, Error, Job, JobInfo, RedisScheduler};
 
-use super::{
+use crate::support::{
     all_events, check, check_lost_replies, drained, server, server_with, shared_cluster,
     wait_until, Backend, Event, Expect, WorkerOpts, WorkerProc,
 };
@@ -483,7 +483,7 @@ fn cancel_racing_claim_is_exact(be: &Backend) {
         // Permanent: the id cannot be scheduled again.
         assert!(matches!(
             s.schedule(&Job::new(id.as_str(), "noop").unwrap()),
-            Err(DistError::Tombstoned(_))
+            Err(Error::Tombstoned(_))
         ));
     }
     eprintln!("cancel outcomes: {seen:?}");
@@ -517,7 +517,7 @@ fn the_same_id_scheduled_twice_runs_once(be: &Backend) {
                     })
                     .map(|r| match r {
                         Ok(_) => true,
-                        Err(DistError::AlreadyScheduled(_)) => false,
+                        Err(Error::AlreadyScheduled(_)) => false,
                         Err(e) => panic!("unexpected {e}"),
                     })
                     .collect::<Vec<bool>>()
@@ -542,7 +542,7 @@ fn the_same_id_scheduled_twice_runs_once(be: &Backend) {
     let s = RedisScheduler::connect(&url, o.config()).unwrap();
     assert!(matches!(
         s.schedule(&Job::new("d-0", "noop").unwrap()),
-        Err(DistError::Tombstoned(_))
+        Err(Error::Tombstoned(_))
     ));
     w.stop();
     let sum = check(&w.events(), &jobs);

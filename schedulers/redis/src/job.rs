@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::DistError;
+use crate::Error;
 
 /// The longest job id accepted, in bytes.
 pub const MAX_ID_LEN: usize = 512;
@@ -29,7 +29,7 @@ pub enum When {
 ///
 /// ```
 /// use std::time::Duration;
-/// use schedulers::distributed::Job;
+/// use schedulers_redis::Job;
 ///
 /// #[derive(serde::Serialize)]
 /// struct Email { to: String }
@@ -42,7 +42,7 @@ pub enum When {
 /// let report = Job::new("nightly-report", "report")?
 ///     .at_fixed_rate(Duration::from_secs(60), Duration::from_secs(86_400))?;
 /// assert_eq!(report.period(), Some(Duration::from_secs(86_400)));
-/// # Ok::<(), schedulers::distributed::DistError>(())
+/// # Ok::<(), schedulers_redis::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -58,16 +58,16 @@ impl Job {
     ///
     /// # Errors
     ///
-    /// [`DistError::InvalidId`] if `id` is empty or longer than
+    /// [`Error::InvalidId`] if `id` is empty or longer than
     /// [`MAX_ID_LEN`] bytes, or `kind` is empty.
-    pub fn new(id: impl Into<String>, kind: impl Into<String>) -> Result<Job, DistError> {
+    pub fn new(id: impl Into<String>, kind: impl Into<String>) -> Result<Job, Error> {
         let id = id.into();
         let kind = kind.into();
         if id.is_empty() || id.len() > MAX_ID_LEN {
-            return Err(DistError::InvalidId(format!("id of {} bytes", id.len())));
+            return Err(Error::InvalidId(format!("id of {} bytes", id.len())));
         }
         if kind.is_empty() {
-            return Err(DistError::InvalidId("empty kind".into()));
+            return Err(Error::InvalidId("empty kind".into()));
         }
         Ok(Job {
             id,
@@ -82,8 +82,8 @@ impl Job {
     ///
     /// # Errors
     ///
-    /// [`DistError::Payload`] if serialisation fails.
-    pub fn payload<T: Serialize + ?Sized>(mut self, payload: &T) -> Result<Job, DistError> {
+    /// [`Error::Payload`] if serialisation fails.
+    pub fn payload<T: Serialize + ?Sized>(mut self, payload: &T) -> Result<Job, Error> {
         self.payload = serde_json::to_string(payload)?;
         Ok(self)
     }
@@ -98,14 +98,14 @@ impl Job {
     ///
     /// # Errors
     ///
-    /// [`DistError::DelayOverflow`] if `time` is before the epoch or too far
+    /// [`Error::DelayOverflow`] if `time` is before the epoch or too far
     /// away for i64 milliseconds.
-    pub fn at(mut self, time: SystemTime) -> Result<Job, DistError> {
+    pub fn at(mut self, time: SystemTime) -> Result<Job, Error> {
         let ms = time
             .duration_since(UNIX_EPOCH)
-            .map_err(|_| DistError::DelayOverflow)?
+            .map_err(|_| Error::DelayOverflow)?
             .as_millis();
-        self.when = When::AtMs(i64::try_from(ms).map_err(|_| DistError::DelayOverflow)?);
+        self.when = When::AtMs(i64::try_from(ms).map_err(|_| Error::DelayOverflow)?);
         Ok(self)
     }
 
@@ -121,16 +121,16 @@ impl Job {
     ///
     /// # Errors
     ///
-    /// [`DistError::ZeroPeriod`] if `period` is under one millisecond,
-    /// [`DistError::DelayOverflow`] if it does not fit in i64 ms.
+    /// [`Error::ZeroPeriod`] if `period` is under one millisecond,
+    /// [`Error::DelayOverflow`] if it does not fit in i64 ms.
     pub fn at_fixed_rate(
         mut self,
         initial_delay: Duration,
         period: Duration,
-    ) -> Result<Job, DistError> {
-        let p = i64::try_from(period.as_millis()).map_err(|_| DistError::DelayOverflow)?;
+    ) -> Result<Job, Error> {
+        let p = i64::try_from(period.as_millis()).map_err(|_| Error::DelayOverflow)?;
         if p == 0 {
-            return Err(DistError::ZeroPeriod);
+            return Err(Error::ZeroPeriod);
         }
         self.period_ms = p;
         self.when = When::After(initial_delay);
@@ -191,7 +191,7 @@ impl Fire {
     /// # Examples
     ///
     /// ```
-    /// use schedulers::distributed::Fire;
+    /// use schedulers_redis::Fire;
     ///
     /// let fire = Fire {
     ///     id: "a".into(), kind: "k".into(), payload: "null".into(), due_ms: 1000,
@@ -207,13 +207,13 @@ impl Fire {
     ///
     /// # Errors
     ///
-    /// [`DistError::Payload`] if the payload is not a `T`.
-    pub fn payload<T: DeserializeOwned>(&self) -> Result<T, DistError> {
+    /// [`Error::Payload`] if the payload is not a `T`.
+    pub fn payload<T: DeserializeOwned>(&self) -> Result<T, Error> {
         Ok(serde_json::from_str(&self.payload)?)
     }
 }
 
-/// What [`cancel`](super::RedisScheduler::cancel) did.
+/// What [`cancel`](crate::RedisScheduler::cancel) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelOutcome {
     /// The job was pending (or dead-lettered) and is gone: it will not run.
@@ -238,7 +238,7 @@ pub enum JobState {
     Dead,
 }
 
-/// A snapshot of one job, from [`inspect`](super::RedisScheduler::inspect).
+/// A snapshot of one job, from [`inspect`](crate::RedisScheduler::inspect).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobInfo {
     /// The job exists.

@@ -1,17 +1,17 @@
 //! The operations on a schedule in Redis: each builds its script calls,
 //! sends them (the worker's batch operations pipelined over the shards, one
 //! round trip for all), and decodes the replies. Shared by
-//! [`RedisScheduler`](super::RedisScheduler) and the worker.
+//! [`RedisScheduler`](crate::RedisScheduler) and the worker.
 
 use std::sync::Arc;
 
 use redis::Value;
 
-use super::conn::{clone_error, Conn, Endpoint, InFlight, IoCounters, Req, ScriptSrc};
-use super::job::{CancelOutcome, Fire, Job, JobInfo, JobState, When};
-use super::keys::{fingerprint, shard_of, ShardKeys};
-use super::scripts::scripts;
-use super::{Config, DistError};
+use crate::conn::{clone_error, Conn, Endpoint, InFlight, IoCounters, Req, ScriptSrc};
+use crate::job::{CancelOutcome, Fire, Job, JobInfo, JobState, When};
+use crate::keys::{fingerprint, shard_of, ShardKeys};
+use crate::scripts::scripts;
+use crate::{Config, Error};
 
 /// Most jobs one batch script call handles: Lua's `unpack` takes a few
 /// thousand values, and a call must stay short (Redis runs one at a time).
@@ -23,7 +23,7 @@ const CLAIMED_FIELDS: usize = 3;
 /// One result per item of a batch operation; the outer error of such an
 /// operation is a failed round trip (any subset of the items may have been
 /// applied).
-pub(crate) type PerItem<T> = Vec<Result<T, DistError>>;
+pub(crate) type PerItem<T> = Vec<Result<T, Error>>;
 
 /// Claims sent and not yet read: [`Store::claim_recv`] reads them.
 pub(crate) struct ClaimSent {
@@ -116,7 +116,7 @@ pub(crate) fn token() -> String {
 const MAX_DUE_MS: i64 = 1 << 52;
 
 impl Store {
-    pub(crate) fn new(url: &str, config: Config) -> Result<Store, DistError> {
+    pub(crate) fn new(url: &str, config: Config) -> Result<Store, Error> {
         config.validate()?;
         let endpoint = Endpoint::new(url, &config)?;
         let shards = (0..config.shards)
@@ -172,16 +172,16 @@ impl Store {
         }
     }
 
-    pub(crate) fn now_ms(&self, con: &mut Conn) -> Result<i64, DistError> {
+    pub(crate) fn now_ms(&self, con: &mut Conn) -> Result<i64, Error> {
         let (s, us): (i64, i64) = con.query(None, redis::cmd("TIME"))?;
         Ok(s * 1000 + us / 1000)
     }
 
     /// The schedule call of `job`; `repeat` when an earlier attempt of the
     /// same call may have been applied.
-    fn schedule_call(&self, job: &Job, repeat: bool) -> Result<Req, DistError> {
+    fn schedule_call(&self, job: &Job, repeat: bool) -> Result<Req, Error> {
         if job.payload.len() > self.config.max_payload {
-            return Err(DistError::PayloadTooLarge {
+            return Err(Error::PayloadTooLarge {
                 id: job.id.clone(),
                 bytes: job.payload.len(),
                 limit: self.config.max_payload,
@@ -193,9 +193,9 @@ impl Store {
                 // The node adds its clock (~2^40 ms now): keep the sum
                 // inside the range too.
                 Ok(ms) if ms < MAX_DUE_MS / 2 => ("r", ms),
-                _ => return Err(DistError::DelayOverflow),
+                _ => return Err(Error::DelayOverflow),
             },
-            When::AtMs(_) => return Err(DistError::DelayOverflow),
+            When::AtMs(_) => return Err(Error::DelayOverflow),
         };
         let k = self.keys_of(&job.id);
         Ok(self.call(&scripts().schedule, k, true, |cmd| {
@@ -210,25 +210,20 @@ impl Store {
         }))
     }
 
-    fn schedule_result(job: &Job, reply: &Value) -> Result<i64, DistError> {
+    fn schedule_result(job: &Job, reply: &Value) -> Result<i64, Error> {
         let (status, _, due) = status_reply(reply)?;
         match status.as_str() {
-            "OK" => due.ok_or_else(|| DistError::Protocol("schedule: no due time".into())),
-            "EXISTS" => Err(DistError::AlreadyScheduled(job.id.clone())),
-            "TOMBSTONE" => Err(DistError::Tombstoned(job.id.clone())),
-            other => Err(DistError::Protocol(format!("schedule: {other}"))),
+            "OK" => due.ok_or_else(|| Error::Protocol("schedule: no due time".into())),
+            "EXISTS" => Err(Error::AlreadyScheduled(job.id.clone())),
+            "TOMBSTONE" => Err(Error::Tombstoned(job.id.clone())),
+            other => Err(Error::Protocol(format!("schedule: {other}"))),
         }
     }
 
     /// Schedules `job`; returns its first due time (ms, the shard's node's
     /// clock). A `repeat` that finds the job stored with the same kind,
     /// period and payload (by its own earlier attempt) reports success.
-    pub(crate) fn schedule(
-        &self,
-        con: &mut Conn,
-        job: &Job,
-        repeat: bool,
-    ) -> Result<i64, DistError> {
+    pub(crate) fn schedule(&self, con: &mut Conn, job: &Job, repeat: bool) -> Result<i64, Error> {
         let reply = con.call(&self.schedule_call(job, repeat)?)?;
         Self::schedule_result(job, &reply)
     }
@@ -239,7 +234,7 @@ impl Store {
         con: &mut Conn,
         jobs: &[Job],
         repeat: bool,
-    ) -> Result<PerItem<i64>, DistError> {
+    ) -> Result<PerItem<i64>, Error> {
         let mut out = Vec::with_capacity(jobs.len());
         for chunk in jobs.chunks(1000) {
             let mut reqs = Vec::with_capacity(chunk.len());
@@ -258,7 +253,7 @@ impl Store {
                 out.push(ok.and_then(|()| {
                     let reply = replies
                         .next()
-                        .ok_or_else(|| DistError::Protocol("short pipeline reply".into()))??;
+                        .ok_or_else(|| Error::Protocol("short pipeline reply".into()))??;
                     Self::schedule_result(job, &reply)
                 }));
             }
@@ -272,7 +267,7 @@ impl Store {
         con: &mut Conn,
         id: &str,
         token: &str,
-    ) -> Result<CancelOutcome, DistError> {
+    ) -> Result<CancelOutcome, Error> {
         let reply = con.call(&self.call(&scripts().cancel, self.keys_of(id), true, |c| {
             c.arg(id).arg(token).arg(fingerprint(id));
         }))?;
@@ -282,11 +277,11 @@ impl Store {
             "INFLIGHT" => Ok(CancelOutcome::InFlight),
             "GONE" => Ok(CancelOutcome::AlreadyGone),
             "NOTFOUND" => Ok(CancelOutcome::NotFound),
-            other => Err(DistError::Protocol(format!("cancel: {other}"))),
+            other => Err(Error::Protocol(format!("cancel: {other}"))),
         }
     }
 
-    pub(crate) fn inspect(&self, con: &mut Conn, id: &str) -> Result<Option<JobInfo>, DistError> {
+    pub(crate) fn inspect(&self, con: &mut Conn, id: &str) -> Result<Option<JobInfo>, Error> {
         let reply = con.call(
             &self.call(&scripts().inspect, self.keys_of(id), false, |c| {
                 c.arg(id).arg(fingerprint(id));
@@ -308,7 +303,7 @@ impl Store {
                 Some("s") => JobState::Scheduled,
                 Some("l") => JobState::Leased,
                 Some("d") => JobState::Dead,
-                other => return Err(DistError::Protocol(format!("state {other:?}"))),
+                other => return Err(Error::Protocol(format!("state {other:?}"))),
             };
             return Ok(Some(JobInfo::Live {
                 kind: m
@@ -332,7 +327,7 @@ impl Store {
             Some(t) => {
                 let until: f64 = t
                     .parse()
-                    .map_err(|_| DistError::Protocol(format!("tombstone {t}")))?;
+                    .map_err(|_| Error::Protocol(format!("tombstone {t}")))?;
                 let until = until as i64;
                 Ok((until > now).then_some(JobInfo::Tombstone { until_ms: until }))
             }
@@ -340,7 +335,7 @@ impl Store {
         }
     }
 
-    pub(crate) fn dead_letters(&self, con: &mut Conn) -> Result<Vec<(String, i64)>, DistError> {
+    pub(crate) fn dead_letters(&self, con: &mut Conn) -> Result<Vec<(String, i64)>, Error> {
         let reqs: Vec<Req> = self
             .shards
             .iter()
@@ -360,7 +355,7 @@ impl Store {
     }
 
     /// The number of jobs stored (pending, running or dead) over all shards.
-    pub(crate) fn job_count(&self, con: &mut Conn) -> Result<u64, DistError> {
+    pub(crate) fn job_count(&self, con: &mut Conn) -> Result<u64, Error> {
         let reqs: Vec<Req> = self
             .shards
             .iter()
@@ -379,7 +374,7 @@ impl Store {
 
     /// Redis's clock (the node of shard 0's) and the earliest run time of
     /// every shard, in one round trip.
-    pub(crate) fn heads(&self, con: &mut Conn) -> Result<(i64, Vec<Option<i64>>), DistError> {
+    pub(crate) fn heads(&self, con: &mut Conn) -> Result<(i64, Vec<Option<i64>>), Error> {
         let route: Option<Arc<str>> = self.shards.first().map(|k| k.prefix.clone());
         let mut reqs = vec![Req::read(route, redis::cmd("TIME"))];
         for k in &self.shards {
@@ -390,7 +385,7 @@ impl Store {
         let mut replies = con.run(&reqs)?.into_iter();
         let time = replies
             .next()
-            .ok_or_else(|| DistError::Protocol("heads: no reply".into()))??;
+            .ok_or_else(|| Error::Protocol("heads: no reply".into()))??;
         let (secs, micros): (i64, i64) =
             redis::from_redis_value(time).map_err(redis::RedisError::from)?;
         let mut heads = Vec::with_capacity(self.shards.len());
@@ -403,13 +398,15 @@ impl Store {
     }
 
     /// Claims, in one round trip, up to `limit` due jobs from each
-    /// `(shard, limit)` of `asks`. One result per ask.
+    /// `(shard, limit)` of `asks`. One result per ask. (The worker sends and
+    /// receives apart; only the claim ceiling waits.)
+    #[cfg(feature = "test-util")]
     pub(crate) fn claim(
         &self,
         con: &mut Conn,
         asks: &[(usize, usize)],
         lease_ms: i64,
-    ) -> Result<PerItem<Claimed>, DistError> {
+    ) -> Result<PerItem<Claimed>, Error> {
         let sent = self.claim_send(con, asks, lease_ms)?;
         self.claim_recv(con, sent)
     }
@@ -421,7 +418,7 @@ impl Store {
         con: &mut Conn,
         asks: &[(usize, usize)],
         lease_ms: i64,
-    ) -> Result<ClaimSent, DistError> {
+    ) -> Result<ClaimSent, Error> {
         let calls: Vec<Req> = asks
             .iter()
             .map(|&(s, limit)| {
@@ -444,7 +441,7 @@ impl Store {
         &self,
         con: &mut Conn,
         sent: ClaimSent,
-    ) -> Result<PerItem<Claimed>, DistError> {
+    ) -> Result<PerItem<Claimed>, Error> {
         let ClaimSent { asks, calls, sent } = sent;
         let replies = con.recv(&calls, sent)?;
         Ok(asks
@@ -452,12 +449,12 @@ impl Store {
             .zip(replies)
             .map(|(&(shard, _), reply)| {
                 let Value::Array(items) = reply? else {
-                    return Err(DistError::Protocol("claim: expected an array".into()));
+                    return Err(Error::Protocol("claim: expected an array".into()));
                 };
                 let now = int(items.first())?;
                 let head = int(items.get(1))?;
                 if items.len() < 2 || (items.len() - 2) % CLAIMED_FIELDS != 0 {
-                    return Err(DistError::Protocol(format!(
+                    return Err(Error::Protocol(format!(
                         "claim: {} values, not 2 and {CLAIMED_FIELDS} per job",
                         items.len()
                     )));
@@ -511,7 +508,7 @@ impl Store {
         fires: &[&Fire],
         lease_ms: i64,
         p: RetryPolicy,
-    ) -> Result<PerItem<bool>, DistError> {
+    ) -> Result<PerItem<bool>, Error> {
         let (calls, positions) = self.batches(
             fires,
             |f| f.shard as usize,
@@ -528,13 +525,13 @@ impl Store {
             },
         );
         let replies = con.run(&calls)?;
-        let mut out: Vec<Result<bool, DistError>> = (0..fires.len()).map(|_| Ok(true)).collect();
+        let mut out: Vec<Result<bool, Error>> = (0..fires.len()).map(|_| Ok(true)).collect();
         for (reply, pos) in replies.into_iter().zip(positions) {
-            let lost: Result<Vec<i64>, DistError> = reply.and_then(|v| {
+            let lost: Result<Vec<i64>, Error> = reply.and_then(|v| {
                 let items = array(&v)?;
                 match items.get(2) {
                     Some(l) => array(l)?.iter().map(|x| int(Some(x))).collect(),
-                    None => Err(DistError::Protocol("extend: short reply".into())),
+                    None => Err(Error::Protocol("extend: short reply".into())),
                 }
             });
             match lost {
@@ -560,7 +557,7 @@ impl Store {
         con: &mut Conn,
         items: &[(&Fire, &Op)],
         p: RetryPolicy,
-    ) -> Result<PerItem<SettleReply>, DistError> {
+    ) -> Result<PerItem<SettleReply>, Error> {
         // Acks first in every call (the script takes them as pairs).
         let mut order: Vec<usize> = (0..items.len()).collect();
         order.sort_by_key(|&i| *items[i].1 != Op::Ack);
@@ -596,7 +593,7 @@ impl Store {
             .collect();
         let replies = con.run_applied(&calls)?;
         let mut out: PerItem<SettleReply> = (0..items.len())
-            .map(|_| Err(DistError::Protocol("settle: no reply".into())))
+            .map(|_| Err(Error::Protocol("settle: no reply".into())))
             .collect();
         for ((reply, shortfall), pos) in replies.into_iter().zip(positions) {
             let decoded = reply.and_then(|v| {
@@ -616,7 +613,7 @@ impl Store {
                             "UNKNOWN" => Settled::Unknown,
                             other => match other.strip_prefix("NEXT:").map(str::parse) {
                                 Some(Ok(due)) => Settled::Next(due),
-                                _ => return Err(DistError::Protocol(format!("settle: {other}"))),
+                                _ => return Err(Error::Protocol(format!("settle: {other}"))),
                             },
                         };
                         Ok((s, now, shortfall.clone()))
@@ -630,7 +627,7 @@ impl Store {
                     }
                 }
                 Ok(v) => {
-                    let e = DistError::Protocol(format!(
+                    let e = Error::Protocol(format!(
                         "settle: {} replies for {} leases",
                         v.len(),
                         pos.len()
@@ -650,7 +647,7 @@ impl Store {
         con: &mut Conn,
         limit: usize,
         p: RetryPolicy,
-    ) -> Result<PerItem<Vec<Reaped>>, DistError> {
+    ) -> Result<PerItem<Vec<Reaped>>, Error> {
         let calls: Vec<Req> = self
             .shards
             .iter()
@@ -693,31 +690,29 @@ impl Store {
 
 /// Marks the items at `pos` failed by `e` (one failed script call of a
 /// batch).
-fn fail_all<T>(out: &mut [Result<T, DistError>], pos: &[usize], e: &DistError) {
+fn fail_all<T>(out: &mut [Result<T, Error>], pos: &[usize], e: &Error) {
     let msg = e.to_string();
     for &i in pos {
         out[i] = Err(clone_error(e, &msg));
     }
 }
 
-fn array(v: &Value) -> Result<&[Value], DistError> {
+fn array(v: &Value) -> Result<&[Value], Error> {
     match v {
         Value::Array(a) => Ok(a),
-        other => Err(DistError::Protocol(format!(
-            "expected an array, got {other:?}"
-        ))),
+        other => Err(Error::Protocol(format!("expected an array, got {other:?}"))),
     }
 }
 
-fn int(v: Option<&Value>) -> Result<i64, DistError> {
+fn int(v: Option<&Value>) -> Result<i64, Error> {
     match v {
         Some(Value::Int(i)) => Ok(*i),
         Some(Value::BulkString(b)) => std::str::from_utf8(b)
             .ok()
             .and_then(|s| s.parse::<f64>().ok())
             .map(|f| f as i64)
-            .ok_or_else(|| DistError::Protocol("expected a number".into())),
-        other => Err(DistError::Protocol(format!(
+            .ok_or_else(|| Error::Protocol("expected a number".into())),
+        other => Err(Error::Protocol(format!(
             "expected an integer, got {other:?}"
         ))),
     }
@@ -733,16 +728,15 @@ fn claimed_fire(
     payload: Value,
     now: i64,
     shard: usize,
-) -> Result<Fire, DistError> {
-    let bad = || DistError::Protocol(format!("claim: malformed job record {record:?}"));
+) -> Result<Fire, Error> {
+    let bad = || Error::Protocol(format!("claim: malformed job record {record:?}"));
     let Value::BulkString(rec) = record else {
         return Err(bad());
     };
     let rec = std::str::from_utf8(rec).map_err(|_| bad())?;
     let f: Vec<&str> = rec.splitn(12, '|').collect();
-    let num = |i: usize| -> Result<i64, DistError> {
-        f.get(i).and_then(|t| t.parse().ok()).ok_or_else(bad)
-    };
+    let num =
+        |i: usize| -> Result<i64, Error> { f.get(i).and_then(|t| t.parse().ok()).ok_or_else(bad) };
     Ok(Fire {
         id: owned_string(id)?,
         kind: (*f.get(11).ok_or_else(bad)?).to_owned(),
@@ -757,7 +751,7 @@ fn claimed_fire(
 }
 
 /// A bulk string reply as a `String`, without copying it when it is UTF-8.
-fn owned_string(v: Value) -> Result<String, DistError> {
+fn owned_string(v: Value) -> Result<String, Error> {
     match v {
         Value::BulkString(b) => Ok(String::from_utf8(b)
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())),
@@ -765,25 +759,23 @@ fn owned_string(v: Value) -> Result<String, DistError> {
     }
 }
 
-fn string(v: Option<&Value>) -> Result<String, DistError> {
+fn string(v: Option<&Value>) -> Result<String, Error> {
     match v {
         Some(Value::BulkString(b)) => Ok(String::from_utf8_lossy(b).into_owned()),
         Some(Value::SimpleString(s)) => Ok(s.clone()),
         Some(Value::Int(i)) => Ok(i.to_string()),
-        other => Err(DistError::Protocol(format!(
-            "expected a string, got {other:?}"
-        ))),
+        other => Err(Error::Protocol(format!("expected a string, got {other:?}"))),
     }
 }
 
-fn opt_str(v: Option<&Value>) -> Result<Option<String>, DistError> {
+fn opt_str(v: Option<&Value>) -> Result<Option<String>, Error> {
     match v {
         None | Some(Value::Nil) => Ok(None),
         v => string(v).map(Some),
     }
 }
 
-fn status_reply(v: &Value) -> Result<(String, i64, Option<i64>), DistError> {
+fn status_reply(v: &Value) -> Result<(String, i64, Option<i64>), Error> {
     let a = array(v)?;
     let third = match a.get(2) {
         Some(x) => Some(int(Some(x))?),

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use schedulers::distributed::{Config, Durability, Job, LocalCluster, RedisScheduler};
+use schedulers_redis::{Config, Durability, Job, LocalCluster, RedisScheduler};
 
-use super::{
+use crate::support::{
     all_events, check, drained, redis_installed, shared_cluster, signal, wait_until, Expect,
     WorkerOpts, WorkerProc,
 };

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::panic::catch_unwind;
 
-use super::{check, Event, Expect};
+use crate::support::{check, Event, Expect};
 
 fn ev(ev: &str, id: &str, due: i64, fence: i64, claimed: i64, outcome: &str) -> Event {
     Event {

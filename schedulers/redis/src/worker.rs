@@ -45,11 +45,7 @@
 //! job runs again (at-least-once). Every thread survives Redis going away:
 //! it backs off and reconnects.
 
-// The worker is a driver against Redis's clock: it maps Redis time to local
-// sleeps (`Instant`) and backs off in real time. Nothing here decides
-// whether a job is due; the scripts do, on Redis's clock.
-#![allow(clippy::disallowed_methods)]
-
+use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -59,10 +55,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 
-use super::conn::{clone_error, Conn, Heard};
-use super::job::{AckOutcome, Fire};
-use super::store::{ClaimSent, Op, RetryPolicy, Settled, Store, MAX_BATCH};
-use super::{Config, DistError};
+use crate::conn::{clone_error, Conn, Heard};
+use crate::job::{AckOutcome, Fire};
+use crate::store::{ClaimSent, Op, RetryPolicy, Settled, Store, MAX_BATCH};
+use crate::{Config, Error};
 
 /// A handler's error: any error type, reported as text in the job's record.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
@@ -145,7 +141,7 @@ pub struct WorkerStats {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use schedulers::distributed::{Config, Worker};
+/// use schedulers_redis::{Config, Worker};
 ///
 /// #[derive(serde::Deserialize)]
 /// struct Email { to: String }
@@ -162,7 +158,7 @@ pub struct WorkerStats {
 /// // ... later:
 /// worker.shutdown();
 /// worker.join();
-/// # Ok::<(), schedulers::distributed::DistError>(())
+/// # Ok::<(), schedulers_redis::Error>(())
 /// ```
 pub struct WorkerBuilder {
     url: String,
@@ -295,12 +291,12 @@ impl WorkerBuilder {
     ///
     /// # Errors
     ///
-    /// [`DistError::InvalidConfig`] for zero threads, a lease under 3 ms, a
+    /// [`Error::InvalidConfig`] for zero threads, a lease under 3 ms, a
     /// heartbeat not shorter than the lease, a zero reap or poll interval, a
     /// batch outside 1..=1000, a zero buffer, or a retry policy with no
-    /// attempt; [`DistError::Redis`] for a bad URL. Redis need not be up:
+    /// attempt; [`Error::Redis`] for a bad URL. Redis need not be up:
     /// the worker connects when it can.
-    pub fn start(self) -> Result<Worker, DistError> {
+    pub fn start(self) -> Result<Worker, Error> {
         let lease_ms = self.lease.as_millis().min(i64::MAX as u128) as i64;
         let heartbeat = self.heartbeat.unwrap_or(self.lease / 3);
         let reap = self.reap.unwrap_or(self.lease / 3);
@@ -309,32 +305,32 @@ impl WorkerBuilder {
             None => BufferSize::adaptive(self.batch),
         };
         if self.threads == 0 {
-            return Err(DistError::InvalidConfig("threads must be at least 1"));
+            return Err(Error::InvalidConfig("threads must be at least 1"));
         }
         if lease_ms < 3 {
-            return Err(DistError::InvalidConfig("lease must be at least 3 ms"));
+            return Err(Error::InvalidConfig("lease must be at least 3 ms"));
         }
         if heartbeat.is_zero() || heartbeat >= self.lease {
-            return Err(DistError::InvalidConfig(
+            return Err(Error::InvalidConfig(
                 "heartbeat must be non-zero and shorter than the lease",
             ));
         }
         if reap.is_zero() || self.poll.is_zero() {
-            return Err(DistError::InvalidConfig(
+            return Err(Error::InvalidConfig(
                 "reap and poll intervals must be non-zero",
             ));
         }
         if !(1..=MAX_BATCH).contains(&self.batch) {
-            return Err(DistError::InvalidConfig("batch must be within 1..=1000"));
+            return Err(Error::InvalidConfig("batch must be within 1..=1000"));
         }
         if sizing.max == 0 {
-            return Err(DistError::InvalidConfig("buffer must be at least 1"));
+            return Err(Error::InvalidConfig("buffer must be at least 1"));
         }
         if self.retry.max_attempts < 1
             || self.retry.backoff_base_ms < 0
             || self.retry.backoff_max_ms < 0
         {
-            return Err(DistError::InvalidConfig(
+            return Err(Error::InvalidConfig(
                 "max attempts must be at least 1, backoffs non-negative",
             ));
         }
@@ -374,7 +370,7 @@ impl WorkerBuilder {
         let (done_tx, done_rx) = unbounded::<Done>();
         let (stop_tx, stop_rx) = bounded::<()>(0);
         let mut joins = Vec::new();
-        let mut go = |name: &str, f: Box<dyn FnOnce() + Send>| -> Result<(), DistError> {
+        let mut go = |name: &str, f: Box<dyn FnOnce() + Send>| -> Result<(), Error> {
             joins.push(spawn(name, f)?);
             Ok(())
         };
@@ -412,11 +408,11 @@ impl WorkerBuilder {
     }
 }
 
-fn spawn(name: &str, f: Box<dyn FnOnce() + Send>) -> Result<JoinHandle<()>, DistError> {
+fn spawn(name: &str, f: Box<dyn FnOnce() + Send>) -> Result<JoinHandle<()>, Error> {
     std::thread::Builder::new()
         .name(name.to_owned())
         .spawn(f)
-        .map_err(|_| DistError::InvalidConfig("could not spawn a worker thread"))
+        .map_err(|_| Error::InvalidConfig("could not spawn a worker thread"))
 }
 
 fn seed() -> u64 {
@@ -495,7 +491,7 @@ impl Shared {
         self.stop.load(Ordering::Acquire)
     }
 
-    fn redis_error(&self, e: &DistError) {
+    fn redis_error(&self, e: &Error) {
         self.emit(|| WorkerEvent::RedisError {
             message: e.to_string(),
         });
@@ -744,10 +740,10 @@ struct Claimer<'a> {
 
 impl Claimer<'_> {
     /// Sends a round of claims on a connection with nothing in flight.
-    fn send(&mut self, asks: &[(usize, usize)]) -> Result<(), DistError> {
+    fn send(&mut self, asks: &[(usize, usize)]) -> Result<(), Error> {
         let con = (0..CLAIMS_IN_FLIGHT)
             .find(|c| self.flight.iter().all(|r| r.con != *c))
-            .ok_or_else(|| DistError::Protocol("every claim connection is busy".into()))?;
+            .ok_or_else(|| Error::Protocol("every claim connection is busy".into()))?;
         let sent = self
             .sh
             .store
@@ -762,7 +758,7 @@ impl Claimer<'_> {
 
     /// Reads the oldest round in flight and buffers its jobs; returns how
     /// many it got, or the first error after buffering what the others got.
-    fn take(&mut self) -> Option<Result<usize, DistError>> {
+    fn take(&mut self) -> Option<Result<usize, Error>> {
         let Round { con, sent, .. } = self.flight.pop_front()?;
         let limits: Vec<usize> = sent.asks.iter().map(|a| a.1).collect();
         let replies = match self.sh.store.claim_recv(&mut self.cons[con], sent) {
@@ -807,7 +803,7 @@ impl Claimer<'_> {
     }
 
     /// Reads every round in flight; the first error, after all are read.
-    fn take_all(&mut self) -> Result<(), DistError> {
+    fn take_all(&mut self) -> Result<(), Error> {
         let mut first = None;
         while let Some(r) = self.take() {
             if let Err(e) = r {
@@ -844,7 +840,7 @@ fn claim_loop(
     let mut start = (seed() % n as u64) as usize;
     let mut backoff = Duration::from_millis(10);
     while !sh.stopped() {
-        let step = (|| -> Result<Option<Instant>, DistError> {
+        let step = (|| -> Result<Option<Instant>, Error> {
             if Instant::now() >= look_at {
                 // A look needs a connection with nothing in flight.
                 c.take_all()?;
@@ -969,7 +965,7 @@ fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
             Some(f) => match catch_unwind(AssertUnwindSafe(|| f(fire))) {
                 Ok(Ok(())) => Op::Ack,
                 Ok(Err(e)) => Op::Fail(e.to_string()),
-                Err(p) => Op::Fail(crate::Error::from_panic(&*p).to_string()),
+                Err(p) => Op::Fail(panic_message(&*p)),
             },
         };
         let _ = done.send(Done { held: h, op });
@@ -1093,7 +1089,7 @@ fn settle_batch(sh: &Shared, con: &mut Conn, batch: Vec<Settling>, last: bool) -
             // repeat gets the same outcome and waits again); in the end,
             // report what the master did.
             Ok((_, _, Some(why))) => {
-                sh.redis_error(&DistError::NotDurable(why.clone()));
+                sh.redis_error(&Error::NotDurable(why.clone()));
                 in_time
             }
             _ => false,
@@ -1289,6 +1285,19 @@ fn wake_loop(sh: &Shared, stop: &Receiver<()>) {
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
     }
+}
+
+/// What a failed run records for a handler that panicked: the panic's
+/// message when it is a string (as `panic!` makes it).
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    let message = if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.as_str()
+    } else {
+        "non-string panic payload"
+    };
+    format!("the task panicked: {message}")
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! node that owns the shard. Scripts read the time with `redis.call('TIME')`:
 //! all time decisions (is a job due, has a lease expired, when does a retry
 //! run) use the clock of the node that owns the shard, never a worker's.
-//! Even a delay ([`Job::after`](super::Job::after)) is turned into a due
+//! Even a delay ([`Job::after`](crate::Job::after)) is turned into a due
 //! time inside the schedule script, on that node's clock. Scripts are sent
 //! by SHA1 with `EVALSHA`; a node that does not know one (`NOSCRIPT`: a
 //! restarted, flushed or newly promoted node) gets the same call as `EVAL`.
@@ -51,7 +51,7 @@
 //! # Tombstones
 //!
 //! A finished or cancelled job leaves its id's 62-bit
-//! [`fingerprint`](super::keys::fingerprint), not its id, in a set of the
+//! [`fingerprint`](crate::keys::fingerprint), not its id, in a set of the
 //! current time bucket (an eighth of the retention). A bucket's
 //! fingerprints are spread over sets by linear hashing on their high bits:
 //! whenever the sets would average more than 192 members with the batch
@@ -85,7 +85,7 @@
 
 use std::sync::OnceLock;
 
-use super::conn::ScriptSrc;
+use crate::conn::ScriptSrc;
 
 /// What every script starts with: its keys, arguments, the record pattern,
 /// the clock and the index repair.

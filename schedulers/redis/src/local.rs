@@ -1,22 +1,78 @@
-//! Throwaway `redis-server`s for tests, examples and benchmarks: one server
-//! ([`LocalRedis`]), or a Redis Cluster of masters and replicas on loopback
-//! ports ([`LocalCluster`]).
+//! Throwaway `redis-server`s for tests and benchmarks (feature
+//! `test-util`): one server ([`LocalRedis`]), or a Redis Cluster of masters
+//! and replicas on loopback ports ([`LocalCluster`]).
 
-// This module supervises real server processes: it must wait in real time
-// for them to answer. No scheduling decision is made here.
-#![allow(clippy::disallowed_methods)]
-
+use std::fmt;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use super::DistError;
+/// Why a [`LocalRedis`] or [`LocalCluster`] could not start, or a question
+/// to one went unanswered.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LocalServerError {
+    /// `redis-server` or `redis-cli` (named) is not installed, or
+    /// `$REDIS_SERVER` names no file.
+    NotInstalled(&'static str),
+    /// A directory, a file, a port or a process could not be had.
+    Io {
+        /// What was wanted.
+        what: &'static str,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The server exited as it started. The message gives its exit status
+    /// and the last lines of its log (a setting it refused, say), or, when
+    /// it wrote no log, asks whether the disk that holds its directory is
+    /// full.
+    Exited(String),
+    /// The server or Cluster did not come up as asked: another server
+    /// answers on the port, fewer than 3 masters, the Cluster did not form
+    /// or become healthy, no master serves a slot.
+    Setup(String),
+    /// A node answered with an error, or not at all.
+    Redis(redis::RedisError),
+}
+
+impl fmt::Display for LocalServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LocalServerError::NotInstalled(what) => write!(f, "{what} is not installed"),
+            LocalServerError::Io { what, source } => write!(f, "{what}: {source}"),
+            LocalServerError::Exited(why) => write!(f, "the local redis-server stopped: {why}"),
+            LocalServerError::Setup(why) => f.write_str(why),
+            LocalServerError::Redis(e) => write!(f, "redis: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LocalServerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LocalServerError::Io { source, .. } => Some(source),
+            LocalServerError::Redis(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<redis::RedisError> for LocalServerError {
+    fn from(e: redis::RedisError) -> Self {
+        LocalServerError::Redis(e)
+    }
+}
+
+fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> LocalServerError {
+    move |source| LocalServerError::Io { what, source }
+}
 
 /// A `redis-server` child process on a free loopback port, with AOF on
 /// (`appendfsync everysec`), RDB snapshots off, `noeviction`, and its data in
 /// a fresh temporary directory. Killed, and its directory removed, on drop.
+/// For tests and benchmarks (feature `test-util`).
 ///
 /// The binary is `$REDIS_SERVER` if set, else `redis-server` from `PATH`
 /// (or `/usr/bin`, `/usr/sbin`).
@@ -24,12 +80,12 @@ use super::DistError;
 /// # Examples
 ///
 /// ```no_run
-/// use schedulers::distributed::LocalRedis;
+/// use schedulers_redis::LocalRedis;
 ///
 /// let mut redis = LocalRedis::start()?;
 /// println!("up at {}", redis.url());
 /// redis.restart()?; // SIGKILL, then start again on the same port and data
-/// # Ok::<(), schedulers::distributed::DistError>(())
+/// # Ok::<(), schedulers_redis::LocalServerError>(())
 /// ```
 #[derive(Debug)]
 pub struct LocalRedis {
@@ -46,13 +102,13 @@ pub struct LocalRedis {
 /// # Examples
 ///
 /// ```no_run
-/// use schedulers::distributed::LocalRedis;
+/// use schedulers_redis::LocalRedis;
 ///
 /// let redis = LocalRedis::builder()
 ///     .appendfsync_always(true)
 ///     .set("aof-timestamp-enabled", "yes")
 ///     .start()?;
-/// # Ok::<(), schedulers::distributed::DistError>(())
+/// # Ok::<(), schedulers_redis::LocalServerError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct LocalRedisBuilder {
@@ -87,16 +143,16 @@ impl LocalRedisBuilder {
     ///
     /// # Errors
     ///
-    /// [`DistError::InvalidConfig`] if no `redis-server` is installed or it
-    /// cannot be started; [`DistError::LocalServer`] (with its log) if it
-    /// exits as it starts; [`DistError::Redis`] if it does not answer.
-    pub fn start(self) -> Result<LocalRedis, DistError> {
+    /// [`LocalServerError::NotInstalled`] without `redis-server`;
+    /// [`LocalServerError::Io`] if it cannot be started;
+    /// [`LocalServerError::Exited`] (with its log) if it exits as it starts;
+    /// [`LocalServerError::Redis`] if it does not answer.
+    pub fn start(self) -> Result<LocalRedis, LocalServerError> {
         static N: AtomicU32 = AtomicU32::new(0);
-        let binary =
-            find_redis_server().ok_or(DistError::InvalidConfig("redis-server is not installed"))?;
+        let binary = find_redis_server().ok_or(LocalServerError::NotInstalled("redis-server"))?;
         // The port is free when probed but another process may take it
         // before the server binds it: then the server exits, and we retry.
-        let mut last = DistError::InvalidConfig("cannot start redis-server");
+        let mut last = LocalServerError::Setup("cannot start redis-server".into());
         for _ in 0..5 {
             let port = free_port()?;
             let tls_port = match self.tls {
@@ -108,8 +164,7 @@ impl LocalRedisBuilder {
                 std::process::id(),
                 N.fetch_add(1, Ordering::Relaxed)
             ));
-            std::fs::create_dir_all(&dir)
-                .map_err(|_| DistError::InvalidConfig("cannot create a temp dir"))?;
+            std::fs::create_dir_all(&dir).map_err(io("cannot create a temp dir"))?;
             let mut me = LocalRedis {
                 child: None,
                 port,
@@ -129,7 +184,8 @@ impl LocalRedisBuilder {
 
 /// Finds the `redis-server` binary: `$REDIS_SERVER` if set (and `None` if
 /// that is not a file), else the first `redis-server` on `PATH`, `/usr/bin`,
-/// `/usr/sbin` or `/usr/local/bin`.
+/// `/usr/sbin` or `/usr/local/bin`. Tests call it to skip, or to fail under
+/// CI, where no server is installed (feature `test-util`).
 pub fn find_redis_server() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("REDIS_SERVER") {
         // An explicit choice is honoured: no fallback to another binary.
@@ -164,10 +220,11 @@ impl LocalRedis {
     ///
     /// # Errors
     ///
-    /// [`DistError::InvalidConfig`] if no `redis-server` is installed or it
-    /// cannot be started; [`DistError::LocalServer`] (with its log) if it
-    /// exits as it starts; [`DistError::Redis`] if it does not answer.
-    pub fn start() -> Result<LocalRedis, DistError> {
+    /// [`LocalServerError::NotInstalled`] without `redis-server`;
+    /// [`LocalServerError::Io`] if it cannot be started;
+    /// [`LocalServerError::Exited`] (with its log) if it exits as it starts;
+    /// [`LocalServerError::Redis`] if it does not answer.
+    pub fn start() -> Result<LocalRedis, LocalServerError> {
         LocalRedis::builder().start()
     }
 
@@ -178,7 +235,7 @@ impl LocalRedis {
     /// # Errors
     ///
     /// As [`start`](Self::start).
-    pub fn start_with_fsync(always: bool) -> Result<LocalRedis, DistError> {
+    pub fn start_with_fsync(always: bool) -> Result<LocalRedis, LocalServerError> {
         LocalRedis::builder().appendfsync_always(always).start()
     }
 
@@ -187,7 +244,7 @@ impl LocalRedis {
         LocalRedisBuilder::default()
     }
 
-    fn spawn(&mut self) -> Result<(), DistError> {
+    fn spawn(&mut self) -> Result<(), LocalServerError> {
         let s = &self.settings;
         let mut cmd = Command::new(&self.binary);
         cmd.args([
@@ -225,18 +282,15 @@ impl LocalRedis {
             .create(true)
             .append(true)
             .open(self.dir.join("redis.log"))
-            .map_err(|_| DistError::InvalidConfig("cannot create redis.log in the temp dir"))?;
+            .map_err(io("cannot create redis.log in the temp dir"))?;
         let child = cmd
             .arg("--dir")
             .arg(&self.dir)
             .stdin(Stdio::null())
-            .stdout(
-                log.try_clone()
-                    .map_err(|_| DistError::InvalidConfig("cannot open redis.log"))?,
-            )
+            .stdout(log.try_clone().map_err(io("cannot open redis.log"))?)
             .stderr(log)
             .spawn()
-            .map_err(|_| DistError::InvalidConfig("cannot start redis-server"))?;
+            .map_err(io("cannot start redis-server"))?;
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         let client = redis::Client::open(self.url())?;
@@ -246,7 +300,7 @@ impl LocalRedis {
                 if let Ok(Some(status)) = c.try_wait() {
                     self.child = None;
                     let log = self.log_tail(5);
-                    return Err(DistError::LocalServer(if log.is_empty() {
+                    return Err(LocalServerError::Exited(if log.is_empty() {
                         // Nothing written: a full disk takes the log too.
                         format!(
                             "it exited at start ({status}) with an empty log; is the disk that holds {} full?",
@@ -271,9 +325,10 @@ impl LocalRedis {
                 Ok(v) if v.get(1).map(PathBuf::from).as_ref() == Some(&want) => return Ok(()),
                 Ok(_) => {
                     self.kill();
-                    return Err(DistError::InvalidConfig(
-                        "another redis-server answers on the port",
-                    ));
+                    return Err(LocalServerError::Setup(format!(
+                        "another redis-server answers on port {}",
+                        self.port
+                    )));
                 }
                 // Up, with a password set (`requirepass`): it cannot be
                 // asked for its directory; the child is alive, so it is ours.
@@ -337,7 +392,7 @@ impl LocalRedis {
     /// # Errors
     ///
     /// As [`start`](Self::start).
-    pub fn start_again(&mut self) -> Result<(), DistError> {
+    pub fn start_again(&mut self) -> Result<(), LocalServerError> {
         self.kill();
         let deadline = Instant::now() + Duration::from_secs(5);
         // Wait until the port is free again.
@@ -353,18 +408,14 @@ impl LocalRedis {
     /// # Errors
     ///
     /// As [`start`](Self::start).
-    pub fn restart(&mut self) -> Result<(), DistError> {
+    pub fn restart(&mut self) -> Result<(), LocalServerError> {
         self.start_again()
     }
 }
 
-fn free_port() -> Result<u16, DistError> {
-    let l =
-        TcpListener::bind("127.0.0.1:0").map_err(|_| DistError::InvalidConfig("no free port"))?;
-    let port = l
-        .local_addr()
-        .map_err(|_| DistError::InvalidConfig("no free port"))?
-        .port();
+fn free_port() -> Result<u16, LocalServerError> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(io("no free port"))?;
+    let port = l.local_addr().map_err(io("no free port"))?.port();
     Ok(port)
 }
 
@@ -378,16 +429,17 @@ impl Drop for LocalRedis {
 /// A Redis Cluster on loopback ports: `masters` masters with `replicas`
 /// replicas each, every node a [`LocalRedis`] with `cluster-enabled yes`
 /// and a node timeout of one second, joined with `redis-cli --cluster
-/// create`. Killed on drop.
+/// create`. Killed on drop. For tests and benchmarks (feature
+/// `test-util`).
 ///
 /// # Examples
 ///
 /// ```no_run
-/// use schedulers::distributed::LocalCluster;
+/// use schedulers_redis::LocalCluster;
 ///
 /// let cluster = LocalCluster::start(3, 1)?;
 /// println!("seed node {}", cluster.url());
-/// # Ok::<(), schedulers::distributed::DistError>(())
+/// # Ok::<(), schedulers_redis::LocalServerError>(())
 /// ```
 #[derive(Debug)]
 pub struct LocalCluster {
@@ -417,10 +469,11 @@ impl LocalCluster {
     ///
     /// # Errors
     ///
-    /// [`DistError::InvalidConfig`] if `redis-server` or `redis-cli` is
-    /// missing, `masters` is under 3 (the least Redis accepts), or the
-    /// Cluster does not form.
-    pub fn start(masters: usize, replicas: usize) -> Result<LocalCluster, DistError> {
+    /// [`LocalServerError::NotInstalled`] if `redis-server` or `redis-cli`
+    /// is missing; [`LocalServerError::Setup`] if `masters` is under 3 (the
+    /// least Redis accepts) or the Cluster does not form; as
+    /// [`LocalRedis::start`] for each node.
+    pub fn start(masters: usize, replicas: usize) -> Result<LocalCluster, LocalServerError> {
         LocalCluster::start_with(masters, replicas, LocalRedis::builder())
     }
 
@@ -434,14 +487,14 @@ impl LocalCluster {
         masters: usize,
         replicas: usize,
         node: LocalRedisBuilder,
-    ) -> Result<LocalCluster, DistError> {
+    ) -> Result<LocalCluster, LocalServerError> {
         if masters < 3 {
-            return Err(DistError::InvalidConfig(
-                "a Redis Cluster needs at least 3 masters",
-            ));
+            return Err(LocalServerError::Setup(format!(
+                "a Redis Cluster needs at least 3 masters, not {masters}"
+            )));
         }
-        let cli = find_redis_cli().ok_or(DistError::InvalidConfig("redis-cli is not installed"))?;
-        let mut last = DistError::InvalidConfig("the cluster did not form");
+        let cli = find_redis_cli().ok_or(LocalServerError::NotInstalled("redis-cli"))?;
+        let mut last = LocalServerError::Setup("the cluster did not form".into());
         // The bus ports are probed free, then taken by the servers: retry
         // the rare race with another process.
         for _ in 0..3 {
@@ -466,18 +519,19 @@ impl LocalCluster {
         Err(last)
     }
 
-    fn create(&self, cli: &Path, replicas: usize) -> Result<(), DistError> {
+    fn create(&self, cli: &Path, replicas: usize) -> Result<(), LocalServerError> {
         let out = Command::new(cli)
             .args(["--cluster", "create"])
             .args(self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null())
             .output()
-            .map_err(|_| DistError::InvalidConfig("cannot run redis-cli"))?;
+            .map_err(io("cannot run redis-cli"))?;
         if !out.status.success() {
-            return Err(DistError::InvalidConfig(
-                "redis-cli --cluster create failed",
-            ));
+            return Err(LocalServerError::Setup(format!(
+                "redis-cli --cluster create failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
         }
         self.wait_ok(Duration::from_secs(30))
     }
@@ -488,16 +542,18 @@ impl LocalCluster {
     ///
     /// # Errors
     ///
-    /// [`DistError::InvalidConfig`] if that does not happen within
+    /// [`LocalServerError::Setup`] if that does not happen within
     /// `timeout`.
-    pub fn wait_ok(&self, timeout: Duration) -> Result<(), DistError> {
+    pub fn wait_ok(&self, timeout: Duration) -> Result<(), LocalServerError> {
         let deadline = Instant::now() + timeout;
         loop {
             if self.healthy() {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(DistError::InvalidConfig("the cluster did not become ok"));
+                return Err(LocalServerError::Setup(format!(
+                    "the cluster did not become ok in {timeout:?}"
+                )));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -550,8 +606,9 @@ impl LocalCluster {
     ///
     /// # Errors
     ///
-    /// [`DistError::Redis`] if no node answers.
-    pub fn topology(&self) -> Result<Vec<ClusterNode>, DistError> {
+    /// [`LocalServerError::Redis`] if no node answers,
+    /// [`LocalServerError::Setup`] if none runs.
+    pub fn topology(&self) -> Result<Vec<ClusterNode>, LocalServerError> {
         let mut last = None;
         for n in self.nodes.iter().filter(|n| n.child.is_some()) {
             let r = redis::Client::open(n.url())
@@ -563,8 +620,8 @@ impl LocalCluster {
             }
         }
         Err(last.map_or(
-            DistError::InvalidConfig("no node of the cluster runs"),
-            DistError::Redis,
+            LocalServerError::Setup("no node of the cluster runs".into()),
+            LocalServerError::Redis,
         ))
     }
 
@@ -573,7 +630,7 @@ impl LocalCluster {
     /// # Errors
     ///
     /// As [`topology`](Self::topology).
-    pub fn replicas_of(&self, port: u16) -> Result<Vec<u16>, DistError> {
+    pub fn replicas_of(&self, port: u16) -> Result<Vec<u16>, LocalServerError> {
         let nodes = self.topology()?;
         let id = nodes.iter().find(|n| n.port == port).map(|n| n.id.clone());
         Ok(nodes
@@ -587,14 +644,14 @@ impl LocalCluster {
     ///
     /// # Errors
     ///
-    /// As [`topology`](Self::topology); [`DistError::Protocol`] if no
+    /// As [`topology`](Self::topology); [`LocalServerError::Setup`] if no
     /// master serves it.
-    pub fn master_of(&self, slot: u16) -> Result<u16, DistError> {
+    pub fn master_of(&self, slot: u16) -> Result<u16, LocalServerError> {
         self.topology()?
             .into_iter()
             .find(|n| n.master && !n.failed && n.slots.iter().any(|&(a, b)| a <= slot && slot <= b))
             .map(|n| n.port)
-            .ok_or_else(|| DistError::Protocol(format!("no master serves slot {slot}")))
+            .ok_or_else(|| LocalServerError::Setup(format!("no master serves slot {slot}")))
     }
 }
 

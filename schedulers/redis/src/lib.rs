@@ -1,4 +1,4 @@
-//! A durable, multi-node scheduler on Redis (feature `redis`).
+//! A durable, multi-node scheduler on Redis or Redis Cluster.
 //!
 //! Jobs are data, not closures: an id (the idempotency key), a kind, a JSON
 //! payload, a due time and, for fixed-rate jobs, a period. Producers
@@ -7,6 +7,10 @@
 //! The schedule survives crashes of workers and restarts of Redis (with AOF),
 //! runs on one Redis or a Redis Cluster, over TLS, with the durability each
 //! client chooses.
+//!
+//! This crate stands beside `schedulers` (the in-process timers) and shares
+//! no code with it: an application that wants a timer compiles none of
+//! Redis, and one that wants durable jobs compiles none of the timers.
 //!
 //! # Guarantees
 //!
@@ -70,7 +74,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use schedulers::distributed::{Config, Job, RedisScheduler, Worker};
+//! use schedulers_redis::{Config, Job, RedisScheduler, Worker};
 //!
 //! let url = "redis://127.0.0.1:6379/";
 //! let config = Config::default().namespace("shop");
@@ -89,7 +93,7 @@
 //!     .handler("stats", |_| Ok(()))
 //!     .start()?;
 //! # worker.shutdown();
-//! # Ok::<(), schedulers::distributed::DistError>(())
+//! # Ok::<(), schedulers_redis::Error>(())
 //! ```
 //!
 //! # Redis Cluster
@@ -118,9 +122,9 @@
 //!
 //! **Failover.** Replication is asynchronous: a master acknowledges a write
 //! before its replica has it, so when a master dies its replica takes over
-//! without the writes it had not received. Measured in one run (test
-//! `a_master_killed_mid_run…`, 3 masters with a replica each on one
-//! machine): with the
+//! without the writes it had not received. Measured in one run (`cargo
+//! test -p schedulers-redis -- a_master_killed_mid_run --nocapture`, 3
+//! masters with a replica each on one machine): with the
 //! replica 2.5 s behind when its master was killed, [`Durability::Async`]
 //! lost 49 of 9,422 acknowledged schedules, acknowledged in the last 200 ms
 //! before the kill (the rest of the backlog was still in the socket buffers
@@ -130,7 +134,7 @@
 //! [`Durability::Replicas(1)`](Durability::Replicas) the same failover lost
 //! nothing acknowledged and ran nothing twice under one fence: every write
 //! waits for `WAIT 1`. While the promoted master has no replica of its own,
-//! such writes fail with [`DistError::NotDurable`] and are retried.
+//! such writes fail with [`Error::NotDurable`] and are retried.
 //!
 //! # TLS and passwords
 //!
@@ -140,7 +144,7 @@
 //! `{tw:<ns>:*`, so `ACL SETUSER app on >pw resetkeys ~{tw:app:* resetchannels
 //! &{tw:app:* +@all` works, and the same user gets `NOPERM` on any other
 //! namespace. (A user without `+cluster|slots` is taken for a standalone
-//! server.) With the feature `redis-tls`, `rediss://` connects with TLS
+//! server.) With the feature `tls`, `rediss://` connects with TLS
 //! (rustls), trusting the system's roots or the CA of `Config::tls`; a
 //! client certificate can be given for `tls-auth-clients yes`.
 //!
@@ -149,7 +153,7 @@
 //! The first client of a namespace records its layout at
 //! `{tw:<ns>:layout}`: format version, shard count, slice, tombstone
 //! retention and outcome window. Every producer and worker compares its own
-//! before its first command and fails with [`DistError::LayoutMismatch`] if
+//! before its first command and fails with [`Error::LayoutMismatch`] if
 //! it differs (a worker at start when Redis is up, else before it claims
 //! anything), never splitting the schedule between shard counts. The
 //! library, the worker binary and the workbench share one default shard
@@ -160,8 +164,9 @@
 //! What keeps a finished or cancelled id from being scheduled again is its
 //! 62-bit fingerprint in a set of a time bucket (an eighth of
 //! [`Config::tombstone_ttl`]), grown by linear hashing so every set stays an
-//! `intset` (see [`scripts`]); the buckets expire whole. Measured (test
-//! `a_finished_id_costs_under_16_bytes_of_tombstone`, 1e5 ids): 913,408 B in
+//! `intset` (see [`scripts`]); the buckets expire whole. Measured (`cargo
+//! test -p schedulers-redis -- a_finished_id_costs --nocapture`, 1e5 ids):
+//! 913,408 B in
 //! 528 intsets plus 832 B of bookkeeping, **9.1 B per id**, against about 105
 //! B per id in a sorted set before. Per 1e6 jobs a day with the default
 //! one-day retention that is about 9.1 MB (the old layout: 105 MB); at a
@@ -185,17 +190,17 @@
 //! the master's AOF fsync (`WAITAOF 1 0` on Redis 7.2+; on older servers,
 //! such as Debian's 7.0, the client requires `appendonly yes` with
 //! `appendfsync always`, under which Redis replies only after the fsync, and
-//! fails with [`DistError::DurabilityUnavailable`] otherwise); `Replicas(n)`
+//! fails with [`Error::DurabilityUnavailable`] otherwise); `Replicas(n)`
 //! waits for `WAIT n`. A write applied but not confirmed in
-//! [`Config::durability_timeout`] fails with [`DistError::NotDurable`] and is
+//! [`Config::durability_timeout`] fails with [`Error::NotDurable`] and is
 //! retried (producers for [`Config::retry_for`], workers for up to 30 s); a
 //! worker never runs a claim that was not confirmed (its lease lapses and
 //! the job runs later).
 //!
-//! Measured by a simulated power loss (test `a_power_loss_loses…`: workers
-//! and Redis killed together, the AOF cut back with `redis-check-aof
-//! --truncate-to-timestamp` to what a power loss leaves, Redis restarted,
-//! the schedule drained). Under `Async` on `appendfsync everysec`, with the
+//! Measured by a simulated power loss (`cargo test -p schedulers-redis --
+//! a_power_loss --nocapture`: workers and Redis killed together, the AOF
+//! cut back with `redis-check-aof --truncate-to-timestamp` to what a power
+//! loss leaves, Redis restarted, the schedule drained). Under `Async` on `appendfsync everysec`, with the
 //! AOF cut 1–2 s back, acknowledged work was lost in every run: in the first,
 //! 755 of 7,200 acknowledged schedules, 1,330 fires run again under the same
 //! fence (claims and acks rolled back) and 1,440 jobs run after an
@@ -211,9 +216,9 @@
 //!
 //! A master runs scripts on one core, so its capacity is one core's worth
 //! of Redis CPU per job: **jobs/s per master ≈ 10⁶ / (µs of Redis CPU per
-//! job)**. Measured by the workbench (run `20261125-211759-quick`, commit
-//! 80780f0, three repeats, 2 cores shared with the workers and the
-//! producer, load 0.6–1.8): a backlog drained at 6.9 µs of Redis CPU per
+//! job)**. Measured by the workbench (`cargo run --release -p workbench --
+//! run -w distributed`, quick size, three repeats, at commit 80780f0; 2
+//! cores shared with the workers and the producer, load 0.6–1.8): a backlog drained at 6.9 µs of Redis CPU per
 //! job (claim and ack batched, one worker, 141k jobs/s, Redis busy nearly
 //! all the drain), so one master tops out near 145k jobs/s (the claim
 //! script alone: 235k); at a paced 2,500 jobs/s batches are small and a job
@@ -225,9 +230,9 @@
 //! holds, the more an ack costs: once its sets outnumber the acks of one
 //! settle call (a few dozen per shard), most acks add to a set of their
 //! own, one `SADD` call each, and past the 256 sets a bucket starts with
-//! the sets split as they grow. Measured with `schedulers-redis-worker
-//! bench --shape drain --workers 1` (commit 80780f0, two runs each): 1e5
-//! jobs, 117-127k jobs/s at 7.6-8.2 µs a job (0.3 `SADD` calls a job); 1e6 jobs
+//! the sets split as they grow. Measured with `cargo run --release -p
+//! workbench -- redis-bench --shape drain --workers 1 --jobs 100000` (and
+//! `--jobs 1000000`; commit 80780f0, two runs each): 1e5 jobs, 117-127k jobs/s at 7.6-8.2 µs a job (0.3 `SADD` calls a job); 1e6 jobs
 //! (125k tombstones a shard, about 650 sets), 92-93k jobs/s at 10.3-10.5
 //! µs a job (0.6-0.7 `SADD` calls a job).
 //!
@@ -261,27 +266,44 @@
 //! silently drop jobs); pick the durability above. Keep the lease at least
 //! three heartbeats plus the longest pause you expect. Payloads travel with
 //! every claim: [`Config::max_payload`] (default 4 MiB) refuses larger ones
-//! with [`DistError::PayloadTooLarge`].
+//! with [`Error::PayloadTooLarge`].
+//!
+//! # Crate features
+//!
+//! | Feature | Default | Adds |
+//! |---|---|---|
+//! | `tls` | off | `rediss://` URLs: TLS with rustls and its `ring` provider, trusting the system's roots or a CA given in `Config::tls`. |
+//! | `test-util` | off | For tests and benchmarks, not for production: throwaway servers (`LocalRedis`, `LocalCluster`, `find_redis_server`), `claim_ceiling` (the claim script alone, back to back), and the `schedulers-redis-worker` binary (a worker with no-op, sleeping and failing handlers that records what it does, or a throwaway Cluster) with its command line, `cli`. Pulls in `clap`. |
+//!
+//! The `redis` crate this one is built on needs Rust 1.88.
 
+#[cfg(feature = "test-util")]
+pub mod cli;
 mod client;
 mod config;
 mod conn;
 mod error;
-pub mod harness;
 mod job;
 pub mod keys;
+#[cfg(feature = "test-util")]
 mod local;
+#[cfg(feature = "test-util")]
 mod probe;
 pub mod scripts;
 mod store;
 mod worker;
 
 pub use client::RedisScheduler;
-#[cfg(feature = "redis-tls")]
+#[cfg(feature = "tls")]
 pub use config::Tls;
 pub use config::{Config, Durability, DEFAULT_MAX_PAYLOAD, DEFAULT_SHARDS};
-pub use error::DistError;
+pub use error::Error;
 pub use job::{AckOutcome, CancelOutcome, Fire, Job, JobInfo, JobState, When, MAX_ID_LEN};
 pub use keys::shard_of;
-pub use local::{find_redis_server, ClusterNode, LocalCluster, LocalRedis, LocalRedisBuilder};
+#[cfg(feature = "test-util")]
+pub use local::{
+    find_redis_server, ClusterNode, LocalCluster, LocalRedis, LocalRedisBuilder, LocalServerError,
+};
+#[cfg(feature = "test-util")]
+pub use probe::{claim_ceiling, Ceiling};
 pub use worker::{HandlerError, Worker, WorkerBuilder, WorkerEvent, WorkerStats};
