@@ -141,6 +141,7 @@
 //! ```
 
 mod builder;
+pub mod calendar;
 mod clock;
 pub mod core;
 /// Java's `Timer`, `ScheduledExecutorService`, Netty's and Kafka's timers,
