@@ -154,10 +154,10 @@ impl Days {
         if self.dom_last_weekday {
             dom |= 1 << nearest_weekday(len);
         }
+        // The weekday nearest a day the month does not have (31W in
+        // April) is its last weekday.
         for n in bits(self.dom_nearest) {
-            if n <= len {
-                dom |= 1 << nearest_weekday(n);
-            }
+            dom |= 1 << nearest_weekday(n.min(len));
         }
 
         let mut dow = 0;

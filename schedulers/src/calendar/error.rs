@@ -70,7 +70,10 @@ pub struct CalendarError {
 #[derive(Clone, PartialEq, Eq)]
 enum Kind {
     /// The expression has the wrong number of fields (or is an unknown macro).
-    Shape { text: Box<str>, why: Box<str> },
+    Shape {
+        text: Box<str>,
+        why: Box<str>,
+    },
     /// One field is malformed: which, its text, why.
     Syntax {
         field: Field,
@@ -78,9 +81,16 @@ enum Kind {
         why: Box<str>,
     },
     /// The expression is well formed but matches no date at all.
-    NeverFires { text: Box<str> },
-    UnknownZone { name: Box<str>, why: Box<str> },
-    LocalZone { why: Box<str> },
+    NeverFires {
+        text: Box<str>,
+    },
+    UnknownZone {
+        name: Box<str>,
+        why: Box<str>,
+    },
+    LocalZone {
+        why: Box<str>,
+    },
     DelayOnCalendar,
 }
 

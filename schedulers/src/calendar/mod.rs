@@ -18,7 +18,8 @@
 //!   iterates the following ones.
 //! - [`MissedRuns`] and [`OnPanic`]: what a periodic or calendar task does
 //!   about missed runs and panics; [`MissedRuns::plan_fixed_rate`] and
-//!   [`MissedRuns::plan_calendar`] are the one rule, as a pure function.
+//!   [`MissedRuns::plan_calendar`] are the one rule, as a pure function of
+//!   the grid, the deadline that came due and now.
 //! - [`CalendarError`]: a bad expression (naming the field, its text and
 //!   why), an unknown zone, an expression that never fires.
 //!
@@ -81,7 +82,7 @@ pub mod guide {
 
 pub use self::cron::{Cron, Dialect};
 pub use self::error::{CalendarError, Field};
-pub use self::policy::{MissedRuns, NextRun, OnPanic, Plan};
+pub use self::policy::{MissedRuns, OnPanic, Plan};
 pub use self::preview::FireTimes;
 pub use self::zone::Calendar;
 pub use jiff;

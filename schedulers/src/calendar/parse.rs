@@ -264,8 +264,9 @@ fn parse_item(
             };
         }
         if let Some(day) = item.strip_suffix('W') {
-            let n = number(day)
-                .ok_or_else(|| format!("`{item}`: `W` follows one day of the month, as in `15W`"))?;
+            let n = number(day).ok_or_else(|| {
+                format!("`{item}`: `W` follows one day of the month, as in `15W`")
+            })?;
             check(r, n)?;
             parsed.dom_nearest |= 1 << n;
             return Ok(());
@@ -284,12 +285,13 @@ fn parse_item(
             return Ok(());
         }
         if let Some((day, k)) = item.split_once('#') {
-            let v = value(field, day, dialect)
-                .ok_or_else(|| format!("`{item}`: `#` follows one day of the week, as in `MON#2`"))?;
+            let v = value(field, day, dialect).ok_or_else(|| {
+                format!("`{item}`: `#` follows one day of the week, as in `MON#2`")
+            })?;
             check(r, v)?;
-            let k = number(k)
-                .filter(|k| (1..=5).contains(k))
-                .ok_or_else(|| format!("`{item}`: `#` is followed by 1-5, the week of the month"))?;
+            let k = number(k).filter(|k| (1..=5).contains(k)).ok_or_else(|| {
+                format!("`{item}`: `#` is followed by 1-5, the week of the month")
+            })?;
             parsed.dow_nth |= 1 << (v * 5 + k - 1);
             return Ok(());
         }
@@ -350,25 +352,22 @@ fn add_range(
     step: u32,
     parsed: &mut Parsed,
 ) -> Result<(), String> {
-    // A Unix day-of-week 7 is Sunday again: wrap over 0-6.
-    let (size, max) = if field == Field::DayOfWeek && r.min == 0 {
-        (7, 6)
+    // Seven weekdays in both dialects (a Unix 7 is Sunday again, 0).
+    let size = if field == Field::DayOfWeek {
+        7
     } else {
-        (r.max - r.min + 1, r.max)
+        r.max - r.min + 1
     };
-    let start = if start > max { start - size } else { start };
     let span = if end >= start {
         end - start
+    } else if field == Field::Year {
+        return Err(format!("the range {start}-{end} runs backwards"));
     } else {
-        if field == Field::Year {
-            return Err(format!("the range {start}-{end} runs backwards"));
-        }
         end + size - start
     };
     let mut offset = 0;
     while offset <= span {
-        let v = start + offset;
-        parsed.add(field, if v > max { v - size } else { v });
+        parsed.add(field, r.min + (start + offset - r.min) % size);
         offset += step;
     }
     Ok(())
@@ -409,5 +408,8 @@ fn value(field: Field, text: &str, dialect: Dialect) -> Option<u32> {
         Field::DayOfWeek => (&WEEKDAYS, saturday(dialect) - 6),
         _ => return None,
     };
-    names.iter().position(|&n| n == text).map(|i| i as u32 + first)
+    names
+        .iter()
+        .position(|&n| n == text)
+        .map(|i| i as u32 + first)
 }
