@@ -9,17 +9,17 @@ use jiff::SignedDuration;
 use super::super::Calendar;
 use super::{fires, ts};
 
-struct Case {
-    zone: &'static str,
+pub(super) struct Case {
+    pub(super) zone: &'static str,
     /// The instant of the transition the case is about, checked against
     /// the tz database; `None` for a zone without one.
-    transition: Option<&'static str>,
-    expr: &'static str,
-    after: &'static str,
-    expected: &'static [&'static str],
+    pub(super) transition: Option<&'static str>,
+    pub(super) expr: &'static str,
+    pub(super) after: &'static str,
+    pub(super) expected: &'static [&'static str],
 }
 
-const CASES: &[Case] = &[
+pub(super) const CASES: &[Case] = &[
     // Europe/Berlin, spring forward: 02:00 CET -> 03:00 CEST.
     Case {
         zone: "Europe/Berlin",

@@ -13,11 +13,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 
 use super::super::Calendar;
+use super::dst::CASES;
 
 const PROGRAM: &str = r#"
 import java.io.*;
@@ -82,7 +84,10 @@ fn toolchain() -> Result<(PathBuf, PathBuf, PathBuf), String> {
 
 /// Runs the program on `input` lines; its output lines.
 fn run_quartz(javac: &Path, java: &Path, jar: &Path, input: &str) -> Vec<String> {
-    let dir = std::env::temp_dir().join(format!("schedulers-quartz-{}", std::process::id()));
+    // A directory per call: the tests run in parallel.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("schedulers-quartz-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let source = dir.join("QuartzNext.java");
     std::fs::write(&source, PROGRAM).unwrap();
@@ -289,5 +294,110 @@ fn agrees_with_quartz_away_from_dst() {
     eprintln!(
         "Quartz agrees on {compared} fire times of {} cases",
         cases.len()
+    );
+}
+
+/// Quartz on the DST table's rows (`cargo test -p schedulers --lib
+/// calendar::tests::quartz -- --nocapture` prints them beside ours): it
+/// differs from the rule on purpose. Quartz 2.3.2 skips a wall-clock time
+/// the zone skips (no run that day), and fires a repeated one at its
+/// second occurrence only, even for an every-hour expression (whose first
+/// occurrence it loses).
+#[test]
+fn quartz_at_transitions() {
+    let (javac, java, jar) = match toolchain() {
+        Ok(tools) => tools,
+        Err(missing) if std::env::var_os("CI").is_some() => {
+            panic!("the Quartz cross-check needs Java and Quartz under CI: {missing}")
+        }
+        Err(missing) => {
+            eprintln!("skipping the Quartz cross-check: {missing}");
+            return;
+        }
+    };
+    // Unix rows become Quartz's syntax: second 0, `?` for the weekday.
+    let quartz = |expr: &str| match expr.split(' ').count() {
+        5 => format!(
+            "0 {}",
+            expr.strip_suffix(" *")
+                .map_or(expr.to_owned(), |e| format!("{e} ?"))
+        ),
+        _ => expr.to_owned(),
+    };
+    let input: String = CASES
+        .iter()
+        .map(|c| {
+            format!(
+                "{}\t{}\t{}\t{}\n",
+                quartz(c.expr),
+                c.zone,
+                super::ts(c.after).as_millisecond(),
+                c.expected.len()
+            )
+        })
+        .collect();
+    let lines = run_quartz(&javac, &java, &jar, &input);
+    let mut rows = vec![
+        "| zone | expression | ours | Quartz 2.3.2 |".to_owned(),
+        "|---|---|---|---|".to_owned(),
+    ];
+    let mut quartz_fires = Vec::new();
+    for (case, line) in CASES.iter().zip(&lines) {
+        let mut fields = line.split('\t');
+        assert_eq!(
+            fields.next(),
+            Some("ok"),
+            "Quartz refused {}: {line}",
+            quartz(case.expr)
+        );
+        let zone = TimeZone::get(case.zone).unwrap();
+        let theirs: Vec<String> = fields
+            .map(|ms| {
+                Timestamp::from_millisecond(ms.parse().unwrap())
+                    .unwrap()
+                    .to_zoned_datetime(zone.clone())
+                    .strftime("%FT%T%:z")
+                    .to_string()
+            })
+            .collect();
+        rows.push(format!(
+            "| {} | `{}` | {} | {} |",
+            case.zone,
+            case.expr,
+            case.expected.join(", "),
+            theirs.join(", ")
+        ));
+        quartz_fires.push(theirs);
+    }
+    println!("{}", rows.join("\n"));
+    let row = |zone: &str, transition: &str, expr: &str| {
+        let i = CASES
+            .iter()
+            .position(|c| c.zone == zone && c.transition == Some(transition) && c.expr == expr)
+            .unwrap();
+        quartz_fires[i]
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    };
+    // The skipped 02:30 of 2024-03-31 does not run at all.
+    assert_eq!(
+        row("Europe/Berlin", "2024-03-31T01:00:00Z", "30 2 * * *"),
+        ["2024-04-01T02:30:00+02:00", "2024-04-02T02:30:00+02:00"]
+    );
+    // The repeated 01:30 runs at its second occurrence.
+    assert_eq!(
+        row("America/New_York", "2024-11-03T06:00:00Z", "30 1 * * *"),
+        ["2024-11-03T01:30:00-05:00", "2024-11-04T01:30:00-05:00"]
+    );
+    // Hourly loses the first 02:00.
+    assert_eq!(
+        row("Europe/Berlin", "2024-10-27T01:00:00Z", "0 * * * *"),
+        [
+            "2024-10-27T01:00:00+02:00",
+            "2024-10-27T02:00:00+01:00",
+            "2024-10-27T03:00:00+01:00",
+            "2024-10-27T04:00:00+01:00"
+        ]
     );
 }
