@@ -4,7 +4,7 @@
 //! This module is pure: it owns no thread and reads no clock. The
 //! schedulers ask it when a calendar task fires next and what to do after
 //! an outage; a user asks it for a preview of the next runs. The
-//! [guide](guide) has the syntax table, the DST rule with examples, and the
+//! [guide] has the syntax table, the DST rule with examples, and the
 //! missed-run policies beside Quartz's and tokio's.
 //!
 //! # Overview
