@@ -271,8 +271,8 @@ impl Cron {
         self.hours == ALL_HOURS
     }
 
-    /// Whether the civil time `dt` (its seconds and below ignored beyond the
-    /// whole second) is one the expression names.
+    /// Whether the expression names the civil (wall-clock) time `dt`, to
+    /// the second (a fraction of a second is ignored).
     ///
     /// # Examples
     ///

@@ -53,7 +53,9 @@
 //! `/usr/share/zoneinfo` first (the system's copy, updated with the OS), and
 //! falls back on the bundled copy only where the system has none, as in a
 //! minimal container without `tzdata`, so `Europe/Berlin` resolves on every
-//! machine. It costs about 0.2 MB of binary (see the crate's report).
+//! machine. Measured on a small release binary (stripped): jiff adds about
+//! 340 KB once a calendar is used, the bundled database another 250 KB;
+//! a binary that uses no calendar grows by about 10 KB.
 //!
 //! **The cron parser: our own.** Of the maintained crates, `cron` and
 //! `croner` are built on chrono, `saffron` is chrono-based and unmaintained

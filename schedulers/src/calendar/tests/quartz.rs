@@ -82,6 +82,21 @@ fn toolchain() -> Result<(PathBuf, PathBuf, PathBuf), String> {
     Ok((javac, java, jar))
 }
 
+/// The toolchain; or, when something is missing, `None` after saying so,
+/// but a panic under `CI`, where the cross-check must run.
+fn toolchain_or_skip() -> Option<(PathBuf, PathBuf, PathBuf)> {
+    match toolchain() {
+        Ok(tools) => Some(tools),
+        Err(missing) if std::env::var_os("CI").is_some() => {
+            panic!("the Quartz cross-check needs Java and Quartz under CI: {missing}")
+        }
+        Err(missing) => {
+            eprintln!("skipping the Quartz cross-check: {missing}");
+            None
+        }
+    }
+}
+
 /// Runs the program on `input` lines; its output lines.
 fn run_quartz(javac: &Path, java: &Path, jar: &Path, input: &str) -> Vec<String> {
     // A directory per call: the tests run in parallel.
@@ -200,15 +215,8 @@ fn random_expressions(count: usize) -> Vec<String> {
 
 #[test]
 fn agrees_with_quartz_away_from_dst() {
-    let (javac, java, jar) = match toolchain() {
-        Ok(tools) => tools,
-        Err(missing) if std::env::var_os("CI").is_some() => {
-            panic!("the Quartz cross-check needs Java and Quartz under CI: {missing}")
-        }
-        Err(missing) => {
-            eprintln!("skipping the Quartz cross-check: {missing}");
-            return;
-        }
+    let Some((javac, java, jar)) = toolchain_or_skip() else {
+        return;
     };
     const ZONES: &[&str] = &[
         "UTC",
@@ -305,15 +313,8 @@ fn agrees_with_quartz_away_from_dst() {
 /// occurrence it loses).
 #[test]
 fn quartz_at_transitions() {
-    let (javac, java, jar) = match toolchain() {
-        Ok(tools) => tools,
-        Err(missing) if std::env::var_os("CI").is_some() => {
-            panic!("the Quartz cross-check needs Java and Quartz under CI: {missing}")
-        }
-        Err(missing) => {
-            eprintln!("skipping the Quartz cross-check: {missing}");
-            return;
-        }
+    let Some((javac, java, jar)) = toolchain_or_skip() else {
+        return;
     };
     // Unix rows become Quartz's syntax: second 0, `?` for the weekday.
     let quartz = |expr: &str| match expr.split(' ').count() {
