@@ -88,6 +88,9 @@
 //! - [`coming_from_java`]: `Timer`, `ScheduledExecutorService`, Netty's and
 //!   Kafka's timers, call by call.
 //! - [`coming_from_tokio`]: when to use this crate and when `tokio::time`.
+//! - [`calendar::guide`]: calendar schedules, cron in a time zone (the
+//!   syntax, the DST rule, missed runs beside Quartz's and tokio's); the
+//!   pure part, [`calendar`], previews the next fire times.
 //! - The crate's `examples/`: ack timeouts, idle connections, a periodic job
 //!   and its shutdown, awaiting from tokio, rayon, choosing at run time.
 //!
@@ -140,6 +143,7 @@
 //! ```
 
 mod builder;
+pub mod calendar;
 mod clock;
 pub mod core;
 /// Java's `Timer`, `ScheduledExecutorService`, Netty's and Kafka's timers,
