@@ -82,14 +82,15 @@
 //! |---|---|---|
 //! | `rayon` | on | `Executor::rayon`: run due tasks on a caller's rayon thread pool. |
 //! | `tokio` | off | `Executor::tokio`: run due tasks on a tokio runtime's blocking pool. ([`ScheduledFuture`] is a `Future` without this feature.) |
-//! | `redis` | off | `schedulers::distributed`: a durable, multi-node scheduler on Redis or Redis Cluster (jobs as data, leases with fencing, at-least-once, catch-up after outages, exact cancel, chosen durability), the `schedulers-redis-worker` binary and its load benchmark. Pulls in `redis`, `serde` and `serde_json` (the `redis` crate is why the workspace needs Rust 1.88). |
-//! | `redis-tls` | off | `rediss://` URLs for `schedulers::distributed` (implies `redis`): TLS with rustls and its `ring` provider, trusting the system's roots or a CA given in `Config::tls`. |
 //!
 //! # Guides
 //!
 //! - [`coming_from_java`]: `Timer`, `ScheduledExecutorService`, Netty's and
 //!   Kafka's timers, call by call.
 //! - [`coming_from_tokio`]: when to use this crate and when `tokio::time`.
+//! - [`calendar::guide`]: calendar schedules, cron in a time zone (the
+//!   syntax, the DST rule, missed runs beside Quartz's and tokio's); the
+//!   pure part, [`calendar`], previews the next fire times.
 //! - The crate's `examples/`: ack timeouts, idle connections, a periodic job
 //!   and its shutdown, awaiting from tokio, rayon, choosing at run time.
 //!
@@ -143,6 +144,7 @@
 
 mod body;
 mod builder;
+pub mod calendar;
 mod clock;
 pub mod core;
 /// Java's `Timer`, `ScheduledExecutorService`, Netty's and Kafka's timers,
@@ -154,8 +156,6 @@ pub mod coming_from_java {
 pub mod coming_from_tokio {
     #![doc = include_str!("../docs/coming-from-tokio.md")]
 }
-#[cfg(feature = "redis")]
-pub mod distributed;
 mod error;
 mod executor;
 mod handle;

@@ -1,6 +1,8 @@
-//! The peers: other implementations measured in the same run, through the
-//! same [`Timers`](crate::runner::Timers) interface, so every chart has a
-//! line for the best Rust alternative.
+//! The peers: other implementations measured in the same run, so every
+//! chart has a line for the best alternative. The Rust ones run in this
+//! process through the same [`Timers`](crate::runner::Timers) interface as
+//! our schedulers; the Java originals and BullMQ run in child processes,
+//! each a [`Runner`](crate::runner::Runner) of its own.
 //!
 //! - [`tokio_sleep`]: tokio's own timers, a spawned task per timer sleeping
 //!   on the runtime's hierarchical wheel (current-thread, and two workers).
@@ -13,11 +15,13 @@
 //!   `ScheduledThreadPoolExecutor`.
 //! - [`java`]: the Java originals (JDK `Timer`, `ScheduledThreadPoolExecutor`,
 //!   Netty's `HashedWheelTimer`), each in a child JVM running the same specs.
-//! - [`crate::distributed::bullmq`]: BullMQ, the Redis scheduler's peer on
-//!   the distributed workload, through a Node harness.
+//! - [`bullmq`]: BullMQ, the peer of the Redis scheduler
+//!   ([`crate::distributed`]) on the distributed workload, through a Node
+//!   harness that reports as our load benchmark does.
 //!
 //! A peer joins with one line in [`all`].
 
+pub mod bullmq;
 pub mod delay_queue;
 pub mod java;
 pub mod nexus;
@@ -27,7 +31,7 @@ pub mod tokio_sleep;
 use std::sync::atomic::{AtomicU32, Ordering::AcqRel, Ordering::Acquire};
 
 use crate::record::SubjectKind;
-use crate::subjects::Subject;
+use crate::runner::Subject;
 
 /// Every peer. Add yours here.
 pub fn all() -> Vec<Subject> {
@@ -46,7 +50,7 @@ pub fn all() -> Vec<Subject> {
     ]
     .into_iter()
     .chain(java::subjects()) // the Java originals, each in a child JVM
-    .chain(crate::distributed::bullmq::subjects()) // the Redis scheduler's peer
+    .chain(bullmq::subjects()) // the Redis scheduler's peer
     .collect()
 }
 

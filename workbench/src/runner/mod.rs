@@ -1,6 +1,9 @@
 //! Runs a workload against one subject and measures it.
 //!
-//! Two levels, so that every kind of subject fits:
+//! A [`Subject`] is what the suite knows of a scheduler or a peer: its name,
+//! its description, the workloads it runs, and how to get its [`Runner`]
+//! (or why it cannot run here, [`Unavailable`]). Two levels, so that every
+//! kind of subject fits:
 //!
 //! - [`Runner`]: "run this workload once and return what you measured". An
 //!   out-of-process peer (the Java harness) implements it directly: it sends
@@ -29,8 +32,11 @@
 //! - A subject is driven the way its users drive it ([`Timers::drive`]).
 
 pub mod measure;
+mod subject;
 pub mod sweep;
 pub mod timeline;
+
+pub use subject::{RunnerFactory, Subject, Unavailable};
 
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
