@@ -91,7 +91,7 @@ unsafe fn get_mut<T>(words: &mut Words) -> &mut T {
         unsafe { &mut *words.as_mut_ptr().cast::<T>() }
     } else {
         // SAFETY: as above, through the box.
-        unsafe { &mut **words.as_mut_ptr().cast::<Box<T>>() }
+        unsafe { &mut *words.as_mut_ptr().cast::<Box<T>>() }
     }
 }
 
@@ -106,7 +106,7 @@ unsafe fn get<T>(words: &Words) -> &T {
         unsafe { &*words.as_ptr().cast::<T>() }
     } else {
         // SAFETY: as above, through the box.
-        unsafe { &**words.as_ptr().cast::<Box<T>>() }
+        unsafe { &*words.as_ptr().cast::<Box<T>>() }
     }
 }
 

@@ -379,8 +379,13 @@ impl Timebase {
 pub(crate) const NEVER: u64 = u64::MAX;
 
 /// A period as a signed count of nanoseconds, saturated to the range.
-pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+pub(crate) const fn nanos(d: Duration) -> u64 {
+    let n = d.as_nanos();
+    if n > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        n as u64
+    }
 }
 
 /// Tells Linux how late it may wake this thread's timed waits: its default

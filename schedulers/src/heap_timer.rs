@@ -138,9 +138,7 @@ impl HeapTimer {
     /// like `Timer.purge()`. Never needed for correctness or memory
     /// (purging also happens automatically), only to release memory early.
     pub fn purge(&self) -> usize {
-        let mut driver = self.shared.lock();
-        self.shared.intake_for_query(&mut driver);
-        self.shared.purge(&mut driver)
+        self.shared.purge_now()
     }
 }
 

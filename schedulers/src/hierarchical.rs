@@ -187,7 +187,9 @@ impl HierarchicalWheelTimer {
     /// How many wheel levels exist (they are created lazily, for timers
     /// beyond the span of the levels below).
     pub fn levels(&self) -> usize {
-        match &self.shared.lock().queue {
+        let mut driver = self.shared.lock();
+        self.shared.intake_for_query(&mut driver);
+        match &driver.queue {
             Queue::Hier(wheels) => wheels.levels(),
             _ => 1,
         }

@@ -2,18 +2,18 @@
 //! *lane* per calling thread (up to [`LANES`] lanes, shared beyond that).
 //!
 //! A lane holds what its threads did since the driver last looked: new
-//! timers (key and deadline), resets (key, deadline and the reset's
-//! generation), and cancels of timers the driver already held; and a few
-//! free keys for its next timers. A caller takes only its own lane's lock,
-//! which no other caller shares unless more threads than lanes schedule at
-//! once, and the driver takes it about once per housekeeping period: so a
-//! schedule, a reset or a logged cancel costs one uncontended lock round
-//! trip and a push, never the driver's lock.
+//! timers (key and deadline), resets (key and deadline), and cancels of
+//! timers the driver already held; and a few free keys for its next
+//! timers. A caller takes only its own lane's lock, which no other caller
+//! shares unless more threads than lanes schedule at once, and the driver
+//! takes it about once per housekeeping period: so a schedule or a logged
+//! cancel costs one uncontended lock round trip and a push, never the
+//! driver's lock.
 //!
-//! The driver reads every lane at once, holding all their locks (a
-//! consistent cut): every reset whose CAS happened before the cut is in
-//! it, so the latest reset of a task is told from older ones by a 3-bit
-//! generation (see [`crate::state`]).
+//! A reset goes to the lane of its task's key instead ([`Lanes::of_key`]),
+//! and its CAS happens under that lane's lock: every reset of a task then
+//! sits in one lane in the order of its CAS, so the driver, reading lanes
+//! first in first out, applies the last one last.
 
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
@@ -28,6 +28,12 @@ pub(crate) const LANES: usize = 16;
 /// Free keys a lane keeps; past this, it returns a batch to the pool.
 pub(crate) const KEEP: usize = 4 * crate::slab::BATCH;
 
+/// Entries for the driver in one lane at which the caller wakes the driver
+/// whatever its plans: a bound on what the lanes hold (256 KB of entries a
+/// lane), also while a virtual clock stands still. Above what a busy
+/// caller pushes in a housekeeping period, so it costs no extra wake-ups.
+pub(crate) const LANE_NUDGE: usize = 16 * 1024;
+
 /// A new timer: its key and deadline (ticks).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Submitted {
@@ -35,11 +41,10 @@ pub(crate) struct Submitted {
     pub(crate) deadline: u64,
 }
 
-/// A reset: the key, its new deadline and the reset's generation.
+/// A reset: the key and its new deadline.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Moved {
     pub(crate) key: Key,
-    pub(crate) generation: u32,
     pub(crate) deadline: u64,
 }
 
@@ -55,6 +60,11 @@ pub(crate) struct Lane {
 }
 
 impl Lane {
+    /// Entries for the driver.
+    pub(crate) fn len(&self) -> usize {
+        self.submitted.len() + self.moved.len() + self.cancelled.len()
+    }
+
     /// True if the lane holds nothing for the driver.
     pub(crate) fn is_clean(&self) -> bool {
         self.submitted.is_empty() && self.moved.is_empty() && self.cancelled.is_empty()
@@ -121,7 +131,16 @@ impl Lanes {
 
     /// The calling thread's lane, locked.
     pub(crate) fn mine(&self) -> Held<'_> {
-        let slot = &self.slots[MINE.with(|i| *i)];
+        self.hold(MINE.with(|i| *i))
+    }
+
+    /// The lane of every reset of `key`, locked.
+    pub(crate) fn of_key(&self, key: Key) -> Held<'_> {
+        self.hold(key as usize % LANES)
+    }
+
+    fn hold(&self, i: usize) -> Held<'_> {
+        let slot = &self.slots[i];
         let lane = lock(&slot.lane);
         let was_clean = lane.is_clean();
         Held {
@@ -145,8 +164,8 @@ impl Lanes {
     }
 
     /// Every lane locked at once, in order (callers take one lane at a
-    /// time, so this cannot deadlock with them): the driver's consistent
-    /// cut. Clears the dirty marks; the caller empties the lanes.
+    /// time, so this cannot deadlock with them). Clears the dirty marks;
+    /// the caller empties the lanes.
     pub(crate) fn all(&self) -> Vec<MutexGuard<'_, Lane>> {
         self.slots
             .iter()

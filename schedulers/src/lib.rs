@@ -188,6 +188,15 @@ pub use scheduler::{Scheduler, SchedulerExt};
 pub use task::{Task, TaskContext};
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};
 
+/// How long work handed to a scheduler may wait for its driver: a
+/// cancelled task's closure (and what it captured) is dropped within this
+/// long of the cancel, by the scheduler's own thread, whether or not its
+/// handles live on; a reset or a new task due later than the driver's next
+/// wake-up is taken in within this long too. While callers are active the
+/// driver looks this often; when they stop, it sleeps until its next
+/// deadline.
+pub const HOUSEKEEPING: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

@@ -59,15 +59,24 @@ fn locate(key: Key) -> (usize, usize) {
     (segment, (i - (1 << bits)) as usize)
 }
 
-/// `len` zeroed `T`s.
+/// `len` zeroed `T`s, from memory the allocator zeroes lazily (fresh pages
+/// cost nothing until touched).
 ///
 /// # Safety
 ///
-/// All-zero bits are a valid `T`.
+/// All-zero bits are a valid `T`, and `T` is not zero-sized.
 #[cfg(not(schedulers_loom))]
 unsafe fn zeroed<T>(len: usize) -> Box<[T]> {
-    // SAFETY: the caller says zero is a valid `T`.
-    unsafe { Box::<[T]>::new_zeroed_slice(len).assume_init() }
+    use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
+    let layout = Layout::array::<T>(len).expect("a segment fits the address space");
+    // SAFETY: the layout has a non-zero size (`len > 0`, `T` not zero-sized).
+    let ptr = unsafe { alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        handle_alloc_error(layout);
+    }
+    // SAFETY: `ptr` holds `len` zeroed `T`s, valid as the caller says, from
+    // the global allocator with the layout `Box<[T]>` frees them with.
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }
 }
 
 impl Slab {

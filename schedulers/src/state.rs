@@ -10,9 +10,8 @@
 //! bit  4       (unused)
 //! bit  5       PERIODIC    a running task has future runs a cancel can stop
 //! bit  6       DRAINED     the driver has taken the submission out of its lane
-//! bits 7..10   reset generation (wraps)
-//! bits 10..13  resets waiting in a lane for the driver (at most MAX_RESETS)
-//! bits 13..32  refs: holders (handles, the driver while the timer is
+//! bits 7..10   resets waiting in a lane for the driver (at most MAX_RESETS)
+//! bits 10..32  refs: holders (handles, the driver while the timer is
 //!              submitted, queued, due or running, and each entry about the
 //!              timer still waiting in a lane)
 //! ```
@@ -24,10 +23,12 @@
 //!     +--cancel--> CANCELLED                  +--abandon (shutdown_now)--> ABANDONED
 //! ```
 //!
-//! Cancel and reset are one CAS on this word and take no lock, so `cancel`
-//! returning true and the task starting are mutually exclusive, and so are
-//! a reset returning true and the task starting at its old deadline (a
-//! claim waits while a reset is on its way to the driver).
+//! Cancel and reset are one CAS on this word, so `cancel` returning true
+//! and the task starting are mutually exclusive, and so are a reset
+//! returning true and the task starting at its old deadline: a claim waits
+//! while a reset is on its way to the driver. All resets of one task go
+//! through one lane (see [`crate::lanes`]), so the driver reads them in the
+//! order of their CAS, and the last one read wins.
 //!
 //! **Who drops the closure of a cancelled task.** Exactly one party: if the
 //! driver had not yet taken the submission out of its lane (`DRAINED`
@@ -57,17 +58,15 @@ const STATE: u32 = 0b111;
 pub(crate) const WAITER: u32 = 1 << 3;
 const PERIODIC: u32 = 1 << 5;
 pub(crate) const DRAINED: u32 = 1 << 6;
-const GEN_SHIFT: u32 = 7;
-const GEN: u32 = 0b111 << GEN_SHIFT;
-const RESETS_SHIFT: u32 = 10;
+const RESETS_SHIFT: u32 = 7;
 const RESET: u32 = 1 << RESETS_SHIFT;
 const RESETS: u32 = 0b111 << RESETS_SHIFT;
 /// Resets that may wait in lanes at once; one more takes the slow path.
 pub(crate) const MAX_RESETS: u32 = 7;
-const REF: u32 = 1 << 13;
+const REF: u32 = 1 << 10;
 const REFS: u32 = !(REF - 1);
 /// A slot whose refs reached this never counts down: it is never reused
-/// (half a million holders of one task; better a leaked slot than a reuse).
+/// (four million holders of one task; better a leaked slot than a reuse).
 const STUCK: u32 = REFS;
 
 /// The state bits of a word.
@@ -81,10 +80,6 @@ fn refs(word: u32) -> u32 {
 
 fn resets(word: u32) -> u32 {
     (word & RESETS) >> RESETS_SHIFT
-}
-
-fn generation(word: u32) -> u32 {
-    (word & GEN) >> GEN_SHIFT
 }
 
 fn with_state(word: u32, state: u32) -> u32 {
@@ -198,18 +193,18 @@ pub(crate) fn cancel(word: &AtomicU32) -> (Cancel, u32) {
 /// What a reset found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reset {
-    /// The task waits: its reset, of this generation, must be logged (the
-    /// entry owns the reference this reset added).
-    Logged(u32),
-    /// The task waits, but [`MAX_RESETS`] are on their way already: take
-    /// the slow path.
+    /// The task waits: its reset must be logged (the entry owns the
+    /// reference this reset added).
+    Logged,
+    /// The task waits, but [`MAX_RESETS`] are on their way already: the
+    /// newest of them takes the new deadline instead (see
+    /// `Shared::reset`).
     Full,
     /// The task is not waiting: nothing changes.
     NotPending,
 }
 
-/// A reset: a new generation and one more reset on its way, if the task
-/// waits.
+/// A reset: one more on its way to the driver, if the task waits.
 pub(crate) fn reset(word: &AtomicU32) -> Reset {
     let mut outcome = Reset::NotPending;
     let _ = update(word, |w| {
@@ -221,36 +216,24 @@ pub(crate) fn reset(word: &AtomicU32) -> Reset {
             outcome = Reset::Full;
             return None;
         }
-        let generation = (generation(w) + 1) & 0b111;
-        outcome = Reset::Logged(generation);
-        Some(plus_ref((w & !GEN) | (generation << GEN_SHIFT)) + RESET)
+        outcome = Reset::Logged;
+        Some(plus_ref(w) + RESET)
     });
     outcome
 }
 
-/// A reset applied at once (see `Shared::reset`'s slow path): a new
-/// generation, no more on their way. False if the task is not waiting.
-pub(crate) fn reset_direct(word: &AtomicU32) -> bool {
-    update(word, |w| {
-        let generation = (generation(w) + 1) & 0b111;
-        (of(w) == SCHEDULED).then_some((w & !GEN) | (generation << GEN_SHIFT))
-    })
-    .is_ok()
+/// True if resets of the task in `word` are on their way.
+pub(crate) fn has_resets(word: u32) -> bool {
+    resets(word) > 0
 }
 
-/// True if a reset of `generation_of_entry` on its way is the latest of a
-/// waiting task (`word`).
-pub(crate) fn is_latest(word: u32, generation_of_entry: u32) -> bool {
-    of(word) == SCHEDULED && resets(word) > 0 && generation(word) == generation_of_entry
-}
-
-/// The driver read a logged reset of generation `generation`: one fewer
-/// on its way, and the entry's reference dropped. Returns whether it is
-/// the latest reset of a task still waiting (then the driver moves the
-/// task), and whether the reference was the last.
-pub(crate) fn reset_read(word: &AtomicU32, generation_of_entry: u32) -> (bool, bool) {
+/// The driver read a logged reset: one fewer on its way, and the entry's
+/// reference dropped. Returns whether the task still waits (then the
+/// driver moves it: resets of a task are read in the order they were
+/// made), and whether the reference was the last.
+pub(crate) fn reset_read(word: &AtomicU32) -> (bool, bool) {
     let prev = update(word, |w| Some(minus_ref(w - RESET))).unwrap_or_else(|w| w);
-    (is_latest(prev, generation_of_entry), was_last(prev))
+    (of(prev) == SCHEDULED, was_last(prev))
 }
 
 /// What a claim found.

@@ -13,8 +13,8 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-pub(crate) use crate::body::Ran;
 use crate::body::Body;
+pub(crate) use crate::body::Ran;
 use crate::clock::{nanos, InsideTask};
 use crate::error::{Error, Kind};
 
@@ -156,7 +156,9 @@ impl Task {
     {
         let repeat = Repeat::FixedRate(positive(period)?);
         let mut f = f;
-        Ok(Task::new(Body::periodic(repeat, move |_: &TaskContext| f())))
+        Ok(Task::new(Body::periodic(repeat, move |_: &TaskContext| {
+            f()
+        })))
     }
 
     /// A task that starts `delay` after its previous run ended.
@@ -170,7 +172,9 @@ impl Task {
     {
         let repeat = Repeat::FixedDelay(positive(delay)?);
         let mut f = f;
-        Ok(Task::new(Body::periodic(repeat, move |_: &TaskContext| f())))
+        Ok(Task::new(Body::periodic(repeat, move |_: &TaskContext| {
+            f()
+        })))
     }
 
     /// As [`Task::fixed_rate`], with a closure that receives a

@@ -239,6 +239,7 @@ impl ScheduledThreadPool {
     ///
     /// let pool = ScheduledThreadPool::new(1)?;
     /// let handles: Vec<_> = (0..10).map(|_| pool.schedule(Duration::from_secs(60), || ()).unwrap()).collect();
+    /// assert_eq!(pool.queue_len(), 10);
     /// handles.iter().take(4).for_each(|h| assert!(h.handle().cancel()));
     /// assert_eq!(pool.queue_len(), 10);
     /// assert_eq!(pool.purge(), 4);
@@ -246,9 +247,7 @@ impl ScheduledThreadPool {
     /// # Ok::<(), schedulers::Error>(())
     /// ```
     pub fn purge(&self) -> usize {
-        let mut driver = self.shared.lock();
-        self.shared.intake_for_query(&mut driver);
-        self.shared.purge(&mut driver)
+        self.shared.purge_now()
     }
 
     /// Entries in the queue, cancelled ones not yet removed included (the
@@ -413,11 +412,11 @@ fn worker(shared: Arc<Shared>, id: usize) {
                 shared.wakeup.notify_one();
             }
         }
-        driver = shared.bury(driver);
         if shared.is_stopped() {
             break;
         }
         shared.intake(&mut driver, true);
+        driver = shared.bury(driver);
         shared.collect_due(&mut driver, shared.now());
         if let Some(claimed) = shared.claim_next(&mut driver) {
             // Leaving `take`: hand the leader role on if work remains, and

@@ -74,7 +74,9 @@ impl Shared {
         }
         match state::claim(self.slab.word(e.key)) {
             Claim::Claimed => {
-                self.claimed(driver, 1);
+                driver.balance -= 1;
+                driver.fired += 1;
+                self.unpend();
                 driver.busy += 1;
                 Some(Claimed {
                     key: e.key,
@@ -90,15 +92,6 @@ impl Shared {
                 self.release_locked(driver, e.key);
                 None
             }
-        }
-    }
-
-    /// Counts `n` tasks claimed.
-    fn claimed(&self, driver: &mut DriverState, n: u64) {
-        driver.balance -= n as i64;
-        driver.fired += n;
-        for _ in 0..n {
-            self.unpend();
         }
     }
 
@@ -146,16 +139,22 @@ impl Shared {
             driver.batch = batch;
             return driver;
         }
+        // Counted as claimed before any of them runs, so that no task is
+        // seen done while still counted as waiting; those that turn out
+        // moved or cancelled are counted back after.
+        let n = batch.len() as u64;
         driver.busy += batch.len();
+        driver.balance -= n as i64;
+        driver.fired += n;
         drop(driver);
-        let (mut fired, mut dead) = (0, 0);
+        let (mut moved, mut dead) = (0, 0);
         let mut to_finish = Vec::new();
         let mut freed = Vec::new();
         for e in batch.iter() {
             let word = self.slab.word(e.key);
             match state::claim(word) {
                 Claim::Claimed => {
-                    fired += 1;
+                    self.unpend();
                     let claimed = Claimed {
                         key: e.key,
                         scheduled: e.deadline,
@@ -175,6 +174,7 @@ impl Shared {
                 }
                 Claim::Moved => {
                     // A reset on its way holds a reference: not the last.
+                    moved += 1;
                     state::release(word);
                 }
                 Claim::Gone => {
@@ -187,7 +187,10 @@ impl Shared {
             }
         }
         let mut driver = self.lock();
-        self.claimed(&mut driver, fired);
+        let fired = n - moved - dead;
+        // Moved ones still wait; cancelled ones were counted at the cancel.
+        driver.balance += (moved + dead) as i64;
+        driver.fired -= moved + dead;
         driver.dead = driver.dead.saturating_sub(dead);
         driver.completed += fired - to_finish.len() as u64;
         driver.busy -= batch.len() - to_finish.len();
@@ -294,7 +297,8 @@ impl Shared {
                 }
                 driver.balance += 1;
                 if self.limited() {
-                    self.pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    self.pending
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
                 driver.queue.insert(key, next);
                 return next < self.wake_at.load(std::sync::atomic::Ordering::SeqCst);

@@ -24,9 +24,7 @@ impl Shared {
                     // closure within a housekeeping period.
                     let mut held = self.lanes.mine();
                     held.lane.cancelled.push(key);
-                    let dirtied = held.dirtied();
-                    drop(held);
-                    self.after_push(crate::clock::NEVER, false, dirtied);
+                    self.after_push(crate::clock::NEVER, false, held);
                 }
                 if self.is_shutdown() {
                     // A driver waiting to terminate may be waiting for it.
@@ -43,67 +41,66 @@ impl Shared {
     pub(crate) fn reset(&self, key: Key, when: When) -> Result<bool, Error> {
         let deadline = self.deadline(when)?;
         let word = self.slab.word(key);
-        // The CAS under the lane's lock: the driver's cut then holds every
-        // reset whose CAS it may see (see `crate::lanes`).
-        let mut held = self.lanes.mine();
-        match state::reset(word) {
-            Reset::Logged(generation) => {
-                held.lane.moved.push(Moved {
-                    key,
-                    generation,
-                    deadline,
-                });
-                let dirtied = held.dirtied();
-                drop(held);
-                let periodic = state::is_periodic(word.load(Acquire));
-                self.after_push(deadline, periodic, dirtied);
-                Ok(true)
-            }
-            Reset::NotPending => Ok(false),
-            Reset::Full => {
-                drop(held);
-                Ok(self.reset_locked(key, deadline))
+        loop {
+            // The CAS under the key's lane lock: its resets line up there
+            // in the order of their CAS (see `crate::lanes`).
+            let mut held = self.lanes.of_key(key);
+            match state::reset(word) {
+                Reset::Logged => {
+                    held.lane.moved.push(Moved { key, deadline });
+                    let periodic = state::is_periodic(word.load(Acquire));
+                    self.after_push(deadline, periodic, held);
+                    return Ok(true);
+                }
+                Reset::NotPending => return Ok(false),
+                Reset::Full => {
+                    // The newest reset on its way takes the new deadline.
+                    if let Some(newest) = held.lane.moved.iter_mut().rev().find(|m| m.key == key) {
+                        newest.deadline = deadline;
+                        self.after_push(deadline, false, held);
+                        return Ok(true);
+                    }
+                    drop(held);
+                    if let Some(done) = self.reset_taken_in(key, deadline) {
+                        return Ok(done);
+                    }
+                }
             }
         }
     }
 
-    /// A reset while the most resets are on their way already: applied at
-    /// once under the driver's lock (with a new generation, so the older
-    /// ones are ignored when read). Until they are read the task cannot be
-    /// claimed, so a copy of it due and waiting for a thread never runs.
-    fn reset_locked(&self, key: Key, deadline: u64) -> bool {
+    /// A reset while the most resets are on their way already, and the
+    /// newest is no longer in its lane: it was taken in, so under the
+    /// driver's lock it is found among the resets waiting to be applied,
+    /// and takes the new deadline. `None` if the driver applied them all
+    /// meanwhile: try the lane again.
+    fn reset_taken_in(&self, key: Key, deadline: u64) -> Option<bool> {
         let mut driver = self.lock();
-        self.intake(&mut driver, false);
-        if !state::reset_direct(self.slab.word(key)) {
-            return false;
+        self.intake_for_query(&mut driver);
+        if state::of(self.slab.word(key).load(Acquire)) != state::SCHEDULED {
+            return Some(false);
         }
-        if !driver.queue.reschedule(key, deadline) {
-            // Due and waiting for a thread: queue it again; the waiting
-            // reference finds it queued and lets go.
-            state::acquire(self.slab.word(key));
-            driver.queue.insert(key, deadline);
-        }
+        let newest = driver.early_moves.iter_mut().rev().find(|m| m.key == key)?;
+        newest.deadline = deadline;
         drop(driver);
         self.nudge();
-        true
+        Some(true)
     }
 
     /// The deadline of the next run, while the task waits for it (a task
     /// that is due and waiting for a thread has none any more).
     pub(crate) fn deadline_of(&self, key: Key) -> Option<u64> {
         let mut state = self.lock();
-        self.intake(&mut state, false);
+        self.intake_for_query(&mut state);
         let word = self.slab.word(key).load(Acquire);
         if state::of(word) != state::SCHEDULED {
             return None;
         }
-        // A reset on its way wins over the queue.
-        let latest = state
-            .early_moves
-            .iter()
-            .rev()
-            .find(|m| m.key == key && state::is_latest(word, m.generation));
-        match latest {
+        // The newest reset on its way wins over the queue.
+        let newest = state::has_resets(word)
+            .then(|| state.early_moves.iter().rev().find(|m| m.key == key))
+            .flatten();
+        match newest {
             Some(m) => Some(m.deadline),
             None => state.queue.deadline(key),
         }
@@ -182,8 +179,7 @@ impl Shared {
             _ => {
                 // SAFETY: a panicked task's body holds its failure, which
                 // only the last holder (not us: we hold a handle) clears.
-                let failure =
-                    unsafe { self.slab.with_body_ref(key, |b| b.failure_ref().cloned()) };
+                let failure = unsafe { self.slab.with_body_ref(key, |b| b.failure_ref().cloned()) };
                 Err(failure.unwrap_or_else(|| Error::new(Kind::Panicked("unknown".into()))))
             }
         }

@@ -19,7 +19,11 @@ impl Shared {
     /// queue again a task that is due, and a batch claimed with the lock
     /// released must not meet it queued behind its back. Anyone else leaves
     /// them for the driver.
-    pub(crate) fn intake(&self, driver: &mut DriverState, moves: bool) {
+    ///
+    /// Returns how many new timers it found cancelled already (and so never
+    /// queued): a purge counts them as removed.
+    pub(crate) fn intake(&self, driver: &mut DriverState, moves: bool) -> usize {
+        let mut dropped = 0;
         driver.active = self.lanes.any_dirty();
         if driver.active {
             for mut lane in self.lanes.all() {
@@ -27,7 +31,7 @@ impl Shared {
                 driver.moved.append(&mut lane.moved);
                 driver.cancelled.append(&mut lane.cancelled);
             }
-            self.take_in_submitted(driver);
+            dropped = self.take_in_submitted(driver);
             self.take_in_cancelled(driver);
             let moved = std::mem::take(&mut driver.moved);
             driver.early_moves.extend(moved);
@@ -38,9 +42,11 @@ impl Shared {
         if driver.dead >= AUTO_PURGE_MIN as u64 && driver.dead * 2 > driver.queue.len() as u64 {
             self.purge(driver);
         }
+        dropped
     }
 
-    fn take_in_submitted(&self, driver: &mut DriverState) {
+    fn take_in_submitted(&self, driver: &mut DriverState) -> usize {
+        let mut dropped = 0;
         let mut submitted = std::mem::take(&mut driver.submitted);
         for s in submitted.drain(..) {
             match state::intake(self.slab.word(s.key)) {
@@ -53,10 +59,12 @@ impl Shared {
                     // closure and the submission's reference go to `bury`.
                     driver.cancelled_count += 1;
                     driver.graveyard.push(s.key);
+                    dropped += 1;
                 }
             }
         }
         driver.submitted = submitted;
+        dropped
     }
 
     fn take_in_cancelled(&self, driver: &mut DriverState) {
@@ -76,8 +84,8 @@ impl Shared {
         driver.cancelled = cancelled;
     }
 
-    /// Applies the resets read so far, in order; one read before its
-    /// timer's submission waits for the next intake.
+    /// Applies the resets read so far, in order (the last of a task wins);
+    /// those read before their task's submission wait for the next intake.
     fn take_in_moved(&self, driver: &mut DriverState) {
         let moved = std::mem::take(&mut driver.early_moves);
         let mut early = Vec::new();
@@ -87,8 +95,8 @@ impl Shared {
                 early.push(m);
                 continue;
             }
-            let (latest, last) = state::reset_read(word, m.generation);
-            if latest && !driver.queue.reschedule(m.key, m.deadline) {
+            let (waits, last) = state::reset_read(word);
+            if waits && !driver.queue.reschedule(m.key, m.deadline) {
                 // Due and waiting for a thread (or left by a claim that met
                 // this reset): queue it again; a waiting copy finds it
                 // queued and lets go.

@@ -14,14 +14,27 @@ impl Shared {
     /// Takes in the lanes for a query or an operation off the driver's
     /// threads (resets stay for the driver), and makes sure the driver
     /// looks soon at what it left: resets on their way, closures to drop.
-    pub(crate) fn intake_for_query(&self, driver: &mut DriverState) {
-        self.intake(driver, false);
+    ///
+    /// Returns how many new timers it found cancelled (see
+    /// [`Shared::intake`]).
+    pub(crate) fn intake_for_query(&self, driver: &mut DriverState) -> usize {
+        let dropped = self.intake(driver, false);
         if !driver.early_moves.is_empty() || !driver.graveyard.is_empty() {
             driver.looks_at = 0;
             if driver.waiting > 0 {
                 self.wakeup.notify_all();
             }
         }
+        dropped
+    }
+
+    /// `purge()` of the heap-based schedulers: every cancelled task the
+    /// scheduler still holds is let go now (as the JDK's `purge`); returns
+    /// how many.
+    pub(crate) fn purge_now(&self) -> usize {
+        let mut driver = self.lock();
+        let dropped = self.intake_for_query(&mut driver);
+        dropped + self.purge(&mut driver)
     }
 
     /// `shutdown`: no new tasks; what the policy does not keep is cancelled.

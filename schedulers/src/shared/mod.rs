@@ -76,9 +76,8 @@ use wait::{SpinMeter, SPIN_WINDOW};
 /// many and they outnumber the live ones.
 pub const AUTO_PURGE_MIN: usize = 1024;
 
-/// How long work may wait in the lanes while the driver sleeps, in ticks:
-/// the bound on how late a cancelled task's closure is dropped.
-pub(crate) const HOUSEKEEPING: u64 = 1_000_000;
+/// [`crate::HOUSEKEEPING`] in ticks.
+pub(crate) const HOUSEKEEPING: u64 = crate::clock::nanos(crate::HOUSEKEEPING);
 
 /// Everything a scheduler is built from.
 pub(crate) struct Config {

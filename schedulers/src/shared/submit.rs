@@ -7,7 +7,7 @@ use super::{Shared, When};
 use crate::clock::Timebase;
 use crate::core::Key;
 use crate::error::{Error, Kind, Rejected};
-use crate::lanes::Submitted;
+use crate::lanes::{Held, Submitted, LANE_NUDGE};
 use crate::state;
 use crate::task::Task;
 
@@ -51,19 +51,32 @@ impl Shared {
         unsafe { self.slab.with_body(key, |body| *body = task.body) };
         state::arm(self.slab.word(key), periodic);
         held.lane.submitted.push(Submitted { key, deadline });
-        let dirtied = held.dirtied();
-        drop(held);
-        self.after_push(deadline, periodic, dirtied);
+        self.after_push(deadline, periodic, held);
         Ok(key)
     }
 
-    /// After a caller pushed work for the driver (due at `deadline`): wakes
-    /// it if the work is due before its planned wake-up, or if the caller
-    /// dirtied a clean lane while the driver sleeps without watching them.
-    pub(crate) fn after_push(&self, deadline: u64, periodic: bool, dirtied: bool) {
-        let slack = if periodic { self.periodic_slack } else { 0 };
+    /// After a caller pushed work for the driver (due at `deadline`) into the
+    /// lane it `held`: releases the lane, and wakes the driver if the work
+    /// is due before its planned wake-up, if the caller dirtied a clean lane
+    /// while the driver sleeps without watching them, or if the lane is
+    /// crowded (so that cancelled work never piles up, even while time
+    /// stands still).
+    ///
+    /// A periodic task may start `periodic_slack` late, unless it is due
+    /// already: a driver on a virtual clock waits for a signal, and no
+    /// advance of time would bring one. (The clock is read only for a
+    /// slacked task: not on a one-shot's path.)
+    pub(crate) fn after_push(&self, deadline: u64, periodic: bool, held: Held<'_>) {
+        let dirtied = held.dirtied();
+        let crowded = held.lane.len() >= LANE_NUDGE;
+        drop(held);
+        let slack = if periodic && self.periodic_slack > 0 && deadline > self.now() {
+            self.periodic_slack
+        } else {
+            0
+        };
         let due_first = deadline.saturating_add(slack) < self.wake_at.load(SeqCst);
-        if due_first || (dirtied && !self.watching.load(SeqCst)) {
+        if due_first || crowded || (dirtied && !self.watching.load(SeqCst)) {
             self.nudge();
         }
     }

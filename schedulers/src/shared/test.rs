@@ -63,14 +63,20 @@ fn a_caller_nudges_the_driver_only_when_it_must() {
     // Asleep until 10 s and watching the lanes.
     shared.wake_at.store(nanos(secs(10)), SeqCst);
     shared.watching.store(true, SeqCst);
-    shared.submit(When::After(secs(20)), Task::once(|| ())).unwrap();
+    shared
+        .submit(When::After(secs(20)), Task::once(|| ()))
+        .unwrap();
     assert!(!nudged(&shared), "later than the planned wake-up, watched");
-    shared.submit(When::After(secs(5)), Task::once(|| ())).unwrap();
+    shared
+        .submit(When::After(secs(5)), Task::once(|| ()))
+        .unwrap();
     assert!(nudged(&shared), "due before the planned wake-up");
     // Asleep without watching: the first push into a clean lane wakes it,
     // the next one (the lane is dirty already) does not.
     shared.watching.store(false, SeqCst);
-    shared.submit(When::After(secs(30)), Task::once(|| ())).unwrap();
+    shared
+        .submit(When::After(secs(30)), Task::once(|| ()))
+        .unwrap();
     let second = shared.submit(When::After(secs(30)), Task::once(|| ()));
     assert!(nudged(&shared), "dirtied a lane nobody watches");
     drop(second);
@@ -87,13 +93,19 @@ fn a_cancelled_closure_is_buried_once_whoever_sees_it_first() {
     let early = {
         let t = token.clone();
         shared
-            .submit(When::After(Duration::from_secs(1)), Task::once(move || drop(t)))
+            .submit(
+                When::After(Duration::from_secs(1)),
+                Task::once(move || drop(t)),
+            )
             .unwrap()
     };
     let late = {
         let t = token.clone();
         shared
-            .submit(When::After(Duration::from_secs(1)), Task::once(move || drop(t)))
+            .submit(
+                When::After(Duration::from_secs(1)),
+                Task::once(move || drop(t)),
+            )
             .unwrap()
     };
     assert!(shared.cancel(early), "cancelled before the intake");
@@ -101,10 +113,18 @@ fn a_cancelled_closure_is_buried_once_whoever_sees_it_first() {
     shared.intake(&mut driver, true);
     assert_eq!(driver.queue.len(), 1, "only the live task is queued");
     let driver = shared.bury(driver);
-    assert_eq!(Arc::strong_count(&token), 2, "the early one's closure is gone");
+    assert_eq!(
+        Arc::strong_count(&token),
+        2,
+        "the early one's closure is gone"
+    );
     drop(driver);
     assert!(shared.cancel(late), "cancelled after the intake: logged");
-    assert_eq!(Arc::strong_count(&token), 2, "kept until the driver reads the log");
+    assert_eq!(
+        Arc::strong_count(&token),
+        2,
+        "kept until the driver reads the log"
+    );
     let mut driver = shared.lock();
     shared.intake(&mut driver, true);
     drop(shared.bury(driver));

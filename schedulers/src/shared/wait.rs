@@ -62,12 +62,15 @@ impl Shared {
     /// deadline closer than a wake-up is spun through (within the budget).
     pub(crate) fn wait<'a>(
         &'a self,
-        mut driver: MutexGuard<'a, DriverState>,
+        driver: MutexGuard<'a, DriverState>,
         deadline: Option<u64>,
         wake_at: u64,
         may_spin: bool,
         watch: bool,
     ) -> MutexGuard<'a, DriverState> {
+        // What ended meanwhile goes before the driver sleeps: until then
+        // the scheduler is not idle.
+        let mut driver = self.bury(driver);
         let now = self.now();
         if deadline.is_some_and(|d| d <= now) || driver.looks_at == 0 {
             driver.looks_at = NEVER;
@@ -79,7 +82,10 @@ impl Shared {
             self.watching.store(true, SeqCst);
             let look = now.saturating_add(HOUSEKEEPING);
             driver.looks_at = look;
-            (Some(deadline.map_or(look, |d| d.min(look))), wake_at.min(look))
+            (
+                Some(deadline.map_or(look, |d| d.min(look))),
+                wake_at.min(look),
+            )
         } else {
             // SeqCst, then the lanes again: a caller who dirtied one before
             // this store is seen here; one after sees the store and wakes us.
