@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::core::Key;
 use crate::error::{Error, Kind};
+use crate::lanes::Spot;
 use crate::shared::{Shared, When};
 use crate::state;
 
@@ -43,12 +44,14 @@ use crate::state;
 pub struct TaskHandle {
     shared: Arc<Shared>,
     key: Key,
+    /// Where the task's submission may still wait for the driver.
+    spot: Spot,
 }
 
 impl TaskHandle {
     /// A handle that owns one of the slot's references.
-    pub(crate) fn new(shared: Arc<Shared>, key: Key) -> TaskHandle {
-        TaskHandle { shared, key }
+    pub(crate) fn new(shared: Arc<Shared>, key: Key, spot: Spot) -> TaskHandle {
+        TaskHandle { shared, key, spot }
     }
 
     /// Stops every future run of the task. Returns true iff this call
@@ -59,7 +62,7 @@ impl TaskHandle {
     /// A successful cancel drops the task's closure (and what it captured)
     /// at once, unless the task is running.
     pub fn cancel(&self) -> bool {
-        self.shared.cancel(self.key)
+        self.shared.cancel(self.key, self.spot)
     }
 
     /// True if a cancel stopped the task.
@@ -181,7 +184,7 @@ impl Hash for TaskHandle {
 impl Clone for TaskHandle {
     fn clone(&self) -> TaskHandle {
         self.shared.acquire(self.key);
-        TaskHandle::new(self.shared.clone(), self.key)
+        TaskHandle::new(self.shared.clone(), self.key, self.spot)
     }
 }
 

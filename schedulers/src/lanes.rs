@@ -2,12 +2,12 @@
 //! *lane* per calling thread (up to [`LANES`] lanes, shared beyond that).
 //!
 //! A lane holds what its threads did since the driver last looked: new
-//! timers (key and deadline), resets (key and deadline), and cancels of
-//! timers the driver already held; and a few free keys for its next
-//! timers. A caller takes only its own lane's lock, which no other caller
-//! shares unless more threads than lanes schedule at once, and the driver
-//! takes it about once per housekeeping period: so a schedule or a logged
-//! cancel costs one uncontended lock round trip and a push, never the
+//! timers (key and deadline) and resets (key and deadline); and a few free
+//! keys for its next timers. (Cancels of timers the driver holds are marks
+//! in the slab, see `Slab::mark`.) A caller takes only its own lane's lock,
+//! which no other caller shares unless more threads than lanes schedule at
+//! once, and the driver takes it about once per housekeeping period: so a
+//! schedule costs one uncontended lock round trip and a push, never the
 //! driver's lock.
 //!
 //! A reset goes to the lane of its task's key instead ([`Lanes::of_key`]),
@@ -34,6 +34,38 @@ pub(crate) const KEEP: usize = 4 * crate::slab::BATCH;
 /// caller pushes in a housekeeping period, so it costs no extra wake-ups.
 pub(crate) const LANE_NUDGE: usize = 16 * 1024;
 
+/// The key of an entry taken back out by a canceller (see [`Spot`]).
+pub(crate) const TAKEN_BACK: Key = Key::MAX;
+
+/// Where a new timer's entry sits in a lane until the driver takes it in:
+/// its handle keeps it, so that a cancel before then can take the entry
+/// back out of the lane and leave the driver nothing to do. Only a hint:
+/// the canceller checks that the entry there is still its key's (a key
+/// has one incarnation while a handle holds it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Spot(u32);
+
+impl Spot {
+    /// No hint.
+    pub(crate) const NONE: Spot = Spot(u32::MAX);
+    const LANE_BITS: u32 = 4;
+
+    fn new(lane: usize, position: usize) -> Spot {
+        match u32::try_from(position) {
+            Ok(p) if p < (u32::MAX >> Spot::LANE_BITS) => Spot(p << Spot::LANE_BITS | lane as u32),
+            _ => Spot::NONE,
+        }
+    }
+
+    fn lane(self) -> usize {
+        (self.0 & ((1 << Spot::LANE_BITS) - 1)) as usize
+    }
+
+    fn position(self) -> usize {
+        (self.0 >> Spot::LANE_BITS) as usize
+    }
+}
+
 /// A new timer: its key and deadline (ticks).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Submitted {
@@ -53,8 +85,9 @@ pub(crate) struct Moved {
 pub(crate) struct Lane {
     pub(crate) submitted: Vec<Submitted>,
     pub(crate) moved: Vec<Moved>,
-    /// Cancelled timers the driver held (each entry holds a reference).
-    pub(crate) cancelled: Vec<Key>,
+    /// Timers cancelled before the driver took them in, taken back out of
+    /// this lane (so the driver never counts them).
+    pub(crate) taken_back: u64,
     /// Keys this lane hands out next.
     pub(crate) free: Vec<Key>,
 }
@@ -62,12 +95,12 @@ pub(crate) struct Lane {
 impl Lane {
     /// Entries for the driver.
     pub(crate) fn len(&self) -> usize {
-        self.submitted.len() + self.moved.len() + self.cancelled.len()
+        self.submitted.len() + self.moved.len()
     }
 
     /// True if the lane holds nothing for the driver.
     pub(crate) fn is_clean(&self) -> bool {
-        self.submitted.is_empty() && self.moved.is_empty() && self.cancelled.is_empty()
+        self.submitted.is_empty() && self.moved.is_empty()
     }
 }
 
@@ -100,10 +133,26 @@ thread_local! {
 pub(crate) struct Held<'a> {
     pub(crate) lane: MutexGuard<'a, Lane>,
     slot: &'a Slot,
+    index: usize,
     was_clean: bool,
 }
 
 impl Held<'_> {
+    /// Pushes a new timer's entry; returns where it sits.
+    pub(crate) fn submit(&mut self, entry: Submitted) -> Spot {
+        self.lane.submitted.push(entry);
+        Spot::new(self.index, self.lane.submitted.len() - 1)
+    }
+
+    /// The entry of `key` at `spot`, if it is still in this lane.
+    pub(crate) fn at(&mut self, spot: Spot, key: Key) -> Option<&mut Submitted> {
+        debug_assert_eq!(spot.lane(), self.index);
+        self.lane
+            .submitted
+            .get_mut(spot.position())
+            .filter(|entry| entry.key == key)
+    }
+
     /// True if this hold put the first entry for the driver into a clean
     /// lane: the caller then checks that the driver will look (see
     /// `Shared::nudge`).
@@ -139,6 +188,16 @@ impl Lanes {
         self.hold(key as usize % LANES)
     }
 
+    /// The lane `spot` names, locked; `None` for no spot.
+    pub(crate) fn of_spot(&self, spot: Spot) -> Option<Held<'_>> {
+        (spot != Spot::NONE).then(|| self.hold(spot.lane()))
+    }
+
+    /// Timers cancelled before the driver took them in, in every lane.
+    pub(crate) fn taken_back(&self) -> u64 {
+        self.slots.iter().map(|s| lock(&s.lane).taken_back).sum()
+    }
+
     fn hold(&self, i: usize) -> Held<'_> {
         let slot = &self.slots[i];
         let lane = lock(&slot.lane);
@@ -146,6 +205,7 @@ impl Lanes {
         Held {
             lane,
             slot,
+            index: i,
             was_clean,
         }
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::core::Key;
 use crate::error::Rejected;
 use crate::handle::{ScheduledFuture, TaskHandle};
+use crate::lanes::Spot;
 use crate::metrics::Metrics;
 use crate::shared::{Shared, When};
 use crate::task::Task;
@@ -237,22 +238,22 @@ pub(crate) trait AsShared: Send + Sync + fmt::Debug {
     fn shared(&self) -> &Arc<Shared>;
 
     /// Gives out the handle of a task just accepted under `key` (which
-    /// holds a reference for it). A [`ScheduledThreadPool`](crate::ScheduledThreadPool)
+    /// holds a reference for it), its entry waiting at `spot`. A [`ScheduledThreadPool`](crate::ScheduledThreadPool)
     /// starts a worker here.
-    fn accept(&self, key: Key) -> Result<TaskHandle, Rejected> {
-        Ok(TaskHandle::new(self.shared().clone(), key))
+    fn accept(&self, key: Key, spot: Spot) -> Result<TaskHandle, Rejected> {
+        Ok(TaskHandle::new(self.shared().clone(), key, spot))
     }
 }
 
 impl<D: AsShared> Scheduler for D {
     fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Rejected> {
-        let key = self.shared().submit(When::After(delay), task)?;
-        self.accept(key)
+        let (key, spot) = self.shared().submit(When::After(delay), task)?;
+        self.accept(key, spot)
     }
 
     fn submit_at(&self, deadline: Instant, task: Task) -> Result<TaskHandle, Rejected> {
-        let key = self.shared().submit(When::At(deadline), task)?;
-        self.accept(key)
+        let (key, spot) = self.shared().submit(When::At(deadline), task)?;
+        self.accept(key, spot)
     }
 
     fn shutdown(&self) {
@@ -263,7 +264,7 @@ impl<D: AsShared> Scheduler for D {
         let shared = self.shared();
         let keys = shared.shutdown_now();
         keys.into_iter()
-            .map(|key| TaskHandle::new(shared.clone(), key))
+            .map(|key| TaskHandle::new(shared.clone(), key, Spot::NONE))
             .collect()
     }
 

@@ -23,8 +23,8 @@ use std::sync::{Mutex, OnceLock};
 use crate::body::Body;
 use crate::clock::lock;
 use crate::core::{Key, MAX_KEYS};
-use crate::sync::atomic::AtomicU32;
-use crate::sync::atomic::Ordering::Relaxed;
+use crate::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use crate::sync::cell::UnsafeCell;
 
 const FIRST_BITS: u32 = 12;
@@ -41,6 +41,13 @@ pub(crate) type BodyCell = UnsafeCell<Body>;
 pub(crate) struct Slab {
     words: [OnceLock<Box<[AtomicU32]>>; SEGMENTS],
     bodies: [OnceLock<Box<[BodyCell]>>; SEGMENTS],
+    /// A bit per key: cancelled after the driver took it in, and not yet
+    /// seen by the driver (see [`Slab::mark`]).
+    marks: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
+    /// A bit per word of `marks`: that word may have a bit set.
+    summary: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
+    /// Some summary word went from empty to not since the driver looked.
+    marked: AtomicBool,
     /// The next key never handed out.
     fresh: AtomicU32,
     /// Free keys not held by a lane.
@@ -84,6 +91,9 @@ impl Slab {
         Slab {
             words: Default::default(),
             bodies: Default::default(),
+            marks: Default::default(),
+            summary: Default::default(),
+            marked: AtomicBool::new(false),
             fresh: AtomicU32::new(0),
             pool: Mutex::new(Vec::new()),
         }
@@ -129,6 +139,67 @@ impl Slab {
         self.body(key).with(|body| f(unsafe { &*body }))
     }
 
+    /// Marks `key` cancelled for the driver to see: a bit in a dense
+    /// bitmap (a fetch-or, no lock), and the first bit of a word also a
+    /// bit in the summary. Returns true if this made the first mark since
+    /// the driver last looked: the caller then checks that the driver will
+    /// look (`Shared::nudge`).
+    pub(crate) fn mark(&self, key: Key) -> bool {
+        let (segment, offset) = locate(key);
+        let marks = self.marks[segment]
+            .get()
+            .expect("a handed-out key's segment exists");
+        let word = offset / 64;
+        if marks[word].fetch_or(1 << (offset % 64), Release) != 0 {
+            return false; // its summary bit is set, or being taken
+        }
+        let summary = self.summary[segment].get().expect("as above");
+        if summary[word / 64].fetch_or(1 << (word % 64), Release) != 0 {
+            return false;
+        }
+        // SeqCst: against the driver's store of `watching` and its look at
+        // this flag before it sleeps (`Shared::wait`).
+        !self.marked.swap(true, SeqCst)
+    }
+
+    /// True if keys may be marked that the driver has not taken.
+    pub(crate) fn any_marked(&self) -> bool {
+        self.marked.load(SeqCst)
+    }
+
+    /// Moves every marked key into `into`, in key order (the driver's
+    /// sweep), clearing the marks.
+    pub(crate) fn take_marks(&self, into: &mut Vec<Key>) {
+        if !self.marked.swap(false, SeqCst) {
+            return;
+        }
+        for segment in 0..SEGMENTS {
+            let (Some(summary), Some(marks)) =
+                (self.summary[segment].get(), self.marks[segment].get())
+            else {
+                break;
+            };
+            let base = (1u64 << FIRST_BITS << segment) - (1 << FIRST_BITS);
+            for (s, sw) in summary.iter().enumerate() {
+                let mut words = if sw.load(Relaxed) == 0 {
+                    0
+                } else {
+                    sw.swap(0, Acquire)
+                };
+                while words != 0 {
+                    let w = s * 64 + words.trailing_zeros() as usize;
+                    words &= words - 1;
+                    let mut bits = marks[w].swap(0, Acquire);
+                    while bits != 0 {
+                        let offset = w * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        into.push((base + offset as u64) as Key);
+                    }
+                }
+            }
+        }
+    }
+
     /// Makes the segments of keys `from..to` exist.
     fn reserve(&self, from: Key, to: Key) {
         let (first, _) = locate(from);
@@ -137,6 +208,8 @@ impl Slab {
             let len = (1usize << FIRST_BITS) << segment;
             self.words[segment].get_or_init(|| new_segment(len));
             self.bodies[segment].get_or_init(|| new_segment(len));
+            self.marks[segment].get_or_init(|| new_segment(len / 64));
+            self.summary[segment].get_or_init(|| new_segment(len / 64 / 64));
         }
     }
 
@@ -204,6 +277,14 @@ impl Free for AtomicU32 {
     }
 }
 
+/// No marks.
+impl Free for AtomicU64 {
+    #[cfg(schedulers_loom)]
+    fn free() -> Self {
+        AtomicU64::new(0)
+    }
+}
+
 /// An empty body is all-zero (see [`Body`]).
 impl Free for BodyCell {
     #[cfg(schedulers_loom)]
@@ -248,6 +329,29 @@ mod test {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), keys.len(), "no key handed out twice");
+    }
+
+    #[test]
+    fn marks_come_back_once_in_key_order() {
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        while keys.len() < 9000 {
+            assert!(slab.take_keys(&mut keys));
+        }
+        let mut taken = Vec::new();
+        slab.take_marks(&mut taken);
+        assert!(taken.is_empty() && !slab.any_marked());
+        assert!(slab.mark(8191), "the first mark since the driver looked");
+        for key in [5000, 3, 4096, 64, 65, 8191] {
+            assert!(!slab.mark(key));
+        }
+        assert!(slab.any_marked());
+        slab.take_marks(&mut taken);
+        assert_eq!(taken, [3, 64, 65, 4096, 5000, 8191]);
+        taken.clear();
+        slab.take_marks(&mut taken);
+        assert!(taken.is_empty(), "taken once");
+        assert!(slab.mark(7));
     }
 
     #[test]

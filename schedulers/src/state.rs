@@ -32,10 +32,11 @@
 //!
 //! **Who drops the closure of a cancelled task.** Exactly one party: if the
 //! driver had not yet taken the submission out of its lane (`DRAINED`
-//! clear), the driver does when it does, seeing the task cancelled; else
-//! the cancel logs the key in its lane, with a reference, and the driver
-//! drops the closure when it reads the log. Either way within one
-//! housekeeping period.
+//! clear), the canceller does if it can take the submission back out of
+//! its lane, else the driver does when it takes it in, seeing the task
+//! cancelled; if the driver had taken it in, the cancel marks the key (see
+//! `Slab::mark`), with a reference, and the driver drops the closure when
+//! it sweeps the marks. Either way within one housekeeping period.
 //!
 //! The slot is reused only when `refs` drops to zero, so a handle always
 //! reads its own task's state, never a newer one's.
@@ -123,7 +124,7 @@ pub(crate) fn is_periodic(word: u32) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cancel {
     /// The task was waiting: it will never start. If `logged`, the driver
-    /// already holds it, and the canceller must log the key (the log entry
+    /// already holds it, and the canceller must mark the key (the mark
     /// owns the reference this cancel added); else the driver finds it
     /// cancelled when it takes the submission.
     WasPending { logged: bool },
@@ -188,6 +189,19 @@ pub(crate) fn cancel(word: &AtomicU32) -> (Cancel, u32) {
         }
     });
     (outcome, prev.unwrap_or_else(|w| w))
+}
+
+/// Cancels a task the driver has not taken in and no reset is on its way
+/// to (its submission is about to be taken back out of its lane), and drops
+/// the submission's reference, in one step; returns the replaced word.
+/// `None` if it is not such a task. The caller's handle holds another
+/// reference, so this one is never the last.
+pub(crate) fn cancel_undrained(word: &AtomicU32) -> Option<u32> {
+    update(word, |w| {
+        (of(w) == SCHEDULED && w & DRAINED == 0 && resets(w) == 0 && refs(w) >= 2 * REF)
+            .then(|| minus_ref(with_state(w, CANCELLED)))
+    })
+    .ok()
 }
 
 /// What a reset found.

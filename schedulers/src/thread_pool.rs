@@ -123,6 +123,7 @@ use crate::core::{IndexedHeap, Key};
 use crate::error::{Error, Rejected, Setting};
 use crate::executor::Executor;
 use crate::handle::TaskHandle;
+use crate::lanes::Spot;
 use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
@@ -304,8 +305,8 @@ impl ScheduledThreadPool {
     /// the first worker, the task would never run: it is taken back out and
     /// handed back with the error. A refused later worker is skipped (the
     /// running ones take its share, and the next submission tries again).
-    fn start_worker(&self, key: Key) -> Result<TaskHandle, Rejected> {
-        let handle = TaskHandle::new(self.shared.clone(), key);
+    fn start_worker(&self, key: Key, spot: Spot) -> Result<TaskHandle, Rejected> {
+        let handle = TaskHandle::new(self.shared.clone(), key, spot);
         let Some(id) = self.next_worker() else {
             return Ok(handle);
         };
@@ -488,8 +489,8 @@ impl AsShared for ScheduledThreadPool {
         &self.shared
     }
 
-    fn accept(&self, key: Key) -> Result<TaskHandle, Rejected> {
-        self.start_worker(key)
+    fn accept(&self, key: Key, spot: Spot) -> Result<TaskHandle, Rejected> {
+        self.start_worker(key, spot)
     }
 }
 

@@ -392,7 +392,7 @@ impl Shared {
         if !self.is_shutdown()
             || driver.busy > 0
             || !driver.ready.is_empty()
-            || self.lanes.any_dirty()
+            || self.callers_left_work()
             || !driver.early_moves.is_empty()
         {
             return false;

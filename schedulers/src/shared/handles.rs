@@ -1,30 +1,32 @@
 //! What handles do: cancel, reset, ask and wait.
 
-use std::sync::atomic::Ordering::Acquire;
+use std::sync::atomic::Ordering::{Acquire, SeqCst};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use super::{DriverState, Shared, When};
 use crate::core::Key;
 use crate::error::{Error, Kind};
-use crate::lanes::{Moved, KEEP};
+use crate::lanes::{Moved, Spot, KEEP, TAKEN_BACK};
 use crate::slab::BATCH;
 use crate::state::{self, Cancel, Reset};
 use crate::task;
 
 impl Shared {
-    /// Stops every future run of `key`; true iff this call did.
-    pub(crate) fn cancel(&self, key: Key) -> bool {
+    /// Stops every future run of `key` (whose entry may still wait at
+    /// `spot`); true iff this call did.
+    pub(crate) fn cancel(&self, key: Key, spot: Spot) -> bool {
+        if let Some(taken) = self.cancel_in_lane(key, spot) {
+            return taken;
+        }
         let (outcome, prev) = state::cancel(self.slab.word(key));
         match outcome {
             Cancel::WasPending { logged } => {
                 self.unpend();
-                if logged {
-                    // The driver holds it: tell it, so that it drops the
-                    // closure within a housekeeping period.
-                    let mut held = self.lanes.mine();
-                    held.lane.cancelled.push(key);
-                    self.after_push(crate::clock::NEVER, false, held);
+                // The driver holds it: mark it, so that the driver drops the
+                // closure within a housekeeping period.
+                if logged && self.slab.mark(key) && !self.watching.load(SeqCst) {
+                    self.nudge();
                 }
                 if self.is_shutdown() {
                     // A driver waiting to terminate may be waiting for it.
@@ -35,6 +37,27 @@ impl Shared {
             Cancel::WasRunning | Cancel::TooLate => {}
         }
         outcome.stopped()
+    }
+
+    /// A cancel before the driver took the task in: the entry comes back
+    /// out of its lane, the closure is dropped here and the driver never
+    /// hears of it, so a timer set and cleared within a housekeeping
+    /// period costs the driver nothing. `None` if the entry is not there
+    /// any more (or a reset of it is on its way): cancel the usual way.
+    fn cancel_in_lane(&self, key: Key, spot: Spot) -> Option<bool> {
+        let mut held = self.lanes.of_spot(spot)?;
+        let entry = held.at(spot, key)?;
+        let word = self.slab.word(key);
+        let prev = state::cancel_undrained(word)?;
+        entry.key = TAKEN_BACK;
+        held.lane.taken_back += 1;
+        drop(held);
+        self.unpend();
+        // SAFETY: this thread cancelled the task before the driver took it
+        // in, and took the entry back: no one else will touch the body.
+        unsafe { self.slab.with_body(key, task::clear_contained) };
+        self.wake_waiters(key, prev);
+        Some(true)
     }
 
     /// Moves a waiting task to a new deadline.

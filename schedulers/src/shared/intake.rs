@@ -6,9 +6,16 @@ use std::sync::atomic::Ordering::Acquire;
 
 use super::{DriverState, Shared, AUTO_PURGE_MIN};
 use crate::core::Key;
+use crate::lanes::TAKEN_BACK;
 use crate::state;
 
 impl Shared {
+    /// True if callers may have left work the driver has not taken in:
+    /// entries in a lane, or cancel marks.
+    pub(crate) fn callers_left_work(&self) -> bool {
+        self.lanes.any_dirty() || self.slab.any_marked()
+    }
+
     /// Takes in everything in the lanes, under the driver's lock: new
     /// timers are queued (or, if cancelled already, their closures are left
     /// to [`Shared::bury`]), cancelled ones are left to `bury` too, and,
@@ -24,17 +31,19 @@ impl Shared {
     /// queued): a purge counts them as removed.
     pub(crate) fn intake(&self, driver: &mut DriverState, moves: bool) -> usize {
         let mut dropped = 0;
-        driver.active = self.lanes.any_dirty();
-        if driver.active {
+        let (dirty, marked) = (self.lanes.any_dirty(), self.slab.any_marked());
+        driver.active = dirty || marked;
+        if dirty {
             for mut lane in self.lanes.all() {
                 driver.submitted.append(&mut lane.submitted);
                 driver.moved.append(&mut lane.moved);
-                driver.cancelled.append(&mut lane.cancelled);
             }
             dropped = self.take_in_submitted(driver);
-            self.take_in_cancelled(driver);
             let moved = std::mem::take(&mut driver.moved);
             driver.early_moves.extend(moved);
+        }
+        if marked {
+            self.take_in_cancelled(driver);
         }
         if moves && !driver.early_moves.is_empty() {
             self.take_in_moved(driver);
@@ -49,6 +58,9 @@ impl Shared {
         let mut dropped = 0;
         let mut submitted = std::mem::take(&mut driver.submitted);
         for s in submitted.drain(..) {
+            if s.key == TAKEN_BACK {
+                continue;
+            }
             match state::intake(self.slab.word(s.key)) {
                 Ok(_) => {
                     driver.queue.insert(s.key, s.deadline);
@@ -67,12 +79,14 @@ impl Shared {
         dropped
     }
 
+    /// Sweeps the marks of cancels of timers the driver held, in key order.
     fn take_in_cancelled(&self, driver: &mut DriverState) {
         let mut cancelled = std::mem::take(&mut driver.cancelled);
+        self.slab.take_marks(&mut cancelled);
         for &key in &cancelled {
             driver.balance -= 1;
             driver.cancelled_count += 1;
-            // The log entry's reference goes with the closure, in `bury`.
+            // The mark's reference goes with the closure, in `bury`.
             driver.graveyard.push(key);
             if (self.remove_on_cancel || self.is_shutdown()) && driver.queue.remove(key) {
                 self.release_locked(driver, key);
@@ -91,7 +105,8 @@ impl Shared {
         let mut early = Vec::new();
         for m in moved {
             let word = self.slab.word(m.key);
-            if word.load(Acquire) & state::DRAINED == 0 {
+            let w = word.load(Acquire);
+            if w & state::DRAINED == 0 && state::of(w) == state::SCHEDULED {
                 early.push(m);
                 continue;
             }

@@ -171,14 +171,14 @@ impl Shared {
         Metrics {
             pending: self.pending_count(&driver),
             fired: driver.fired,
-            cancelled: driver.cancelled_count,
+            cancelled: driver.cancelled_count + self.lanes.taken_back(),
         }
     }
 
     /// True if the driver has work from callers it has not taken in, and
     /// meant to look at it by `now` (ticks).
     fn owes_a_look(&self, driver: &DriverState, now: u64) -> bool {
-        (self.lanes.any_dirty() || !driver.early_moves.is_empty()) && driver.looks_at <= now
+        (self.callers_left_work() || !driver.early_moves.is_empty()) && driver.looks_at <= now
     }
 }
 

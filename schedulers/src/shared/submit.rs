@@ -7,15 +7,15 @@ use super::{Shared, When};
 use crate::clock::Timebase;
 use crate::core::Key;
 use crate::error::{Error, Kind, Rejected};
-use crate::lanes::{Held, Submitted, LANE_NUDGE};
+use crate::lanes::{Held, Spot, Submitted, LANE_NUDGE};
 use crate::state;
 use crate::task::Task;
 
 impl Shared {
     /// Hands `task`, due at `when`, to the driver; returns its key, holding
-    /// one reference for the caller's handle, or the task with the reason
-    /// it was refused.
-    pub(crate) fn submit(&self, when: When, task: Task) -> Result<Key, Rejected> {
+    /// one reference for the caller's handle, and where its entry waits
+    /// for the driver; or the task with the reason it was refused.
+    pub(crate) fn submit(&self, when: When, task: Task) -> Result<(Key, Spot), Rejected> {
         let deadline = match self.deadline(when) {
             Ok(deadline) => deadline,
             Err(e) => return Err(Rejected::new(e, Some(task))),
@@ -50,9 +50,9 @@ impl Shared {
         // state word is armed and the key pushed.
         unsafe { self.slab.with_body(key, |body| *body = task.body) };
         state::arm(self.slab.word(key), periodic);
-        held.lane.submitted.push(Submitted { key, deadline });
+        let spot = held.submit(Submitted { key, deadline });
         self.after_push(deadline, periodic, held);
-        Ok(key)
+        Ok((key, spot))
     }
 
     /// After a caller pushed work for the driver (due at `deadline`) into the

@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering::SeqCst;
 
 use super::*;
 use crate::core::IndexedHeap;
+use crate::lanes::Spot;
 use crate::task::Task;
 
 /// A scheduler's shared state on a virtual clock, with no driver
@@ -83,43 +84,40 @@ fn a_caller_nudges_the_driver_only_when_it_must() {
     assert!(!nudged(&shared));
 }
 
-/// A cancel of a task the driver has not taken in yet is not logged: the
-/// driver finds it cancelled, never queues it, and buries its closure. One
-/// it holds is logged, and buried at the next intake.
+/// Who drops a cancelled task's closure, exactly once: the canceller,
+/// when the entry was still in its lane (taken back out); the driver when
+/// it takes the entry in and finds it cancelled (a cancel without the
+/// spot); the driver when it reads the log (cancelled after the intake).
 #[test]
-fn a_cancelled_closure_is_buried_once_whoever_sees_it_first() {
+fn a_cancelled_closure_is_dropped_once_whoever_sees_it_first() {
     let shared = threadless(Duration::ZERO);
     let token = Arc::new(());
-    let early = {
+    let submit = || {
         let t = token.clone();
+        let task = Task::once(move || drop(t));
         shared
-            .submit(
-                When::After(Duration::from_secs(1)),
-                Task::once(move || drop(t)),
-            )
+            .submit(When::After(Duration::from_secs(1)), task)
             .unwrap()
     };
-    let late = {
-        let t = token.clone();
-        shared
-            .submit(
-                When::After(Duration::from_secs(1)),
-                Task::once(move || drop(t)),
-            )
-            .unwrap()
-    };
-    assert!(shared.cancel(early), "cancelled before the intake");
+    let (back, spot) = submit();
+    let (unlogged, _) = submit();
+    let (logged, _) = submit();
+    assert!(shared.cancel(back, spot), "taken back out of the lane");
+    assert_eq!(Arc::strong_count(&token), 3, "dropped by the canceller");
+    assert!(
+        shared.cancel(unlogged, Spot::NONE),
+        "cancelled, not taken back"
+    );
+    assert_eq!(Arc::strong_count(&token), 3, "left for the driver");
     let mut driver = shared.lock();
     shared.intake(&mut driver, true);
     assert_eq!(driver.queue.len(), 1, "only the live task is queued");
-    let driver = shared.bury(driver);
-    assert_eq!(
-        Arc::strong_count(&token),
-        2,
-        "the early one's closure is gone"
+    drop(shared.bury(driver));
+    assert_eq!(Arc::strong_count(&token), 2, "dropped at the intake");
+    assert!(
+        shared.cancel(logged, Spot::NONE),
+        "cancelled after the intake"
     );
-    drop(driver);
-    assert!(shared.cancel(late), "cancelled after the intake: logged");
     assert_eq!(
         Arc::strong_count(&token),
         2,
@@ -129,6 +127,8 @@ fn a_cancelled_closure_is_buried_once_whoever_sees_it_first() {
     shared.intake(&mut driver, true);
     drop(shared.bury(driver));
     assert_eq!(Arc::strong_count(&token), 1);
-    shared.release(early);
-    shared.release(late);
+    assert_eq!(shared.metrics().cancelled, 3);
+    for key in [back, unlogged, logged] {
+        shared.release(key);
+    }
 }

@@ -90,7 +90,7 @@ impl Shared {
             // SeqCst, then the lanes again: a caller who dirtied one before
             // this store is seen here; one after sees the store and wakes us.
             self.watching.store(false, SeqCst);
-            if self.lanes.any_dirty() {
+            if self.callers_left_work() {
                 return driver;
             }
             driver.looks_at = NEVER;
