@@ -345,8 +345,7 @@ impl Timebase {
     /// Nanoseconds since the epoch: 0 for earlier instants, and at most one
     /// short of [`NEVER`], which time therefore never reaches.
     pub(crate) fn ticks(&self, t: Instant) -> u64 {
-        let ns = t.saturating_duration_since(self.epoch).as_nanos();
-        u64::try_from(ns).unwrap_or(u64::MAX).min(NEVER - 1)
+        nanos(t.saturating_duration_since(self.epoch)).min(NEVER - 1)
     }
 
     /// The instant `ticks` nanoseconds after the epoch, or `None` if it is
@@ -366,9 +365,7 @@ impl Timebase {
 
     /// The deadline `delay` after `now`, or a delay-overflow error.
     pub(crate) fn deadline(now: u64, delay: Duration) -> Result<u64, Error> {
-        u64::try_from(delay.as_nanos())
-            .ok()
-            .and_then(|d| now.checked_add(d))
+        now.checked_add(nanos(delay))
             .filter(|&t| t < NEVER)
             .ok_or_else(|| Error::new(Kind::DelayOverflow))
     }
@@ -380,11 +377,10 @@ pub(crate) const NEVER: u64 = u64::MAX;
 
 /// A period as a signed count of nanoseconds, saturated to the range.
 pub(crate) const fn nanos(d: Duration) -> u64 {
-    let n = d.as_nanos();
-    if n > u64::MAX as u128 {
-        u64::MAX
-    } else {
-        n as u64
+    // In u64 (a u128 product costs a call on the submit path).
+    match d.as_secs().checked_mul(1_000_000_000) {
+        Some(secs) => secs.saturating_add(d.subsec_nanos() as u64),
+        None => u64::MAX,
     }
 }
 

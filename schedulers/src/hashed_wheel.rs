@@ -105,6 +105,7 @@ use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HashedWheel, Precision};
 use crate::error::{Error, Setting};
 use crate::executor::Executor;
+use crate::handle::Anchors;
 use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
@@ -148,6 +149,7 @@ pub const MAX_WHEEL_SIZE: usize = crate::core::MAX_BUCKETS;
 /// ```
 pub struct HashedWheelTimer {
     shared: Arc<Shared>,
+    anchors: Anchors,
     tick: Duration,
     buckets: usize,
 }
@@ -310,8 +312,10 @@ impl HashedWheelTimerBuilder {
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)?;
+        let anchors = Anchors::new(&shared);
         Ok(HashedWheelTimer {
             shared,
+            anchors,
             tick: Duration::from_nanos(tick),
             buckets,
         })
@@ -321,6 +325,10 @@ impl HashedWheelTimerBuilder {
 impl AsShared for HashedWheelTimer {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    fn anchors(&self) -> &Anchors {
+        &self.anchors
     }
 }
 

@@ -55,6 +55,7 @@ use crate::builder::{common_builder_methods, periodic_slack_method, Common};
 use crate::core::IndexedHeap;
 use crate::error::Error;
 use crate::executor::Executor;
+use crate::handle::Anchors;
 use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
@@ -84,6 +85,7 @@ pub use crate::shared::AUTO_PURGE_MIN;
 /// ```
 pub struct HeapTimer {
     shared: Arc<Shared>,
+    anchors: Anchors,
 }
 
 /// Configures a [`HeapTimer`].
@@ -180,13 +182,18 @@ impl HeapTimerBuilder {
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, self.spin)?;
-        Ok(HeapTimer { shared })
+        let anchors = Anchors::new(&shared);
+        Ok(HeapTimer { shared, anchors })
     }
 }
 
 impl AsShared for HeapTimer {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    fn anchors(&self) -> &Anchors {
+        &self.anchors
     }
 }
 

@@ -74,6 +74,7 @@ use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HierarchicalWheel, Precision};
 use crate::error::{Error, Setting};
 use crate::executor::Executor;
+use crate::handle::Anchors;
 use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
@@ -110,6 +111,7 @@ pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 /// ```
 pub struct HierarchicalWheelTimer {
     shared: Arc<Shared>,
+    anchors: Anchors,
     tick: Duration,
 }
 
@@ -272,8 +274,10 @@ impl HierarchicalWheelTimerBuilder {
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)?;
+        let anchors = Anchors::new(&shared);
         Ok(HierarchicalWheelTimer {
             shared,
+            anchors,
             tick: Duration::from_nanos(tick),
         })
     }
@@ -282,6 +286,10 @@ impl HierarchicalWheelTimerBuilder {
 impl AsShared for HierarchicalWheelTimer {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    fn anchors(&self) -> &Anchors {
+        &self.anchors
     }
 }
 

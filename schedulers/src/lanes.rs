@@ -17,10 +17,21 @@
 
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Mutex, MutexGuard};
 
-use crate::clock::lock;
+use spin::mutex::{SpinMutex, SpinMutexGuard};
+use spin::relax::Yield;
+
 use crate::core::Key;
+
+/// A lane's lock: held for a few pushes, so a caller that finds it taken
+/// spins a moment, then yields its time slice. A round trip is one locked
+/// instruction (std's `Mutex` takes two: its unlock is a swap).
+type Mutex<T> = SpinMutex<T, Yield>;
+type MutexGuard<'a, T> = SpinMutexGuard<'a, T>;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock()
+}
 
 /// Lanes per scheduler: threads beyond this many share lanes.
 pub(crate) const LANES: usize = 16;
@@ -171,6 +182,11 @@ impl Drop for Held<'_> {
     }
 }
 
+/// The calling thread's lane number, the same in every scheduler.
+pub(crate) fn mine() -> usize {
+    MINE.with(|i| *i)
+}
+
 impl Lanes {
     pub(crate) fn new() -> Lanes {
         Lanes {
@@ -180,7 +196,7 @@ impl Lanes {
 
     /// The calling thread's lane, locked.
     pub(crate) fn mine(&self) -> Held<'_> {
-        self.hold(MINE.with(|i| *i))
+        self.hold(mine())
     }
 
     /// The lane of every reset of `key`, locked.

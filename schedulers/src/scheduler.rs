@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::core::Key;
 use crate::error::Rejected;
+use crate::handle::Anchors;
 use crate::handle::{ScheduledFuture, TaskHandle};
 use crate::lanes::Spot;
 use crate::metrics::Metrics;
@@ -237,11 +238,14 @@ pub(crate) trait AsShared: Send + Sync + fmt::Debug {
     /// The state the scheduler's threads and handles share.
     fn shared(&self) -> &Arc<Shared>;
 
+    /// What its handles hold.
+    fn anchors(&self) -> &Anchors;
+
     /// Gives out the handle of a task just accepted under `key` (which
     /// holds a reference for it), its entry waiting at `spot`. A [`ScheduledThreadPool`](crate::ScheduledThreadPool)
     /// starts a worker here.
     fn accept(&self, key: Key, spot: Spot) -> Result<TaskHandle, Rejected> {
-        Ok(TaskHandle::new(self.shared().clone(), key, spot))
+        Ok(self.anchors().handle(key, spot))
     }
 }
 
@@ -261,10 +265,9 @@ impl<D: AsShared> Scheduler for D {
     }
 
     fn shutdown_now(&self) -> Vec<TaskHandle> {
-        let shared = self.shared();
-        let keys = shared.shutdown_now();
+        let keys = self.shared().shutdown_now();
         keys.into_iter()
-            .map(|key| TaskHandle::new(shared.clone(), key, Spot::NONE))
+            .map(|key| self.anchors().handle(key, Spot::NONE))
             .collect()
     }
 

@@ -122,7 +122,7 @@ use std::time::Duration;
 use crate::core::{IndexedHeap, Key};
 use crate::error::{Error, Rejected, Setting};
 use crate::executor::Executor;
-use crate::handle::TaskHandle;
+use crate::handle::{Anchors, TaskHandle};
 use crate::lanes::Spot;
 use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
@@ -164,6 +164,7 @@ pub use crate::shared::AUTO_PURGE_MIN;
 /// ```
 pub struct ScheduledThreadPool {
     shared: Arc<Shared>,
+    anchors: Anchors,
     pool_size: usize,
     remove_on_cancel: bool,
     thread_name: String,
@@ -306,7 +307,7 @@ impl ScheduledThreadPool {
     /// handed back with the error. A refused later worker is skipped (the
     /// running ones take its share, and the next submission tries again).
     fn start_worker(&self, key: Key, spot: Spot) -> Result<TaskHandle, Rejected> {
-        let handle = TaskHandle::new(self.shared.clone(), key, spot);
+        let handle = self.anchors.handle(key, spot);
         let Some(id) = self.next_worker() else {
             return Ok(handle);
         };
@@ -392,8 +393,10 @@ impl ScheduledThreadPoolBuilder {
             periodic_slack: self.periodic_slack,
             remove_on_cancel: self.remove_on_cancel,
         });
+        let anchors = Anchors::new(&shared);
         Ok(ScheduledThreadPool {
             shared,
+            anchors,
             pool_size: self.pool_size,
             remove_on_cancel: self.remove_on_cancel,
             thread_name: self.common.thread_name,
@@ -487,6 +490,10 @@ fn worker(shared: Arc<Shared>, id: usize) {
 impl AsShared for ScheduledThreadPool {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    fn anchors(&self) -> &Anchors {
+        &self.anchors
     }
 
     fn accept(&self, key: Key, spot: Spot) -> Result<TaskHandle, Rejected> {

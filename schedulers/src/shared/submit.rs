@@ -47,8 +47,14 @@ impl Shared {
             }
         };
         // SAFETY: a free key: no other thread holds its body until the
-        // state word is armed and the key pushed.
-        unsafe { self.slab.with_body(key, |body| *body = task.body) };
+        // state word is armed and the key pushed. Its body is empty (a key
+        // is emptied before it is freed), so there is nothing to drop.
+        unsafe {
+            self.slab.with_body(key, |body| {
+                debug_assert!(body.is_empty());
+                std::mem::forget(std::mem::replace(body, task.body));
+            })
+        };
         state::arm(self.slab.word(key), periodic);
         let spot = held.submit(Submitted { key, deadline });
         self.after_push(deadline, periodic, held);
