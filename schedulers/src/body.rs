@@ -465,3 +465,168 @@ impl fmt::Debug for Body {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod test {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// Counts its drops.
+    #[derive(Clone, Default)]
+    struct Drops(Arc<AtomicUsize>);
+
+    impl Drops {
+        fn count(&self) -> usize {
+            self.0.load(SeqCst)
+        }
+    }
+
+    struct Counted(Drops);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0 .0.fetch_add(1, SeqCst);
+        }
+    }
+
+    fn ran(body: &mut Body) -> Ran {
+        body.run(&TaskContext::default())
+    }
+
+    #[test]
+    fn small_captures_stay_in_place_large_ones_are_boxed() {
+        assert!(
+            fits::<(Arc<()>, u64)>(),
+            "an id and an Arc: the common case"
+        );
+        assert!(fits::<[u8; INLINE_BYTES]>());
+        assert!(!fits::<[u8; INLINE_BYTES + 1]>());
+        assert!(!fits::<u128>(), "aligned to 16: boxed");
+        assert_eq!(size_of::<Body>(), 24);
+        assert_eq!(size_of::<Option<Body>>(), 32, "no niche is claimed");
+    }
+
+    #[test]
+    fn a_one_shot_runs_once_and_its_captures_drop_once() {
+        for big in [false, true] {
+            let drops = Drops::default();
+            let (counted, pad) = (Counted(drops.clone()), [0u8; 64]);
+            let mut body = if big {
+                Body::once(move || drop((counted, pad)))
+            } else {
+                Body::once(move || drop(counted))
+            };
+            assert!(matches!(ran(&mut body), Ran::Done));
+            assert_eq!(drops.count(), 1);
+            assert!(body.is_empty());
+            assert!(
+                matches!(ran(&mut body), Ran::Done),
+                "an empty body does nothing"
+            );
+            drop(body);
+            assert_eq!(drops.count(), 1);
+        }
+    }
+
+    #[test]
+    fn a_closure_never_run_is_dropped_with_its_body() {
+        let drops = Drops::default();
+        let counted = Counted(drops.clone());
+        let mut body = Body::once(move || drop(counted));
+        body.clear();
+        assert_eq!(drops.count(), 1);
+        body.clear();
+        drop(body);
+        assert_eq!(drops.count(), 1);
+    }
+
+    #[test]
+    fn a_value_stays_for_its_future_and_is_taken_once() {
+        let drops = Drops::default();
+        let d = drops.clone();
+        let mut small = Body::with_output(move || Counted(d));
+        assert!(matches!(ran(&mut small), Ran::Done));
+        assert!(small.take_output::<u32>().is_none(), "the wrong type");
+        let value = small.take_output::<Counted>().expect("the value");
+        assert!(small.take_output::<Counted>().is_none(), "taken once");
+        drop(value);
+        let mut big = Body::with_output(|| [7u64; 9]);
+        assert!(matches!(ran(&mut big), Ran::Done));
+        assert_eq!(big.take_output::<[u64; 9]>(), Some([7; 9]));
+        // Never taken: dropped with the body.
+        let d = drops.clone();
+        let mut left = Body::with_output(move || Counted(d));
+        assert!(matches!(ran(&mut left), Ran::Done));
+        drop(left);
+        assert_eq!(drops.count(), 2);
+    }
+
+    #[test]
+    fn a_periodic_closure_runs_in_place_until_it_stops() {
+        let drops = Drops::default();
+        let counted = Counted(drops.clone());
+        let mut runs = 0;
+        let mut body = Body::periodic(Repeat::FixedRate(10), move |run: &TaskContext| {
+            let _ = &counted;
+            runs += 1;
+            if runs == 3 {
+                run.stop();
+            }
+        });
+        assert_eq!(body.repeat(), Repeat::FixedRate(10));
+        assert!(matches!(ran(&mut body), Ran::Again));
+        assert!(matches!(ran(&mut body), Ran::Again));
+        assert!(matches!(ran(&mut body), Ran::Done), "stopped itself");
+        assert_eq!(drops.count(), 0, "still in the body");
+        drop(body);
+        assert_eq!(drops.count(), 1);
+    }
+
+    #[test]
+    fn a_panic_is_caught_and_nothing_is_dropped_twice() {
+        let drops = Drops::default();
+        let counted = Counted(drops.clone());
+        let mut once = Body::once(move || {
+            let _c = counted;
+            panic!("once")
+        });
+        match ran(&mut once) {
+            Ran::Panicked(e) => assert_eq!(e.panic_message(), Some("once")),
+            _ => panic!("not reported"),
+        }
+        assert!(once.is_empty());
+        assert_eq!(drops.count(), 1, "dropped while unwinding");
+        let counted = Counted(drops.clone());
+        let mut periodic = Body::periodic(Repeat::FixedDelay(1), move |_: &TaskContext| {
+            let _ = &counted;
+            panic!("periodic")
+        });
+        assert!(matches!(ran(&mut periodic), Ran::Panicked(_)));
+        assert_eq!(drops.count(), 1, "a periodic closure stays after a panic");
+        periodic.clear();
+        assert_eq!(drops.count(), 2);
+    }
+
+    #[test]
+    fn a_panicking_destructor_leaves_the_body_empty() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("bomb");
+            }
+        }
+        let bomb = Bomb;
+        let mut body = Body::once(move || drop(bomb));
+        let caught = catch_unwind(AssertUnwindSafe(|| body.clear()));
+        assert!(caught.is_err());
+        assert!(body.is_empty(), "emptied before the destructor ran");
+        drop(body); // nothing left: no second panic
+        let failure = Body::failure(Error::from_panic(&"why"));
+        assert_eq!(
+            failure.failure_ref().and_then(Error::panic_message),
+            Some("why")
+        );
+    }
+}

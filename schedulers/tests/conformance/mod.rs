@@ -18,6 +18,7 @@ use std::time::Duration;
 use schedulers::{Clock, ManualClock, Scheduler, SchedulerExt, SystemClock, TaskHandle};
 
 pub mod cases;
+pub mod drops;
 pub mod stress;
 
 /// What a factory may be asked to set on the scheduler it builds.
@@ -245,7 +246,7 @@ macro_rules! conformance_module {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
-            use $crate::conformance::{cases, stress, Harness, Opts};
+            use $crate::conformance::{cases, drops, stress, Harness, Opts};
 
             fn harness() -> Harness {
                 let make: fn(Opts) -> Box<dyn schedulers::Scheduler> = $make;
@@ -300,6 +301,7 @@ macro_rules! conformance_shared_cases {
             cases::pending_limit_rejects_and_frees_capacity,
             cases::metrics_count_pending_fired_cancelled,
             cases::works_as_a_trait_object,
+            drops::every_closure_and_value_is_dropped_exactly_once,
             stress::concurrent_schedule_cancel_and_fire_match_the_model,
             stress::a_storm_of_cancels_matches_the_model,
             stress::shutdown_racing_schedule_loses_nothing,
