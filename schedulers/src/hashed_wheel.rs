@@ -22,15 +22,16 @@
 //! timers pending the worker sleeps until the first one is due instead of
 //! waking every tick as Netty does (about 2 % of a core at a 1 ms tick).
 //!
-//! **Submission inserts directly** under the wheel's lock (O(1)) instead of
-//! through Netty's lock-free submit queue that the worker drains: the
-//! caller's insert costs less than the queue push plus the worker's
-//! second handling of every timer, and the lock is free while the worker
-//! sleeps. **Cancel** is one CAS on the timer's state word and no lock; the
-//! dead entry is unlinked when its bucket is visited, or by a bulk purge once
-//! dead entries outnumber live ones. **Reset** moves the timer in O(1),
-//! deferring a later move to the visit of its old bucket (go-zero's
-//! `MoveTimer`).
+//! **Submission** goes through the caller's lane, as Netty's goes through
+//! its submit queue: the worker takes new timers in when it wakes, and at
+//! least every [`HOUSEKEEPING`](crate::HOUSEKEEPING) period while callers
+//! are busy. A timer cancelled before then never reaches the wheel (Netty
+//! skips those too). **Cancel** is one CAS on the timer's state word and no
+//! lock; a timer already on the wheel is marked for the worker, and its
+//! dead entry is unlinked when its bucket is visited, or by a bulk purge
+//! once dead entries outnumber live ones. **Reset** is a CAS and a lane
+//! entry; the worker moves the timer in O(1), deferring a later move to the
+//! visit of its old bucket (go-zero's `MoveTimer`).
 //!
 //! # Timing
 //!
@@ -45,11 +46,12 @@
 //!
 //! # Costs
 //!
-//! Schedule and reset are O(1) under the lock, cancel one CAS. Every
-//! revolution the worker reads each pending timer in a visited bucket once;
-//! buckets whose timers are all rounds away are skipped without a visit.
-//! A pending timer costs about 48 bytes: its state word, its closure's box
-//! pointer and a 24-byte list node.
+//! Schedule, cancel and reset take no lock of the worker's (see the crate
+//! docs); the worker's insert and move are O(1). Every revolution the
+//! worker reads each pending timer in a visited bucket once; buckets whose
+//! timers are all rounds away are skipped without a visit. A pending timer
+//! costs 48 bytes: its 4-byte state word, its 24-byte slot body (the
+//! closure, in place up to 16 bytes of captures) and a 20-byte list node.
 //!
 //! # Defaults
 //!

@@ -9,11 +9,13 @@
 //! the pure [`IndexedHeap`]; timers live in the
 //! scheduler's slab, not in an allocation each.
 //!
-//! Costs: schedule O(log n) under the lock (O(1) on average for random
-//! deadlines); cancel is one CAS and no lock (the entry is removed lazily);
-//! reset is an O(log n) move under the lock; expiring a task is an
-//! O(log n) pop. A pending timer costs about 52 bytes: its state word,
-//! its closure's box pointer, a 24-byte heap entry and a 4-byte position.
+//! Costs: callers take no lock of the timer thread's (see the crate docs):
+//! a schedule or reset leaves an entry in the caller's lane, a cancel is one
+//! CAS; the thread's insert is O(log n) (O(1) on average for random
+//! deadlines), its move O(log n), a cancelled entry leaves lazily, and
+//! expiring a task is an O(log n) pop. A pending timer costs 56 bytes: its
+//! 4-byte state word, its 24-byte slot body (the closure, in place up to 16
+//! bytes of captures), a 24-byte heap entry and a 4-byte position.
 //!
 //! # Differences from `java.util.Timer`
 //!
@@ -35,8 +37,10 @@
 //! - **Cancelled tasks do not pile up.** `Timer` keeps them until they reach
 //!   the head or `purge()` is called; here they are purged automatically
 //!   once they outnumber live tasks (and at least [`AUTO_PURGE_MIN`] are
-//!   waiting), so memory is bounded by about twice the live set, and a
-//!   cancel drops the task's closure at once. `purge()` is still there.
+//!   waiting), so memory is bounded by about twice the live set; a task
+//!   cancelled before the thread took it in never enters the heap, and a
+//!   cancelled task's closure is dropped within a
+//!   [`HOUSEKEEPING`](crate::HOUSEKEEPING) period. `purge()` is still there.
 //! - **Shutdown keeps pending one-shots** (the executor's default) where
 //!   `Timer.cancel()` discards everything; `shutdown_now` discards and
 //!   returns them.

@@ -7,15 +7,43 @@
 //! | Scheduler | Original | Structure | schedule / cancel / expire | Pick it when |
 //! |---|---|---|---|---|
 //! | [`HeapTimer`] | `java.util.Timer` | one thread, indexed binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | up to ~10^5 timers, short tasks, lowest lateness |
-//! | [`ScheduledThreadPool`] | `ScheduledThreadPoolExecutor` | N workers, indexed binary heap, one lock, leader/follower hand-off | O(log n) / O(1) lazy or O(log n) with `remove_on_cancel` / O(log n) | tasks that block or take long, several at once |
+//! | [`ScheduledThreadPool`] | `ScheduledThreadPoolExecutor` | N workers, indexed binary heap, leader/follower hand-off | O(log n) / O(1) lazy or O(log n) with `remove_on_cancel` / O(log n) | tasks that block or take long, several at once |
 //! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker, a ring of buckets (timers carry rounds) with an occupancy bitmap; fires at the exact deadline | O(1) / O(1) lazy / O(1) | many timers (10^4–10^6+), mostly cancelled or reset (I/O, ack and idle timeouts) |
 //! | [`HierarchicalWheelTimer`] | Kafka `SystemTimer` | timing wheels with lazy overflow levels, buckets in a delay queue; the driver sleeps until the next bucket | O(1) / O(1) lazy / O(levels) cascade | very many timers, mostly far away or cancelled; idle cost independent of their number |
 //!
-//! Timers live in their scheduler's slab: a handle is 16 bytes (the
-//! scheduler and a slot index), a pending timer 40–52 bytes, a cancel one
-//! CAS on the timer's state word, and a closure that captures nothing
-//! allocates nothing. The pure data structures are public in [`core`], for
-//! an event loop that drives its own timers.
+//! The pure data structures are public in [`core`], for an event loop that
+//! drives its own timers.
+//!
+//! # Many threads, no lock
+//!
+//! A scheduler is shared by the threads of a server, each setting and
+//! clearing timeouts, so none of them takes the scheduler's lock:
+//!
+//! - **schedule** reads the clock, takes a free slot from the calling
+//!   thread's own *lane* (16 per scheduler; a thread keeps its lane), writes
+//!   the closure into the slot and leaves the slot's key in the lane for the
+//!   driver. A closure that captures at most [`INLINE_BYTES`] (16: an id and
+//!   an `Arc`, say) is stored in the slot itself, so scheduling allocates
+//!   nothing; a larger one is boxed. The driver is woken only when the
+//!   deadline comes before its planned wake-up.
+//! - **cancel** is one CAS on the timer's 4-byte state word. Cancelled
+//!   before the driver took the timer in (a timeout cleared within a
+//!   millisecond, the common case), the timer comes back out of its lane and
+//!   the driver never hears of it; after, the cancel also sets a bit in a
+//!   bitmap the driver sweeps.
+//! - **reset** is one CAS and an entry in a lane.
+//! - the **driver** takes in what the lanes hold whenever it wakes, and
+//!   every [`HOUSEKEEPING`] period (1 ms) while callers are busy: it queues
+//!   new timers, moves reset ones and drops the closures of cancelled ones,
+//!   so a cancelled task's closure is released within that period (not
+//!   inside `cancel`). When callers go quiet it sleeps until its next
+//!   deadline. It runs what comes due in batches, one lock round trip per
+//!   batch.
+//!
+//! A handle is 16 bytes. A pending timer costs 48 bytes on the wheels (a
+//! 4-byte state word, a 24-byte slot body, a 20-byte list node) and 56 on
+//! the heap-based schedulers (a 28-byte heap entry and position instead of
+//! the node), plus what its closure captures beyond 16 bytes.
 //!
 //! # Lateness and its CPU cost
 //!

@@ -53,13 +53,17 @@
 //!   threads. A run that panics ends the task; its handle reports the panic
 //!   and the worker carries on.
 //!
-//! Costs: `schedule` is an O(log n) push under the lock (O(1) on average
-//! for random deadlines). `cancel` is one CAS and no lock by default (the
-//! entry is dropped when it reaches the head, or by a purge); with
-//! [`remove_on_cancel`](ScheduledThreadPoolBuilder::remove_on_cancel) it
-//! also takes the lock and removes the entry in O(log n). `reset` moves the
-//! entry in O(log n). A pending task costs about 52 bytes: its state word,
-//! its closure's box pointer, a 24-byte heap entry and a 4-byte position.
+//! Costs: callers never take the pool's lock (see the crate docs): a
+//! `schedule` or `reset` leaves an entry in the caller's lane, which a
+//! worker takes in at its next wake (at least every
+//! [`HOUSEKEEPING`](crate::HOUSEKEEPING) period while callers are busy),
+//! pushing or moving it in O(log n) (O(1) on average for random
+//! deadlines); `cancel` is one CAS (the entry is dropped when it reaches
+//! the head, or by a purge; with
+//! [`remove_on_cancel`](ScheduledThreadPoolBuilder::remove_on_cancel) the
+//! worker removes it in O(log n) when it takes the cancel in). A pending
+//! task costs 56 bytes: its 4-byte state word, its 24-byte slot body, a
+//! 24-byte heap entry and a 4-byte position.
 //!
 //! # Differences from `ScheduledThreadPoolExecutor`
 //!
@@ -77,6 +81,9 @@
 //!   which makes every cancel O(log n) under the lock instead.
 //!   `remove_on_cancel` and [`ScheduledThreadPool::purge`] work as in the
 //!   JDK.
+//! - **A task cancelled before a worker took it in never enters the
+//!   queue**, so a schedule-and-cancel loop leaves the queue (and
+//!   `queue_len`) as it was.
 //! - **After shutdown a cancel removes its entry at once**, whatever the
 //!   policy, so a cancelled far-future task cannot keep the pool from
 //!   terminating until its deadline.
@@ -359,9 +366,10 @@ impl ScheduledThreadPoolBuilder {
         self
     }
 
-    /// Whether a cancelled task leaves the queue at once (true: O(log n)
-    /// under the lock) or when it reaches the head or a purge runs (false,
-    /// the default, as in the JDK: one CAS, no lock).
+    /// Whether a cancelled task leaves the queue at once (true: the worker
+    /// removes it in O(log n) when it takes the cancel in) or when it
+    /// reaches the head or a purge runs (false, the default, as in the JDK).
+    /// Either way the cancel itself is one CAS and takes no lock.
     pub fn remove_on_cancel(mut self, remove: bool) -> Self {
         self.remove_on_cancel = remove;
         self
