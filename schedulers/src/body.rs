@@ -385,7 +385,6 @@ impl Body {
     }
 
     /// True when the body holds nothing.
-    #[cfg(any(test, debug_assertions))]
     pub(crate) fn is_empty(&self) -> bool {
         matches!(self.table().holds, Holds::Nothing)
     }
