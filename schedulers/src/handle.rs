@@ -100,12 +100,9 @@ impl TaskHandle {
     /// or it is periodic and running now (its next run will not happen).
     /// A one-shot task that already started cannot be cancelled.
     ///
-    /// A successful cancel means the task never starts; its closure (and
-    /// what it captured) is dropped within one
-    /// [`HOUSEKEEPING`](crate::HOUSEKEEPING) period, on this thread if the
-    /// scheduler had not taken the task in yet, else by the scheduler's
-    /// thread (or when its run ends, for a periodic task cancelled while
-    /// running). One CAS and no lock.
+    /// A successful cancel drops the task's closure (and what it captured)
+    /// at once, on this thread, unless the task is running (then when its
+    /// run ends). One CAS and no lock of the scheduler's.
     pub fn cancel(&self) -> bool {
         self.shared().cancel(self.key, self.spot)
     }

@@ -23,10 +23,11 @@
 //! waking every tick as Netty does (about 2 % of a core at a 1 ms tick).
 //!
 //! **Submission** goes through the caller's lane, as Netty's goes through
-//! its submit queue: the worker takes new timers in when it wakes, and at
-//! least every [`HOUSEKEEPING`](crate::HOUSEKEEPING) period while callers
-//! are busy. A timer cancelled before then never reaches the wheel (Netty
-//! skips those too). **Cancel** is one CAS on the timer's state word and no
+//! its submit queue: the worker takes new timers in whenever it wakes (and
+//! it never sleeps past the earliest deadline waiting in a lane), so
+//! callers setting far timeouts never wake it, and a timer cancelled before
+//! then never reaches the wheel (Netty skips those too, but wakes every
+//! tick to drain its queue). **Cancel** is one CAS on the timer's state word and no
 //! lock; a timer already on the wheel is marked for the worker, and its
 //! dead entry is unlinked when its bucket is visited, or by a bulk purge
 //! once dead entries outnumber live ones. **Reset** is a CAS and a lane

@@ -39,8 +39,7 @@
 //!   once they outnumber live tasks (and at least [`AUTO_PURGE_MIN`] are
 //!   waiting), so memory is bounded by about twice the live set; a task
 //!   cancelled before the thread took it in never enters the heap, and a
-//!   cancelled task's closure is dropped within a
-//!   [`HOUSEKEEPING`](crate::HOUSEKEEPING) period. `purge()` is still there.
+//!   cancel drops the task's closure at once. `purge()` is still there.
 //! - **Shutdown keeps pending one-shots** (the executor's default) where
 //!   `Timer.cancel()` discards everything; `shutdown_now` discards and
 //!   returns them.

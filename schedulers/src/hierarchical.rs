@@ -30,9 +30,8 @@
 //! The wheels sit behind the driver's mutex, as Kafka's sit behind its
 //! read-write lock, but callers never take it: `submit` leaves the timer in
 //! the caller's lane and wakes the driver only if the new timer is due
-//! before the driver's planned wake-up (the driver takes the lanes in when
-//! it wakes, and every [`HOUSEKEEPING`](crate::HOUSEKEEPING) period while
-//! callers are busy). Cancel is one CAS on the timer's state word, where
+//! before the driver's planned wake-up (the driver takes the lanes in
+//! whenever it wakes, never later than the earliest deadline in them). Cancel is one CAS on the timer's state word, where
 //! Kafka unlinks the entry at once under its bucket's lock: a timer not yet
 //! taken in never reaches the wheels; the dead entry of one that did leaves
 //! its bucket when the bucket is flushed, in a bulk purge once dead entries

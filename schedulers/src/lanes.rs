@@ -6,7 +6,7 @@
 //! keys for its next timers. (Cancels of timers the driver holds are marks
 //! in the slab, see `Slab::mark`.) A caller takes only its own lane's lock,
 //! which no other caller shares unless more threads than lanes schedule at
-//! once, and the driver takes it about once per housekeeping period: so a
+//! once, and the driver takes it when it wakes: so a
 //! schedule costs one uncontended lock round trip and a push, never the
 //! driver's lock.
 //!
@@ -15,8 +15,8 @@
 //! sits in one lane in the order of its CAS, so the driver, reading lanes
 //! first in first out, applies the last one last.
 
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use spin::relax::Yield;
@@ -41,8 +41,8 @@ pub(crate) const KEEP: usize = 4 * crate::slab::BATCH;
 
 /// Entries for the driver in one lane at which the caller wakes the driver
 /// whatever its plans: a bound on what the lanes hold (256 KB of entries a
-/// lane), also while a virtual clock stands still. Above what a busy
-/// caller pushes in a housekeeping period, so it costs no extra wake-ups.
+/// lane), also while a virtual clock stands still; one wake-up per 16 Ki
+/// timers a thread sets.
 pub(crate) const LANE_NUDGE: usize = 16 * 1024;
 
 /// The key of an entry taken back out by a canceller (see [`Spot`]).
@@ -116,13 +116,19 @@ impl Lane {
 }
 
 /// One lane and whether the driver has work in it, on its own cache lines.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 #[repr(align(128))]
 pub(crate) struct Slot {
     lane: Mutex<Lane>,
     /// Set by the caller that puts the first entry for the driver in a
     /// clean lane; cleared by the driver when it empties it.
     dirty: AtomicBool,
+    /// Cancels by this lane's threads of tasks the driver held (counted
+    /// here, on the canceller's own cache line, since they take no lock).
+    marked: AtomicU64,
+    /// The earliest deadline of the lane's entries (`NEVER` when empty):
+    /// the driver never sleeps past it.
+    earliest: AtomicU64,
 }
 
 /// Every lane of a scheduler.
@@ -152,7 +158,24 @@ impl Held<'_> {
     /// Pushes a new timer's entry; returns where it sits.
     pub(crate) fn submit(&mut self, entry: Submitted) -> Spot {
         self.lane.submitted.push(entry);
+        self.due_by(entry.deadline);
         Spot::new(self.index, self.lane.submitted.len() - 1)
+    }
+
+    /// Pushes a reset's entry.
+    pub(crate) fn reset(&mut self, entry: Moved) {
+        self.lane.moved.push(entry);
+        self.due_by(entry.deadline);
+    }
+
+    /// Lowers the lane's earliest deadline to `deadline` if it is earlier.
+    /// (A locked store only then, which with random deadlines is rare.)
+    fn due_by(&self, deadline: u64) {
+        if deadline < self.slot.earliest.load(Relaxed) {
+            // SeqCst: against the driver's store of its wake-up and its look
+            // at the lanes' earliest deadlines before it sleeps.
+            self.slot.earliest.store(deadline, SeqCst);
+        }
     }
 
     /// The entry of `key` at `spot`, if it is still in this lane.
@@ -165,9 +188,8 @@ impl Held<'_> {
     }
 
     /// True if this hold put the first entry for the driver into a clean
-    /// lane: the caller then checks that the driver will look (see
-    /// `Shared::nudge`).
-    pub(crate) fn dirtied(&self) -> bool {
+    /// lane.
+    fn dirtied(&self) -> bool {
         self.was_clean && !self.lane.is_clean()
     }
 }
@@ -175,9 +197,7 @@ impl Held<'_> {
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         if self.dirtied() {
-            // SeqCst: against the driver's store of `watching` and its
-            // re-check of every lane before it sleeps (`Shared::wait`).
-            self.slot.dirty.store(true, SeqCst);
+            self.slot.dirty.store(true, Release);
         }
     }
 }
@@ -190,7 +210,14 @@ pub(crate) fn mine() -> usize {
 impl Lanes {
     pub(crate) fn new() -> Lanes {
         Lanes {
-            slots: (0..LANES).map(|_| Slot::default()).collect(),
+            slots: (0..LANES)
+                .map(|_| Slot {
+                    lane: Mutex::new(Lane::default()),
+                    dirty: AtomicBool::new(false),
+                    marked: AtomicU64::new(0),
+                    earliest: AtomicU64::new(u64::MAX),
+                })
+                .collect(),
         }
     }
 
@@ -214,6 +241,16 @@ impl Lanes {
         self.slots.iter().map(|s| lock(&s.lane).taken_back).sum()
     }
 
+    /// Counts a cancel of a task the driver held, in this thread's lane.
+    pub(crate) fn count_marked(&self) {
+        self.slots[mine()].marked.fetch_add(1, Relaxed);
+    }
+
+    /// Cancels of tasks the driver held, in every lane.
+    pub(crate) fn marked(&self) -> u64 {
+        self.slots.iter().map(|s| s.marked.load(Relaxed)).sum()
+    }
+
     fn hold(&self, i: usize) -> Held<'_> {
         let slot = &self.slots[i];
         let lane = lock(&slot.lane);
@@ -228,7 +265,16 @@ impl Lanes {
 
     /// True if any lane may hold work for the driver.
     pub(crate) fn any_dirty(&self) -> bool {
-        self.slots.iter().any(|s| s.dirty.load(SeqCst))
+        self.slots.iter().any(|s| s.dirty.load(Acquire))
+    }
+
+    /// The earliest deadline of any lane's entries (`u64::MAX` if none).
+    pub(crate) fn earliest(&self) -> u64 {
+        self.slots
+            .iter()
+            .map(|s| s.earliest.load(SeqCst))
+            .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// Waits until no caller holds a lane: every push begun before this
@@ -248,6 +294,7 @@ impl Lanes {
             .map(|s| {
                 let lane = lock(&s.lane);
                 s.dirty.store(false, Relaxed);
+                s.earliest.store(u64::MAX, Relaxed);
                 lane
             })
             .collect()

@@ -26,19 +26,19 @@
 //!   an `Arc`, say) is stored in the slot itself, so scheduling allocates
 //!   nothing; a larger one is boxed. The driver is woken only when the
 //!   deadline comes before its planned wake-up.
-//! - **cancel** is one CAS on the timer's 4-byte state word. Cancelled
-//!   before the driver took the timer in (a timeout cleared within a
-//!   millisecond, the common case), the timer comes back out of its lane and
-//!   the driver never hears of it; after, the cancel also sets a bit in a
-//!   bitmap the driver sweeps.
+//! - **cancel** is one CAS on the timer's 4-byte state word, and the
+//!   canceller drops the closure. Cancelled before the driver took the timer
+//!   in (a timeout cleared within a millisecond), the timer comes back out of
+//!   its lane and the driver never hears of it; after, the cancel also sets
+//!   a bit in a bitmap the driver sweeps to let the queue entry go.
 //! - **reset** is one CAS and an entry in a lane.
-//! - the **driver** takes in what the lanes hold whenever it wakes, and
-//!   every [`HOUSEKEEPING`] period (1 ms) while callers are busy: it queues
-//!   new timers, moves reset ones and drops the closures of cancelled ones,
-//!   so a cancelled task's closure is released within that period (not
-//!   inside `cancel`). When callers go quiet it sleeps until its next
-//!   deadline. It runs what comes due in batches, one lock round trip per
-//!   batch.
+//! - the **driver** sleeps until its next deadline, never past the
+//!   earliest one waiting in a lane, and callers wake it only for work due
+//!   before that (or when a lane holds 16 Ki entries): servers setting and
+//!   clearing far timeouts never wake it. Whenever it wakes it takes in what
+//!   the lanes hold: it queues new timers, moves reset ones, and lets go of
+//!   the entries of cancelled ones. It runs what comes due in batches, one
+//!   lock round trip per batch.
 //!
 //! A handle is 16 bytes. A pending timer costs 48 bytes on the wheels (a
 //! 4-byte state word, a 24-byte slot body, a 20-byte list node) and 56 on
@@ -215,15 +215,6 @@ pub use metrics::Metrics;
 pub use scheduler::{Scheduler, SchedulerExt};
 pub use task::{Task, TaskContext};
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};
-
-/// How long work handed to a scheduler may wait for its driver: a
-/// cancelled task's closure (and what it captured) is dropped within this
-/// long of the cancel, by the scheduler's own thread, whether or not its
-/// handles live on; a reset or a new task due later than the driver's next
-/// wake-up is taken in within this long too. While callers are active the
-/// driver looks this often; when they stop, it sleeps until its next
-/// deadline.
-pub const HOUSEKEEPING: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

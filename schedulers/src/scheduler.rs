@@ -35,8 +35,8 @@ use crate::task::Task;
 ///   panics stops repeating and its handle reports the panic; a panicking
 ///   destructor (of a closure, or of a value nobody collects) is contained
 ///   the same way;
-/// - a successful cancel lets go of the task's closure within one
-///   [`HOUSEKEEPING`](crate::HOUSEKEEPING) period, though handles live on;
+/// - a successful cancel lets go of the task's closure, though handles
+///   live on;
 /// - tasks due at the same deadline (or, on a wheel, in the same tick) start
 ///   in submission order;
 /// - bad input is a typed [`Error`](crate::Error), never a panic.

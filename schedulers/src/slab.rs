@@ -142,8 +142,7 @@ impl Slab {
     /// Marks `key` cancelled for the driver to see: a bit in a dense
     /// bitmap (a fetch-or, no lock), and the first bit of a word also a
     /// bit in the summary. Returns true if this made the first mark since
-    /// the driver last looked: the caller then checks that the driver will
-    /// look (`Shared::nudge`).
+    /// the driver last looked.
     pub(crate) fn mark(&self, key: Key) -> bool {
         let (segment, offset) = locate(key);
         let marks = self.marks[segment]
@@ -157,8 +156,6 @@ impl Slab {
         if summary[word / 64].fetch_or(1 << (word % 64), Release) != 0 {
             return false;
         }
-        // SeqCst: against the driver's store of `watching` and its look at
-        // this flag before it sleeps (`Shared::wait`).
         !self.marked.swap(true, SeqCst)
     }
 

@@ -30,13 +30,14 @@
 //! through one lane (see [`crate::lanes`]), so the driver reads them in the
 //! order of their CAS, and the last one read wins.
 //!
-//! **Who drops the closure of a cancelled task.** Exactly one party: if the
-//! driver had not yet taken the submission out of its lane (`DRAINED`
-//! clear), the canceller does if it can take the submission back out of
-//! its lane, else the driver does when it takes it in, seeing the task
-//! cancelled; if the driver had taken it in, the cancel marks the key (see
-//! `Slab::mark`), with a reference, and the driver drops the closure when
-//! it sweeps the marks. Either way within one housekeeping period.
+//! **Who drops the closure of a cancelled task.** The thread whose cancel
+//! won the CAS, at once: from then on no one else may touch the body (a
+//! claim fails, the driver sees the state). The driver only learns of it,
+//! to let its queue entry go: when it takes the submission in and finds it
+//! cancelled (`DRAINED` clear), or from a mark in a bitmap (see
+//! `Slab::mark`) if it held the task already. A cancel before the driver
+//! took the task in usually takes the submission back out of its lane
+//! instead, and the driver never hears of it.
 //!
 //! The slot is reused only when `refs` drops to zero, so a handle always
 //! reads its own task's state, never a newer one's.
@@ -123,10 +124,11 @@ pub(crate) fn is_periodic(word: u32) -> bool {
 /// What a cancel found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cancel {
-    /// The task was waiting: it will never start. If `logged`, the driver
-    /// already holds it, and the canceller must mark the key (the mark
-    /// owns the reference this cancel added); else the driver finds it
-    /// cancelled when it takes the submission.
+    /// The task was waiting: it will never start, and its body is the
+    /// canceller's to empty. If `logged`, the driver already holds it, and
+    /// the canceller marks the key so the driver counts the dead entry (or
+    /// removes it); else the driver finds it cancelled when it takes the
+    /// submission in.
     WasPending { logged: bool },
     /// A periodic task was running: it will not run again.
     WasRunning,
@@ -174,10 +176,10 @@ pub(crate) fn cancel(word: &AtomicU32) -> (Cancel, u32) {
     let mut outcome = Cancel::TooLate;
     let prev = update(word, |w| match of(w) {
         SCHEDULED => {
-            let logged = w & DRAINED != 0;
-            outcome = Cancel::WasPending { logged };
-            let next = with_state(w, CANCELLED);
-            Some(if logged { plus_ref(next) } else { next })
+            outcome = Cancel::WasPending {
+                logged: w & DRAINED != 0,
+            };
+            Some(with_state(w, CANCELLED))
         }
         RUNNING if w & PERIODIC != 0 => {
             outcome = Cancel::WasRunning;

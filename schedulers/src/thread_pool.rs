@@ -55,8 +55,7 @@
 //!
 //! Costs: callers never take the pool's lock (see the crate docs): a
 //! `schedule` or `reset` leaves an entry in the caller's lane, which a
-//! worker takes in at its next wake (at least every
-//! [`HOUSEKEEPING`](crate::HOUSEKEEPING) period while callers are busy),
+//! worker takes in at its next wake (no later than the entry's deadline),
 //! pushing or moving it in O(log n) (O(1) on average for random
 //! deadlines); `cancel` is one CAS (the entry is dropped when it reaches
 //! the head, or by a purge; with
@@ -463,33 +462,23 @@ fn worker(shared: Arc<Shared>, id: usize) {
                 // be one that passed while the leader is busy); it never
                 // spins.
                 driver.roles.deputy = Some((id, until));
-                driver = shared.wait(driver, Some(until), until, false, false);
+                driver = shared.wait(driver, Some(until), until, false);
                 if driver.roles.deputy.is_some_and(|(deputy, _)| deputy == id) {
                     driver.roles.deputy = None;
                 }
             }
             (Some(_), (Some((leader, until)), _)) if leader != id => {
                 // A follower: the leader and its deputy wait for the head.
-                driver = shared.wait(driver, None, until, false, false);
+                driver = shared.wait(driver, None, until, false);
             }
             (Some(deadline), _) => {
                 driver.roles.leader = Some((id, deadline));
-                driver = shared.wait(driver, Some(deadline), deadline, true, true);
+                driver = shared.wait(driver, Some(deadline), deadline, true);
                 if driver.roles.leader.is_some_and(|(leader, _)| leader == id) {
                     driver.roles.leader = None;
                 }
             }
-            (None, (Some((leader, _)), _)) if leader != id => {
-                driver = shared.wait(driver, None, NEVER, false, false);
-            }
-            (None, _) => {
-                // Nothing queued: this thread watches the lanes as leader.
-                driver.roles.leader = Some((id, NEVER));
-                driver = shared.wait(driver, None, NEVER, false, true);
-                if driver.roles.leader.is_some_and(|(leader, _)| leader == id) {
-                    driver.roles.leader = None;
-                }
-            }
+            (None, _) => driver = shared.wait(driver, None, NEVER, false),
         }
     }
     shared.thread_exited(driver);

@@ -73,13 +73,7 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
             true => d,
             false => d.saturating_sub(crate::clock::nanos(spin)),
         });
-        driver = shared.wait(
-            driver,
-            sleep_until,
-            sleep_until.unwrap_or(NEVER),
-            true,
-            true,
-        );
+        driver = shared.wait(driver, sleep_until, sleep_until.unwrap_or(NEVER), true);
     }
     shared.thread_exited(driver);
 }

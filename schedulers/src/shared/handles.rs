@@ -1,6 +1,6 @@
 //! What handles do: cancel, reset, ask and wait.
 
-use std::sync::atomic::Ordering::{Acquire, SeqCst};
+use std::sync::atomic::Ordering::Acquire;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -23,10 +23,16 @@ impl Shared {
         match outcome {
             Cancel::WasPending { logged } => {
                 self.unpend();
-                // The driver holds it: mark it, so that the driver drops the
-                // closure within a housekeeping period.
-                if logged && self.slab.mark(key) && !self.watching.load(SeqCst) {
-                    self.nudge();
+                // The closure is this thread's to drop (no one else may
+                // touch the body after this CAS).
+                // SAFETY: as the comment above; the caller's handle keeps
+                // the slot from being freed meanwhile.
+                unsafe { self.slab.with_body(key, task::clear_contained) };
+                // The driver holds it: count it, and mark it so that the
+                // driver lets the dead entry go when it next looks.
+                if logged {
+                    self.lanes.count_marked();
+                    self.slab.mark(key);
                 }
                 if self.is_shutdown() {
                     // A driver waiting to terminate may be waiting for it.
@@ -41,8 +47,8 @@ impl Shared {
 
     /// A cancel before the driver took the task in: the entry comes back
     /// out of its lane, the closure is dropped here and the driver never
-    /// hears of it, so a timer set and cleared within a housekeeping
-    /// period costs the driver nothing. `None` if the entry is not there
+    /// hears of it, so a timer set and cleared before the driver next
+    /// woke costs the driver nothing. `None` if the entry is not there
     /// any more (or a reset of it is on its way): cancel the usual way.
     fn cancel_in_lane(&self, key: Key, spot: Spot) -> Option<bool> {
         let mut held = self.lanes.of_spot(spot)?;
@@ -70,7 +76,7 @@ impl Shared {
             let mut held = self.lanes.of_key(key);
             match state::reset(word) {
                 Reset::Logged => {
-                    held.lane.moved.push(Moved { key, deadline });
+                    held.reset(Moved { key, deadline });
                     let periodic = state::is_periodic(word.load(Acquire));
                     self.after_push(deadline, periodic, held);
                     return Ok(true);

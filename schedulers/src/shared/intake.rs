@@ -1,6 +1,6 @@
 //! The driver's intake: what callers left in their lanes goes into the
-//! queue, and what they cancelled out of it, in one pass per housekeeping
-//! period.
+//! queue, and what they cancelled out of it, in one pass whenever the
+//! driver wakes.
 
 use std::sync::atomic::Ordering::Acquire;
 
@@ -32,7 +32,6 @@ impl Shared {
     pub(crate) fn intake(&self, driver: &mut DriverState, moves: bool) -> usize {
         let mut dropped = 0;
         let (dirty, marked) = (self.lanes.any_dirty(), self.slab.any_marked());
-        driver.active = dirty || marked;
         if dirty {
             for mut lane in self.lanes.all() {
                 driver.submitted.append(&mut lane.submitted);
@@ -67,10 +66,10 @@ impl Shared {
                     driver.balance += 1;
                 }
                 Err(_) => {
-                    // Cancelled before the driver saw it: never queued; its
-                    // closure and the submission's reference go to `bury`.
+                    // Cancelled before the driver saw it (its canceller
+                    // dropped the closure): never queued.
                     driver.cancelled_count += 1;
-                    driver.graveyard.push(s.key);
+                    self.release_locked(driver, s.key);
                     dropped += 1;
                 }
             }
@@ -79,16 +78,19 @@ impl Shared {
         dropped
     }
 
-    /// Sweeps the marks of cancels of timers the driver held, in key order.
+    /// Sweeps the marks of cancels of timers the driver held, in key order:
+    /// lets their queue entries go now if the scheduler removes on cancel
+    /// (or is shutting down), else when they come due or a purge runs, and
+    /// counts them as dead until then. (The cancels themselves are counted
+    /// by the cancellers, see `Lanes::count_marked`.) A mark holds no
+    /// reference: a key still queued is held by its queue entry, so if its
+    /// task is cancelled the entry is the cancelled one's.
     fn take_in_cancelled(&self, driver: &mut DriverState) {
         let mut cancelled = std::mem::take(&mut driver.cancelled);
         self.slab.take_marks(&mut cancelled);
         for &key in &cancelled {
-            driver.balance -= 1;
-            driver.cancelled_count += 1;
-            // The mark's reference goes with the closure, in `bury`.
-            driver.graveyard.push(key);
-            if (self.remove_on_cancel || self.is_shutdown()) && driver.queue.remove(key) {
+            let dead = state::of(self.slab.word(key).load(Acquire)) != state::SCHEDULED;
+            if dead && (self.remove_on_cancel || self.is_shutdown()) && driver.queue.remove(key) {
                 self.release_locked(driver, key);
             } else {
                 driver.dead += 1;

@@ -20,7 +20,7 @@ impl Shared {
     pub(crate) fn intake_for_query(&self, driver: &mut DriverState) -> usize {
         let dropped = self.intake(driver, false);
         if !driver.early_moves.is_empty() || !driver.graveyard.is_empty() {
-            driver.looks_at = 0;
+            driver.nudged = true;
             if driver.waiting > 0 {
                 self.wakeup.notify_all();
             }
@@ -171,21 +171,23 @@ impl Shared {
         Metrics {
             pending: self.pending_count(&driver),
             fired: driver.fired,
-            cancelled: driver.cancelled_count + self.lanes.taken_back(),
+            cancelled: driver.cancelled_count + self.lanes.taken_back() + self.lanes.marked(),
         }
     }
 
-    /// True if the driver has work from callers it has not taken in, and
-    /// meant to look at it by `now` (ticks).
+    /// True if the driver has work from callers to look at by `now` (ticks):
+    /// it was woken for work it has not taken in, or something in a lane is
+    /// due.
     fn owes_a_look(&self, driver: &DriverState, now: u64) -> bool {
-        (self.callers_left_work() || !driver.early_moves.is_empty()) && driver.looks_at <= now
+        let waiting = self.callers_left_work() || !driver.early_moves.is_empty();
+        (driver.nudged && waiting) || self.lanes.earliest() <= now
     }
 }
 
 impl Wakeable for Shared {
     fn wake(&self) {
         let mut driver = self.lock();
-        driver.looks_at = 0;
+        driver.nudged = true;
         self.wakeup.notify_all();
     }
 

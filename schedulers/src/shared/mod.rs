@@ -20,16 +20,19 @@
 //!   16 bytes of captures), the state word armed, the key pushed for the
 //!   driver. The driver is woken only if the deadline comes before its
 //!   planned wake-up, or it was asleep with nothing to watch.
-//! - **cancel**: one CAS on the state word. If the driver already took the
-//!   timer in, the key is also pushed onto the caller's lane; else the
-//!   driver finds it cancelled when it takes it in, and never queues it.
+//! - **cancel**: one CAS on the state word, and the closure dropped by the
+//!   canceller. Before the driver took the timer in, the entry usually comes
+//!   back out of its lane (the driver never hears of it); after, a bit in a
+//!   bitmap tells the driver its queue entry is dead.
 //! - **reset**: one CAS on the state word and a push onto the lane.
-//! - **deferred, on the driver** (about once per housekeeping period, ≤ 1
-//!   ms while callers are active): the intake queues new timers, moves
-//!   reset ones and drops the closures of cancelled ones; a cancelled
+//! - **deferred, on the driver**: whenever it wakes (for a deadline, never
+//!   past the earliest one waiting in a lane; or woken by a caller whose
+//!   work is due first, or whose lane is crowded) the driver takes the
+//!   lanes in: it queues new timers and moves reset ones; a cancelled
 //!   timer's queue entry stays (dead) until it comes due or a bulk purge
 //!   removes it once dead entries outnumber live ones, so memory stays
-//!   within about twice the live set.
+//!   within about twice the live set. Callers setting and clearing timeouts
+//!   far ahead wake it for nothing.
 //! - **fire**: the timer thread claims and runs due tasks in batches with
 //!   one CAS each, taking its lock once per batch; a pool's worker takes one
 //!   task per lock round trip, as the JDK's do.
@@ -63,7 +66,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crate::builder::ShutdownPolicy;
-use crate::clock::{lock, nanos, Clock, Timebase, NEVER};
+use crate::clock::{lock, nanos, Clock, Timebase};
 use crate::core::{Expired, Key};
 use crate::executor::Executor;
 use crate::lanes::{Lanes, Moved, Submitted};
@@ -75,9 +78,6 @@ use wait::{SpinMeter, SPIN_WINDOW};
 /// Cancelled entries are purged automatically once there are at least this
 /// many and they outnumber the live ones.
 pub const AUTO_PURGE_MIN: usize = 1024;
-
-/// [`crate::HOUSEKEEPING`] in ticks.
-pub(crate) const HOUSEKEEPING: u64 = crate::clock::nanos(crate::HOUSEKEEPING);
 
 /// Everything a scheduler is built from.
 pub(crate) struct Config {
@@ -130,7 +130,8 @@ pub(crate) struct DriverState {
     /// Keys whose last holder was the driver: their bodies are emptied with
     /// the lock released, then the keys go back to the pool.
     to_free: Vec<Key>,
-    /// Tasks waiting (taken in and re-armed, minus claimed and ended).
+    /// Tasks taken in and re-armed, minus claimed and ended by the driver
+    /// (cancels of tasks it held are counted by the cancellers).
     balance: i64,
     fired: u64,
     /// Runs finished (the JDK's completed task count).
@@ -151,12 +152,8 @@ pub(crate) struct DriverState {
     /// Threads dropping closures with the lock released: until they are
     /// done the scheduler is not idle.
     burying: usize,
-    /// When the driver looks at the lanes next by itself, in ticks (0: it
-    /// was nudged and will look now; `NEVER`: a caller nudges it first).
-    looks_at: u64,
-    /// The last intake found work: callers are active, so the driver
-    /// watches the lanes.
-    active: bool,
+    /// A caller woke the driver to look at the lanes and the queue now.
+    nudged: bool,
 }
 
 /// A scheduler's shared state. See the [module docs](self).
@@ -183,9 +180,6 @@ pub(crate) struct Shared {
     /// waits for a signal, 0 while it is awake. A submission due earlier
     /// wakes it.
     pub(crate) wake_at: AtomicU64,
-    /// The driver looks at the lanes within a housekeeping period by
-    /// itself; when clear, a caller who dirties a lane wakes it.
-    watching: AtomicBool,
     /// Tasks waiting, counted only when there is a pending limit.
     pending: AtomicUsize,
     /// Times a driver thread woke from a wait.
@@ -224,8 +218,7 @@ impl Shared {
                 roles: Roles::default(),
                 terminated: false,
                 burying: 0,
-                looks_at: NEVER,
-                active: false,
+                nudged: false,
             }),
             wakeup: Condvar::new(),
             terminated: Condvar::new(),
@@ -240,7 +233,6 @@ impl Shared {
             periodic_slack: nanos(config.periodic_slack),
             executor: config.executor,
             wake_at: AtomicU64::new(0),
-            watching: AtomicBool::new(false),
             pending: AtomicUsize::new(0),
             wakeups: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
@@ -282,9 +274,10 @@ impl Shared {
         }
     }
 
-    /// Tasks waiting right now, as the driver counts them.
+    /// Tasks waiting right now, as the driver counts them (less the cancels
+    /// of tasks it held, which the cancellers count).
     fn pending_count(&self, state: &DriverState) -> usize {
-        usize::try_from(state.balance).unwrap_or(0)
+        usize::try_from(state.balance - self.lanes.marked() as i64).unwrap_or(0)
     }
 }
 

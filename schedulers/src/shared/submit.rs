@@ -63,17 +63,16 @@ impl Shared {
 
     /// After a caller pushed work for the driver (due at `deadline`) into the
     /// lane it `held`: releases the lane, and wakes the driver if the work
-    /// is due before its planned wake-up, if the caller dirtied a clean lane
-    /// while the driver sleeps without watching them, or if the lane is
-    /// crowded (so that cancelled work never piles up, even while time
-    /// stands still).
+    /// is due before its planned wake-up, or if the lane is crowded (so that
+    /// what waits in lanes stays bounded, even while time stands still).
+    /// Else the driver takes it in when it wakes by itself: it never sleeps
+    /// past the earliest deadline in a lane (see `Shared::wait`).
     ///
     /// A periodic task may start `periodic_slack` late, unless it is due
     /// already: a driver on a virtual clock waits for a signal, and no
     /// advance of time would bring one. (The clock is read only for a
     /// slacked task: not on a one-shot's path.)
     pub(crate) fn after_push(&self, deadline: u64, periodic: bool, held: Held<'_>) {
-        let dirtied = held.dirtied();
         let crowded = held.lane.len() >= LANE_NUDGE;
         drop(held);
         let slack = if periodic && self.periodic_slack > 0 && deadline > self.now() {
@@ -82,7 +81,7 @@ impl Shared {
             0
         };
         let due_first = deadline.saturating_add(slack) < self.wake_at.load(SeqCst);
-        if due_first || crowded || (dirtied && !self.watching.load(SeqCst)) {
+        if due_first || crowded {
             self.nudge();
         }
     }
@@ -92,7 +91,7 @@ impl Shared {
     /// head hands the pool's leader role on (the JDK's `offer`).
     pub(crate) fn nudge(&self) {
         let mut state = self.lock();
-        state.looks_at = 0;
+        state.nudged = true;
         state.roles.leader = None;
         if state.waiting > 0 {
             self.wakeup.notify_one();

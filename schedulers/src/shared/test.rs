@@ -48,48 +48,47 @@ fn a_periodic_run_waits_its_slack_unless_a_one_shot_is_due_first() {
 }
 
 /// A submission wakes the driver only when it must: due before the
-/// driver's planned wake-up, or the first work in a clean lane while the
-/// driver watches none. `looks_at == 0` records the nudge.
+/// driver's planned wake-up, or its lane crowded. Else the driver takes it
+/// in when it wakes by itself: it never sleeps past the earliest deadline
+/// waiting in a lane (`Lanes::earliest`).
 #[test]
-fn a_caller_nudges_the_driver_only_when_it_must() {
+fn a_caller_wakes_the_driver_only_when_it_must() {
     let shared = threadless(Duration::ZERO);
-    let nudged = |shared: &Shared| {
-        let mut driver = shared.lock();
-        let nudged = driver.looks_at == 0;
-        driver.looks_at = NEVER;
-        shared.intake(&mut driver, true);
-        nudged
-    };
-    let secs = Duration::from_secs;
-    // Asleep until 10 s and watching the lanes.
+    let nudged = |shared: &Shared| std::mem::take(&mut shared.lock().nudged);
+    let secs = |s: u64| Duration::from_secs(s);
+    // Asleep until 10 s.
     shared.wake_at.store(nanos(secs(10)), SeqCst);
-    shared.watching.store(true, SeqCst);
     shared
         .submit(When::After(secs(20)), Task::once(|| ()))
         .unwrap();
-    assert!(!nudged(&shared), "later than the planned wake-up, watched");
+    assert!(!nudged(&shared), "later than the planned wake-up");
+    assert_eq!(shared.lanes.earliest(), nanos(secs(20)));
     shared
         .submit(When::After(secs(5)), Task::once(|| ()))
         .unwrap();
     assert!(nudged(&shared), "due before the planned wake-up");
-    // Asleep without watching: the first push into a clean lane wakes it,
-    // the next one (the lane is dirty already) does not.
-    shared.watching.store(false, SeqCst);
-    shared
-        .submit(When::After(secs(30)), Task::once(|| ()))
-        .unwrap();
-    let second = shared.submit(When::After(secs(30)), Task::once(|| ()));
-    assert!(nudged(&shared), "dirtied a lane nobody watches");
-    drop(second);
-    assert!(!nudged(&shared));
+    assert_eq!(shared.lanes.earliest(), nanos(secs(5)));
+    let mut driver = shared.lock();
+    shared.intake(&mut driver, true);
+    assert_eq!(driver.queue.len(), 2);
+    drop(driver);
+    assert_eq!(shared.lanes.earliest(), u64::MAX, "taken in: nothing waits");
+    // A crowded lane wakes it whatever the deadlines.
+    for _ in 0..crate::lanes::LANE_NUDGE {
+        shared
+            .submit(When::After(secs(60)), Task::once(|| ()))
+            .unwrap();
+    }
+    assert!(nudged(&shared), "crowded");
 }
 
-/// Who drops a cancelled task's closure, exactly once: the canceller,
-/// when the entry was still in its lane (taken back out); the driver when
-/// it takes the entry in and finds it cancelled (a cancel without the
-/// spot); the driver when it reads the log (cancelled after the intake).
+/// A cancelled task's closure is dropped once, at once, by the thread
+/// whose cancel won, whichever way the driver learns of the cancel: the
+/// entry taken back out of its lane (the driver never hears of it), the
+/// driver finding the task cancelled when it takes the entry in (a cancel
+/// without the spot), or a mark (cancelled after the intake).
 #[test]
-fn a_cancelled_closure_is_dropped_once_whoever_sees_it_first() {
+fn a_cancelled_closure_is_dropped_once_by_its_canceller() {
     let shared = threadless(Duration::ZERO);
     let token = Arc::new(());
     let submit = || {
@@ -103,31 +102,28 @@ fn a_cancelled_closure_is_dropped_once_whoever_sees_it_first() {
     let (unlogged, _) = submit();
     let (logged, _) = submit();
     assert!(shared.cancel(back, spot), "taken back out of the lane");
-    assert_eq!(Arc::strong_count(&token), 3, "dropped by the canceller");
+    assert_eq!(Arc::strong_count(&token), 3);
     assert!(
         shared.cancel(unlogged, Spot::NONE),
         "cancelled, not taken back"
     );
-    assert_eq!(Arc::strong_count(&token), 3, "left for the driver");
+    assert_eq!(Arc::strong_count(&token), 2);
     let mut driver = shared.lock();
     shared.intake(&mut driver, true);
     assert_eq!(driver.queue.len(), 1, "only the live task is queued");
-    drop(shared.bury(driver));
-    assert_eq!(Arc::strong_count(&token), 2, "dropped at the intake");
+    drop(driver);
     assert!(
         shared.cancel(logged, Spot::NONE),
         "cancelled after the intake"
     );
-    assert_eq!(
-        Arc::strong_count(&token),
-        2,
-        "kept until the driver reads the log"
-    );
+    assert_eq!(Arc::strong_count(&token), 1);
+    assert!(shared.slab.any_marked(), "marked for the driver");
     let mut driver = shared.lock();
     shared.intake(&mut driver, true);
-    drop(shared.bury(driver));
-    assert_eq!(Arc::strong_count(&token), 1);
+    assert_eq!(driver.dead, 1, "its entry is dead");
+    drop(driver);
     assert_eq!(shared.metrics().cancelled, 3);
+    assert_eq!(shared.metrics().pending, 0);
     for key in [back, unlogged, logged] {
         shared.release(key);
     }

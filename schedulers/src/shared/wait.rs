@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::{MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{DriverState, Shared, HOUSEKEEPING};
-use crate::clock::{nanos, NEVER};
+use super::{DriverState, Shared};
+use crate::clock::nanos;
 
 /// Gaps shorter than this are spun through rather than slept, within the
 /// spin budget: a timed wait on Linux wakes 50 to 90 µs late, so sleeping
@@ -50,11 +50,12 @@ impl Shared {
     /// Every thread republishes before it sleeps, so the last one to sleep
     /// leaves the right value; while any is awake it reads 0.
     ///
-    /// A thread that `watch`es the lanes (the timer thread; a pool's leader)
-    /// wakes within a [housekeeping period](HOUSEKEEPING) to look again
-    /// while callers are active (the last intake found work in the lanes);
-    /// once an intake finds them clean, it sleeps until its deadline and
-    /// the next caller to dirty a lane wakes it.
+    /// The thread never sleeps past the earliest deadline waiting in a
+    /// lane: callers push work due after the driver's planned wake-up
+    /// without waking it, so before it sleeps the driver publishes its
+    /// wake-up and then looks at the lanes' earliest deadlines (a caller
+    /// pushes, then reads the wake-up: one of the two sees the other), and
+    /// returns to take them in if one comes first.
     ///
     /// A deadline that has passed returns at once: the queue still has
     /// work for this instant (a cascade it spreads over polls), and a
@@ -66,36 +67,14 @@ impl Shared {
         deadline: Option<u64>,
         wake_at: u64,
         may_spin: bool,
-        watch: bool,
     ) -> MutexGuard<'a, DriverState> {
         // What ended meanwhile goes before the driver sleeps: until then
         // the scheduler is not idle.
         let mut driver = self.bury(driver);
         let now = self.now();
-        if deadline.is_some_and(|d| d <= now) || driver.looks_at == 0 {
-            driver.looks_at = NEVER;
+        if deadline.is_some_and(|d| d <= now) || std::mem::take(&mut driver.nudged) {
             return driver;
         }
-        let (deadline, wake_at) = if !watch {
-            (deadline, wake_at)
-        } else if driver.active || !driver.graveyard.is_empty() {
-            self.watching.store(true, SeqCst);
-            let look = now.saturating_add(HOUSEKEEPING);
-            driver.looks_at = look;
-            (
-                Some(deadline.map_or(look, |d| d.min(look))),
-                wake_at.min(look),
-            )
-        } else {
-            // SeqCst, then the lanes again: a caller who dirtied one before
-            // this store is seen here; one after sees the store and wakes us.
-            self.watching.store(false, SeqCst);
-            if self.callers_left_work() {
-                return driver;
-            }
-            driver.looks_at = NEVER;
-            (deadline, wake_at)
-        };
         let timeout = deadline
             .and_then(|d| self.timebase.instant(d))
             .and_then(|at| self.clock.wait_for(at));
@@ -115,6 +94,11 @@ impl Shared {
             }
         }
         self.wake_at.store(wake_at, SeqCst);
+        if self.lanes.earliest() < wake_at {
+            // Pushed while this thread was awake, due before it would wake.
+            self.wake_at.store(0, SeqCst);
+            return driver;
+        }
         self.clock.on_idle();
         driver.waiting += 1;
         let mut driver = match timeout {
@@ -130,9 +114,7 @@ impl Shared {
                 .unwrap_or_else(PoisonError::into_inner),
         };
         driver.waiting -= 1;
-        if watch {
-            driver.looks_at = NEVER;
-        }
+        driver.nudged = false;
         self.wakeups.fetch_add(1, Relaxed);
         self.wake_at.store(0, SeqCst);
         driver

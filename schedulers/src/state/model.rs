@@ -128,9 +128,9 @@ impl World {
         match intake(&self.word) {
             Ok(_) => true,
             Err(_) => {
-                // Cancelled (or abandoned) before the driver saw it: the
-                // driver drops the closure and the submission's reference.
-                self.drop_body();
+                // Cancelled (or abandoned) before the driver saw it: its
+                // canceller dropped the closure; the driver lets the
+                // submission's reference go.
                 self.release();
                 false
             }
@@ -147,11 +147,11 @@ impl World {
         }
     }
 
-    /// The driver's sweep of the cancel marks.
+    /// The driver's sweep of the cancel marks: it learns the entry is
+    /// dead; a mark holds no reference and the body is not the driver's.
     fn sweep_marks(&self) {
         if self.marked.swap(false, SeqCst) {
-            self.drop_body();
-            self.release();
+            assert!(is_terminal(self.word.load(SeqCst)), "marked but not over");
         }
     }
 
@@ -261,6 +261,8 @@ impl World {
         match outcome {
             Cancel::WasPending { logged } => {
                 self.cancelled.store(true, SeqCst);
+                // The winner of the CAS drops the closure, at once.
+                self.drop_body();
                 if logged {
                     self.marked.store(true, SeqCst);
                 }
