@@ -32,7 +32,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
 use crate::error::Error;
-use crate::task::{Repeat, TaskContext};
+use crate::task::{Repeat, Rule, TaskContext};
 
 /// The most bytes a task's closure may capture (at an alignment of at most
 /// 8) and still be stored in the scheduler's slot with no allocation; a
@@ -124,12 +124,18 @@ enum Holds {
 /// reference to one is `'static` (promoted).
 struct Table {
     holds: Holds,
-    /// How the task repeats: `Once` but for a periodic closure.
+    /// How the task repeats: none but for a periodic closure.
     ///
     /// # Safety
     ///
     /// The body holds this table's kind of content.
-    repeat: unsafe fn(&Body) -> Repeat,
+    rule: unsafe fn(&Body) -> Option<&Rule>,
+    /// As `rule`, to change it.
+    ///
+    /// # Safety
+    ///
+    /// As `rule`.
+    rule_mut: unsafe fn(&mut Body) -> Option<&mut Rule>,
     /// Runs the closure (closures only).
     ///
     /// # Safety
@@ -178,13 +184,18 @@ unsafe fn run_nothing(_: &mut Body, _: &TaskContext) -> Ran {
 
 unsafe fn clear_nothing(_: &mut Body) {}
 
-unsafe fn repeat_once(_: &Body) -> Repeat {
-    Repeat::Once
+unsafe fn no_rule(_: &Body) -> Option<&Rule> {
+    None
+}
+
+unsafe fn no_rule_mut(_: &mut Body) -> Option<&mut Rule> {
+    None
 }
 
 const EMPTY: Table = Table {
     holds: Holds::Nothing,
-    repeat: repeat_once,
+    rule: no_rule,
+    rule_mut: no_rule_mut,
     run: run_nothing,
     clear: clear_nothing,
 };
@@ -200,7 +211,8 @@ where
 {
     const TABLE: Table = Table {
         holds: Holds::Closure,
-        repeat: repeat_once,
+        rule: no_rule,
+        rule_mut: no_rule_mut,
         run: Self::run,
         clear: clear_as::<F>,
     };
@@ -232,7 +244,8 @@ where
 {
     const TABLE: Table = Table {
         holds: Holds::Closure,
-        repeat: repeat_once,
+        rule: no_rule,
+        rule_mut: no_rule_mut,
         run: Self::run,
         clear: clear_as::<F>,
     };
@@ -274,7 +287,7 @@ struct PeriodicTables<F>(PhantomData<F>);
 
 /// A periodic closure as stored: called in place for every run.
 struct Periodic<F> {
-    repeat: Repeat,
+    rule: Rule,
     f: F,
 }
 
@@ -284,7 +297,8 @@ where
 {
     const TABLE: Table = Table {
         holds: Holds::Closure,
-        repeat: Self::repeat,
+        rule: Self::rule,
+        rule_mut: Self::rule_mut,
         run: Self::run,
         clear: clear_as::<Periodic<F>>,
     };
@@ -306,9 +320,17 @@ where
     /// # Safety
     ///
     /// The body holds a `Periodic<F>`.
-    unsafe fn repeat(body: &Body) -> Repeat {
+    unsafe fn rule(body: &Body) -> Option<&Rule> {
         // SAFETY: the caller says a `Periodic<F>` is there.
-        unsafe { get::<Periodic<F>>(&body.words) }.repeat
+        Some(&unsafe { get::<Periodic<F>>(&body.words) }.rule)
+    }
+
+    /// # Safety
+    ///
+    /// The body holds a `Periodic<F>`.
+    unsafe fn rule_mut(body: &mut Body) -> Option<&mut Rule> {
+        // SAFETY: the caller says a `Periodic<F>` is there.
+        Some(&mut unsafe { get_mut::<Periodic<F>>(&mut body.words) }.rule)
     }
 }
 
@@ -318,7 +340,8 @@ struct OutputTable<T>(PhantomData<T>);
 impl<T: Send + 'static> OutputTable<T> {
     const TABLE: Table = Table {
         holds: Holds::Output(TypeId::of::<T>),
-        repeat: repeat_once,
+        rule: no_rule,
+        rule_mut: no_rule_mut,
         run: run_nothing,
         clear: clear_as::<T>,
     };
@@ -326,7 +349,8 @@ impl<T: Send + 'static> OutputTable<T> {
 
 const FAILURE: Table = Table {
     holds: Holds::Failure,
-    repeat: repeat_once,
+    rule: no_rule,
+    rule_mut: no_rule_mut,
     run: run_nothing,
     clear: clear_as::<Error>,
 };
@@ -358,12 +382,12 @@ impl Body {
         Body::holding(f, &OutputTables::<F, T>::TABLE)
     }
 
-    /// A periodic closure, called once per run.
-    pub(crate) fn periodic<F>(repeat: Repeat, f: F) -> Body
+    /// A periodic closure, called once per run, and how it repeats.
+    pub(crate) fn periodic<F>(rule: Rule, f: F) -> Body
     where
         F: FnMut(&TaskContext) + Send + 'static,
     {
-        Body::holding(Periodic { repeat, f }, &PeriodicTables::<F>::TABLE)
+        Body::holding(Periodic { rule, f }, &PeriodicTables::<F>::TABLE)
     }
 
     /// Why a task failed, kept for its handles.
@@ -391,9 +415,21 @@ impl Body {
 
     /// How the closure repeats (`Once` for anything but a periodic closure).
     pub(crate) fn repeat(&self) -> Repeat {
-        // SAFETY: each table's `repeat` is called on a body holding its
+        self.rule().map_or(Repeat::Once, |rule| rule.repeat)
+    }
+
+    /// The rule of a periodic closure.
+    pub(crate) fn rule(&self) -> Option<&Rule> {
+        // SAFETY: each table's `rule` is called on a body holding its
         // content.
-        unsafe { (self.table().repeat)(self) }
+        unsafe { (self.table().rule)(self) }
+    }
+
+    /// The rule of a periodic closure, to change it.
+    pub(crate) fn rule_mut(&mut self) -> Option<&mut Rule> {
+        // SAFETY: each table's `rule_mut` is called on a body holding its
+        // content.
+        unsafe { (self.table().rule_mut)(self) }
     }
 
     /// Runs the closure once, on this thread, catching a panic. A one-shot
@@ -567,13 +603,16 @@ mod test {
         let drops = Drops::default();
         let counted = Counted(drops.clone());
         let mut runs = 0;
-        let mut body = Body::periodic(Repeat::FixedRate(10), move |run: &TaskContext| {
-            let _ = &counted;
-            runs += 1;
-            if runs == 3 {
-                run.stop();
-            }
-        });
+        let mut body = Body::periodic(
+            Rule::new(Repeat::FixedRate(10), None),
+            move |run: &TaskContext| {
+                let _ = &counted;
+                runs += 1;
+                if runs == 3 {
+                    run.stop();
+                }
+            },
+        );
         assert_eq!(body.repeat(), Repeat::FixedRate(10));
         assert!(matches!(ran(&mut body), Ran::Again));
         assert!(matches!(ran(&mut body), Ran::Again));
@@ -598,10 +637,13 @@ mod test {
         assert!(once.is_empty());
         assert_eq!(drops.count(), 1, "dropped while unwinding");
         let counted = Counted(drops.clone());
-        let mut periodic = Body::periodic(Repeat::FixedDelay(1), move |_: &TaskContext| {
-            let _ = &counted;
-            panic!("periodic")
-        });
+        let mut periodic = Body::periodic(
+            Rule::new(Repeat::FixedDelay(1), None),
+            move |_: &TaskContext| {
+                let _ = &counted;
+                panic!("periodic")
+            },
+        );
         assert!(matches!(ran(&mut periodic), Ran::Panicked(_)));
         assert_eq!(drops.count(), 1, "a periodic closure stays after a panic");
         periodic.clear();

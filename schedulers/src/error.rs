@@ -39,6 +39,10 @@ pub(crate) enum Kind {
     Panicked(Arc<str>),
     Timeout,
     Abandoned,
+    /// A missed-run or panic policy on a task that does not repeat.
+    NotPeriodic(&'static str),
+    /// A calendar that cannot be used as asked (see the source).
+    Calendar(crate::calendar::CalendarError),
 }
 
 /// The settings a builder refuses rather than adjusts.
@@ -180,6 +184,29 @@ impl Error {
         matches!(self.kind, Kind::Abandoned)
     }
 
+    /// A missed-run or panic policy was set on a one-shot task, which has no
+    /// future runs to apply it to.
+    pub fn is_not_periodic(&self) -> bool {
+        matches!(self.kind, Kind::NotPeriodic(_))
+    }
+
+    /// A calendar task cannot be scheduled or set up as asked: its
+    /// calendar has no fire time left after the start, or it was given a
+    /// missed-run policy only fixed-rate tasks have
+    /// ([`MissedRuns::Delay`](crate::calendar::MissedRuns::Delay)).
+    /// [`Error::calendar_error`] says which.
+    pub fn is_calendar(&self) -> bool {
+        matches!(self.kind, Kind::Calendar(_))
+    }
+
+    /// The calendar's own error, for [`Error::is_calendar`].
+    pub fn calendar_error(&self) -> Option<&crate::calendar::CalendarError> {
+        match &self.kind {
+            Kind::Calendar(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The panic message of a task that panicked, if it was a string.
     pub fn panic_message(&self) -> Option<&str> {
         match &self.kind {
@@ -225,6 +252,13 @@ impl fmt::Display for Error {
             Kind::Abandoned => {
                 f.write_str("the task was removed by shutdown_now and will never run")
             }
+            Kind::NotPeriodic(what) => {
+                write!(
+                    f,
+                    "a one-shot task has no {what}: only periodic and calendar tasks do"
+                )
+            }
+            Kind::Calendar(e) => write!(f, "calendar: {e}"),
         }
     }
 }
@@ -235,7 +269,14 @@ impl fmt::Debug for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            Kind::Calendar(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// A task the scheduler did not take, handed back with the reason, so the
 /// caller can run it elsewhere (the JDK's `RejectedExecutionHandler` use

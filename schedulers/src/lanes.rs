@@ -99,6 +99,8 @@ pub(crate) struct Lane {
     /// Timers cancelled before the driver took them in, taken back out of
     /// this lane (so the driver never counts them).
     pub(crate) taken_back: u64,
+    /// New calendar tasks' first deadlines by the wall clock.
+    pub(crate) calendars: Vec<(Key, crate::calendar::jiff::Timestamp)>,
     /// Keys this lane hands out next.
     pub(crate) free: Vec<Key>,
 }

@@ -213,7 +213,7 @@ pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
 pub use metrics::Metrics;
 pub use scheduler::{Scheduler, SchedulerExt};
-pub use task::{Task, TaskContext};
+pub use task::{Task, TaskContext, DEFAULT_MISSED_RUN_TOLERANCE};
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};
 
 /// The README's examples, compiled and run as doctests.

@@ -10,4 +10,10 @@ pub struct Metrics {
     pub fired: u64,
     /// Successful cancels.
     pub cancelled: u64,
+    /// Runs that panicked (whether the task then stopped or, with
+    /// [`OnPanic::Continue`](crate::calendar::OnPanic::Continue), went on).
+    pub panicked: u64,
+    /// Runs of periodic and calendar tasks passed over by their
+    /// [missed-run policy](crate::calendar::MissedRuns).
+    pub skipped: u64,
 }

@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::calendar::Calendar;
 use crate::core::Key;
 use crate::error::Rejected;
 use crate::handle::Anchors;
@@ -226,6 +227,45 @@ pub trait SchedulerExt: Scheduler {
         F: FnMut() + Send + 'static,
     {
         self.submit_at(start, Task::fixed_delay(delay, f)?)
+    }
+
+    /// Runs `f` at every fire time of `calendar` (a cron expression in a
+    /// time zone), by the wall clock: Quartz's `CronTrigger`. Runs never
+    /// overlap; one that ends after the next fire time is followed by the
+    /// missed ones back to back. For another
+    /// [missed-run policy](crate::calendar::MissedRuns) or
+    /// [panic policy](crate::calendar::OnPanic), build the task with
+    /// [`Task::calendar`] and submit it. The [guide](crate::calendar::guide)
+    /// has the details: daylight saving, clock steps, suspend.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_calendar`](crate::Error::is_calendar) if the calendar
+    /// has no fire time left (its years are over), else as
+    /// [`Scheduler::submit`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use schedulers::calendar::Calendar;
+    /// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
+    ///
+    /// // Monday 2024-03-04, 08:59:30 UTC.
+    /// let clock = ManualClock::with_wall(SystemTime::UNIX_EPOCH + Duration::from_secs(1_709_542_770));
+    /// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
+    /// let weekdays = Calendar::parse_in("0 9 * * MON-FRI", "UTC").unwrap();
+    /// let standup = timer.schedule_calendar(weekdays, || println!("stand-up")).unwrap();
+    /// assert_eq!(standup.remaining(), Duration::from_secs(30));
+    /// clock.advance(Duration::from_secs(30)); // 09:00 Monday: it runs
+    /// assert_eq!(standup.remaining(), Duration::from_secs(24 * 3600));
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    fn schedule_calendar<F>(&self, calendar: Calendar, f: F) -> Result<TaskHandle, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.submit(Duration::ZERO, Task::calendar(calendar, f))
     }
 }
 

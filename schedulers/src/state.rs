@@ -7,7 +7,7 @@
 //! bits 0..3    state    FREE, SCHEDULED, RUNNING, RUNNING_CANCELLED,
 //!                       DONE, PANICKED, CANCELLED, ABANDONED
 //! bit  3       WAITER      a thread waits for the end (wake it on the way out)
-//! bit  4       (unused)
+//! bit  4       CALENDAR    a calendar task (the driver keeps its wall-clock time)
 //! bit  5       PERIODIC    a running task has future runs a cancel can stop
 //! bit  6       DRAINED     the driver has taken the submission out of its lane
 //! bits 7..10   resets waiting in a lane for the driver (at most MAX_RESETS)
@@ -58,6 +58,7 @@ pub(crate) const CANCELLED: u32 = 6;
 pub(crate) const ABANDONED: u32 = 7;
 const STATE: u32 = 0b111;
 pub(crate) const WAITER: u32 = 1 << 3;
+const CALENDAR: u32 = 1 << 4;
 const PERIODIC: u32 = 1 << 5;
 pub(crate) const DRAINED: u32 = 1 << 6;
 const RESETS_SHIFT: u32 = 7;
@@ -121,6 +122,11 @@ pub(crate) fn is_periodic(word: u32) -> bool {
     word & PERIODIC != 0
 }
 
+/// True for a calendar task.
+pub(crate) fn is_calendar(word: u32) -> bool {
+    word & CALENDAR != 0
+}
+
 /// What a cancel found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cancel {
@@ -159,8 +165,8 @@ fn update(word: &AtomicU32, mut step: impl FnMut(u32) -> Option<u32>) -> Result<
 
 /// Arms a free slot: scheduled, one handle plus the driver's reference
 /// (held by the submission until the driver queues it).
-pub(crate) fn arm(word: &AtomicU32, periodic: bool) {
-    let flags = if periodic { PERIODIC } else { 0 };
+pub(crate) fn arm(word: &AtomicU32, periodic: bool, calendar: bool) {
+    let flags = if periodic { PERIODIC } else { 0 } | if calendar { CALENDAR } else { 0 };
     word.store(SCHEDULED | flags | (2 * REF), Release);
 }
 

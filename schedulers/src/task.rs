@@ -15,15 +15,49 @@ use std::time::Duration;
 
 use crate::body::Body;
 pub(crate) use crate::body::Ran;
+use crate::calendar::{Calendar, MissedRuns, OnPanic};
 use crate::clock::{nanos, InsideTask};
 use crate::error::{Error, Kind};
 
-/// How a task repeats: nanoseconds for the periodic kinds.
+/// How a task repeats: nanoseconds for the fixed kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Repeat {
     Once,
     FixedRate(u64),
     FixedDelay(u64),
+    /// At the fire times of the rule's calendar.
+    Calendar,
+}
+
+/// How late a deadline may come due before it counts as missed, unless a
+/// task says otherwise ([`Task::missed_run_tolerance`]): more than a
+/// driver's usual lateness (tens of microseconds), less than a period worth
+/// the name.
+pub const DEFAULT_MISSED_RUN_TOLERANCE: Duration = Duration::from_millis(5);
+
+/// How a periodic or calendar task repeats, and what it does about missed
+/// runs and panics. It lives with the closure in the task's body, which
+/// only the thread running (or submitting) the task reads.
+#[derive(Clone, Debug)]
+pub(crate) struct Rule {
+    pub(crate) repeat: Repeat,
+    pub(crate) missed: MissedRuns,
+    /// Nanoseconds a deadline may come due late before it counts as missed.
+    pub(crate) tolerance: u64,
+    pub(crate) on_panic: OnPanic,
+    pub(crate) calendar: Option<Box<Calendar>>,
+}
+
+impl Rule {
+    pub(crate) fn new(repeat: Repeat, calendar: Option<Calendar>) -> Rule {
+        Rule {
+            repeat,
+            missed: MissedRuns::default(),
+            tolerance: nanos(DEFAULT_MISSED_RUN_TOLERANCE),
+            on_panic: OnPanic::default(),
+            calendar: calendar.map(Box::new),
+        }
+    }
 }
 
 /// What a periodic task's closure may do about its own future runs.
@@ -154,11 +188,9 @@ impl Task {
     where
         F: FnMut() + Send + 'static,
     {
-        let repeat = Repeat::FixedRate(positive(period)?);
+        let rule = Rule::new(Repeat::FixedRate(positive(period)?), None);
         let mut f = f;
-        Ok(Task::new(Body::periodic(repeat, move |_: &TaskContext| {
-            f()
-        })))
+        Ok(Task::new(Body::periodic(rule, move |_: &TaskContext| f())))
     }
 
     /// A task that starts `delay` after its previous run ended.
@@ -170,11 +202,9 @@ impl Task {
     where
         F: FnMut() + Send + 'static,
     {
-        let repeat = Repeat::FixedDelay(positive(delay)?);
+        let rule = Rule::new(Repeat::FixedDelay(positive(delay)?), None);
         let mut f = f;
-        Ok(Task::new(Body::periodic(repeat, move |_: &TaskContext| {
-            f()
-        })))
+        Ok(Task::new(Body::periodic(rule, move |_: &TaskContext| f())))
     }
 
     /// As [`Task::fixed_rate`], with a closure that receives a
@@ -187,8 +217,8 @@ impl Task {
     where
         F: FnMut(&TaskContext) + Send + 'static,
     {
-        let repeat = Repeat::FixedRate(positive(period)?);
-        Ok(Task::new(Body::periodic(repeat, f)))
+        let rule = Rule::new(Repeat::FixedRate(positive(period)?), None);
+        Ok(Task::new(Body::periodic(rule, f)))
     }
 
     /// As [`Task::fixed_delay`], with a closure that receives a
@@ -201,8 +231,121 @@ impl Task {
     where
         F: FnMut(&TaskContext) + Send + 'static,
     {
-        let repeat = Repeat::FixedDelay(positive(delay)?);
-        Ok(Task::new(Body::periodic(repeat, f)))
+        let rule = Rule::new(Repeat::FixedDelay(positive(delay)?), None);
+        Ok(Task::new(Body::periodic(rule, f)))
+    }
+
+    /// A task that runs at the fire times of `calendar` (a cron expression
+    /// in a time zone, see [`crate::calendar`]), by the wall clock: also
+    /// after the clock steps or the machine resumes from a suspend. Its
+    /// first run is the first fire time after the delay it is submitted
+    /// with; runs never overlap, and one that ends after the next fire time
+    /// is followed by the missed runs as its
+    /// [`missed_runs`](Task::missed_runs) policy says (back to back, by
+    /// default).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use schedulers::calendar::Calendar;
+    /// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
+    ///
+    /// // 2024-03-01 08:59:00 UTC
+    /// let clock = ManualClock::with_wall(SystemTime::UNIX_EPOCH + Duration::from_secs(1_709_283_540));
+    /// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
+    /// let nine = Calendar::parse_in("0 9 * * *", "UTC").unwrap();
+    /// let report = timer.submit(Duration::ZERO, Task::calendar(nine, || println!("report"))).unwrap();
+    /// assert_eq!(report.remaining(), Duration::from_secs(60));
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn calendar<F>(calendar: Calendar, f: F) -> Task
+    where
+        F: FnMut() + Send + 'static,
+    {
+        let mut f = f;
+        Task::calendar_with(calendar, move |_: &TaskContext| f())
+    }
+
+    /// As [`Task::calendar`], with a closure that receives a
+    /// [`TaskContext`] and can stop its own future runs.
+    pub fn calendar_with<F>(calendar: Calendar, f: F) -> Task
+    where
+        F: FnMut(&TaskContext) + Send + 'static,
+    {
+        Task::new(Body::periodic(
+            Rule::new(Repeat::Calendar, Some(calendar)),
+            f,
+        ))
+    }
+
+    /// What the task does when one of its deadlines comes due late (see
+    /// [`MissedRuns`]; the default is [`MissedRuns::CatchUp`], the Java
+    /// executors' rule for fixed-rate tasks). A deadline is late when it
+    /// comes due more than the task's
+    /// [tolerance](Task::missed_run_tolerance) after its time. Fixed-delay
+    /// tasks are never late: their next run is counted from the end of the
+    /// last.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_not_periodic`] for a one-shot task;
+    /// [`Error::is_calendar`] for [`MissedRuns::Delay`] on a calendar task
+    /// (its grid is the wall clock's and cannot move).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::calendar::MissedRuns;
+    /// use schedulers::Task;
+    ///
+    /// // A gauge read every second: after a stall, one reading is enough.
+    /// let task = Task::fixed_rate(Duration::from_secs(1), || {})?
+    ///     .missed_runs(MissedRuns::OnceNow)?;
+    /// # drop(task);
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn missed_runs(mut self, policy: MissedRuns) -> Result<Task, Error> {
+        let rule = self.rule_mut("missed-run policy")?;
+        if rule.repeat == Repeat::Calendar {
+            policy
+                .check_calendar()
+                .map_err(|e| Error::new(Kind::Calendar(e)))?;
+        }
+        rule.missed = policy;
+        Ok(self)
+    }
+
+    /// How late a deadline may come due before it counts as missed (default
+    /// [`DEFAULT_MISSED_RUN_TOLERANCE`], 5 ms): more than the scheduler's
+    /// usual lateness, or every run would count as missed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_not_periodic`] for a one-shot task.
+    pub fn missed_run_tolerance(mut self, tolerance: Duration) -> Result<Task, Error> {
+        self.rule_mut("missed-run tolerance")?.tolerance = nanos(tolerance);
+        Ok(self)
+    }
+
+    /// What the task does when a run panics: [`OnPanic::Stop`] (the
+    /// default, the executors' rule: it stops repeating and its handle
+    /// reports the panic) or [`OnPanic::Continue`] (the panic is counted in
+    /// [`Metrics::panicked`](crate::Metrics) and the schedule goes on).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_not_periodic`] for a one-shot task.
+    pub fn on_panic(mut self, policy: OnPanic) -> Result<Task, Error> {
+        self.rule_mut("panic policy")?.on_panic = policy;
+        Ok(self)
+    }
+
+    fn rule_mut(&mut self, what: &'static str) -> Result<&mut Rule, Error> {
+        self.body
+            .rule_mut()
+            .ok_or_else(|| Error::new(Kind::NotPeriodic(what)))
     }
 }
 

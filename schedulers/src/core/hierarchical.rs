@@ -198,6 +198,11 @@ impl HierarchicalWheel {
         });
     }
 
+    /// The tick length in nanoseconds.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
     /// Levels created so far (1 until a timer overflows the first wheel).
     pub fn levels(&self) -> usize {
         self.levels.len()

@@ -5,8 +5,13 @@ use std::sync::atomic::Ordering::Acquire;
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
+use std::num::NonZeroU64;
+use std::time::Duration;
+
 use super::{Claimed, DriverState, Queue, Shared};
 use crate::body::Body;
+use crate::calendar::jiff::Timestamp;
+use crate::calendar::MissedRuns;
 use crate::clock::NEVER;
 use crate::core::{Expired, Key};
 use crate::state::{self, Claim};
@@ -15,14 +20,35 @@ use crate::task::{self, Ran, Repeat};
 /// How a claimed run went, for [`Shared::finish`].
 pub(crate) struct Finished {
     pub(crate) key: Key,
-    pub(crate) scheduled: u64,
     pub(crate) ran: Ran,
+    /// What comes next, as the task's rule planned it.
+    pub(crate) next: Next,
+    /// The closure ran (a missed-run policy may pass over a deadline).
+    pub(crate) ran_now: bool,
+    /// It panicked (and, if `ran` is `Again`, goes on).
+    pub(crate) panicked: bool,
+    /// Deadlines passed over without a run.
+    pub(crate) skipped: u64,
+}
+
+/// When a periodic task runs next, as its rule plans it when it comes due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Never: a one-shot, or a grid with no point left.
+    End,
+    /// At this deadline, in ticks.
+    At(u64),
+    /// This many nanoseconds after the run ends.
+    AfterRun(u64),
+    /// At this wall-clock time.
+    Wall(Timestamp),
 }
 
 impl Shared {
     /// Moves every key due at `now` from the queue to `ready`. Returns true
     /// if any is ready.
     pub(crate) fn collect_due(&self, driver: &mut DriverState, now: u64) -> bool {
+        self.check_wall(driver);
         let before = driver.ready.len();
         let mut due = std::mem::take(&mut driver.due);
         driver.queue.poll(now, &mut due);
@@ -36,10 +62,18 @@ impl Shared {
     /// runs due close together share one wake-up; a one-shot due meanwhile
     /// still wakes it on time (a heap tells its keys apart; the wheels keep
     /// per-bucket bounds, so they wake at the next deadline).
+    ///
+    /// With calendar tasks waiting, it wakes at least every
+    /// [`WALL_CHECK`](super::calendar::WALL_CHECK) to see if the wall clock
+    /// moved.
     pub(crate) fn next_wake(&self, driver: &DriverState) -> Option<u64> {
-        match &driver.queue {
+        let next = match &driver.queue {
             Queue::Heap(heap) if self.periodic_slack > 0 => heap.next_wake(|key| self.slack(key)),
             queue => queue.next_deadline(),
+        };
+        match (next, self.wall_check_at(driver)) {
+            (Some(next), Some(check)) => Some(next.min(check)),
+            (next, check) => next.or(check),
         }
     }
 
@@ -81,6 +115,7 @@ impl Shared {
                 Some(Claimed {
                     key: e.key,
                     scheduled: e.deadline,
+                    due: self.calendar_due(driver, e.key),
                 })
             }
             Claim::Moved => {
@@ -95,25 +130,82 @@ impl Shared {
         }
     }
 
-    /// Runs the body of a task this thread claimed. A panic's report takes
-    /// the place of the closure (dropped here, with no lock held).
+    /// Runs the body of a task this thread claimed, if its rule says so
+    /// (a missed-run policy may pass over a late deadline), and plans its
+    /// next run. A panic's report takes the place of the closure (dropped
+    /// here, with no lock held), unless the task goes on
+    /// ([`OnPanic::Continue`](crate::calendar::OnPanic::Continue)).
     pub(crate) fn run_claimed(&self, claimed: Claimed) -> Finished {
         // SAFETY: this thread claimed the task (RUNNING): its body is ours
         // until the run is finished.
-        let ran = unsafe {
+        unsafe {
             self.slab.with_body(claimed.key, |body| {
-                let ran = task::run(body);
-                if let Ran::Panicked(error) = &ran {
-                    task::clear_contained(body);
-                    *body = Body::failure(error.clone());
+                let (run_now, next, skipped) = self.plan(body, &claimed);
+                let mut finished = Finished {
+                    key: claimed.key,
+                    ran: Ran::Again,
+                    next,
+                    ran_now: run_now,
+                    panicked: false,
+                    skipped,
+                };
+                if !run_now {
+                    return finished;
                 }
-                ran
+                finished.ran = match task::run(body) {
+                    Ran::Panicked(_) if body.rule().is_some_and(|r| r.on_panic.repeats()) => {
+                        finished.panicked = true;
+                        Ran::Again
+                    }
+                    Ran::Panicked(error) => {
+                        finished.panicked = true;
+                        task::clear_contained(body);
+                        *body = Body::failure(error.clone());
+                        Ran::Panicked(error)
+                    }
+                    ran => ran,
+                };
+                finished
             })
+        }
+    }
+
+    /// Whether the claimed task runs now, when it runs next and how many
+    /// deadlines it passes over, as its rule says.
+    fn plan(&self, body: &Body, claimed: &Claimed) -> (bool, Next, u64) {
+        let Some(rule) = body.rule() else {
+            return (true, Next::End, 0);
         };
-        Finished {
-            key: claimed.key,
-            scheduled: claimed.scheduled,
-            ran,
+        let tolerance = Duration::from_nanos(rule.tolerance.saturating_add(self.grace));
+        match (rule.repeat, rule.calendar.as_deref()) {
+            (Repeat::FixedDelay(delay), _) => (true, Next::AfterRun(delay), 0),
+            (Repeat::FixedRate(period), _) => {
+                let period = NonZeroU64::new(period).unwrap_or(NonZeroU64::MIN);
+                let plan =
+                    rule.missed
+                        .plan_fixed_rate(period, claimed.scheduled, self.now(), tolerance);
+                // Past the end of time it waits forever, as before.
+                let next = plan.next.filter(|&t| t < NEVER).unwrap_or(NEVER);
+                (plan.run_now.is_some(), Next::At(next), plan.skipped)
+            }
+            (Repeat::Calendar, Some(calendar)) => {
+                let now = self.wall_now();
+                let due = claimed.due.unwrap_or(now);
+                // `Task::missed_runs` refuses `Delay` on a calendar.
+                let missed = match rule.missed {
+                    MissedRuns::Delay => MissedRuns::CatchUp,
+                    missed => missed,
+                };
+                match missed.plan_calendar(calendar, due, now, tolerance) {
+                    Ok(plan) => (
+                        plan.run_now.is_some(),
+                        plan.next.map_or(Next::End, Next::Wall),
+                        plan.skipped,
+                    ),
+                    Err(_) => (true, Next::End, 0),
+                }
+            }
+            (Repeat::Once | Repeat::Calendar, _) => (true, Next::End, 0),
         }
     }
 
@@ -132,7 +224,7 @@ impl Shared {
             if driver.queue.contains(e.key) {
                 self.release_locked(&mut driver, e.key);
             } else {
-                batch.push(e);
+                batch.push((e, self.calendar_due(&driver, e.key)));
             }
         }
         if batch.is_empty() {
@@ -150,7 +242,7 @@ impl Shared {
         let (mut moved, mut dead) = (0, 0);
         let mut to_finish = Vec::new();
         let mut freed = Vec::new();
-        for e in batch.iter() {
+        for &(e, due) in batch.iter() {
             let word = self.slab.word(e.key);
             match state::claim(word) {
                 Claim::Claimed => {
@@ -158,6 +250,7 @@ impl Shared {
                     let claimed = Claimed {
                         key: e.key,
                         scheduled: e.deadline,
+                        due,
                     };
                     let finished = self.run_claimed(claimed);
                     match finished.ran {
@@ -249,23 +342,35 @@ impl Shared {
     pub(crate) fn finish(&self, driver: &mut DriverState, finished: Finished) -> bool {
         let Finished {
             key,
-            scheduled,
             ran,
+            next,
+            ran_now,
+            panicked,
+            skipped,
         } = finished;
         driver.busy -= 1;
         driver.completed += 1;
+        if !ran_now {
+            driver.fired -= 1;
+        }
+        driver.panicked += u64::from(panicked);
+        driver.skipped += skipped;
         let word = self.slab.word(key);
         let periodic = state::is_periodic(word.load(Acquire));
-        let end = match ran {
-            Ran::Done if !periodic => state::DONE,
-            Ran::Done => {
-                // A periodic task stopped itself: its closure goes.
+        if state::is_calendar(word.load(Acquire)) {
+            driver.calendars.remove(&key);
+        }
+        let end = match (ran, next) {
+            (Ran::Done, _) if !periodic => state::DONE,
+            // A periodic task stopped itself, or its grid has no point
+            // left: its closure goes.
+            (Ran::Done, _) | (Ran::Again, Next::End) => {
                 self.clear_later(driver, key);
                 state::DONE
             }
             // `run_claimed` left the report in the body.
-            Ran::Panicked(_) => state::PANICKED,
-            Ran::Again => {
+            (Ran::Panicked(_), _) => state::PANICKED,
+            (Ran::Again, next) => {
                 let dropped =
                     self.is_stopped() || (self.is_shutdown() && !self.policy.keeps_periodic());
                 if dropped {
@@ -277,18 +382,20 @@ impl Shared {
                     self.ended(driver, key, prev, last);
                     return false;
                 }
-                // SAFETY: this thread still holds the claimed task's body.
-                let repeat = unsafe { self.slab.with_body_ref(key, Body::repeat) };
-                let next = match repeat {
-                    Repeat::FixedRate(period) => scheduled.checked_add(period),
-                    Repeat::FixedDelay(delay) => self.now().checked_add(delay),
-                    Repeat::Once => None,
-                }
-                .filter(|&t| t < NEVER)
-                .unwrap_or(NEVER);
+                let deadline = match next {
+                    Next::At(deadline) => deadline,
+                    Next::AfterRun(delay) => self.now().saturating_add(delay),
+                    Next::Wall(due) => {
+                        let deadline = self.ticks_of(due, self.now(), self.wall_now());
+                        self.set_calendar_due(driver, key, due);
+                        deadline
+                    }
+                    Next::End => unreachable!("matched above"),
+                };
                 let (again, prev) = state::rearm(word);
                 if !again {
                     // Cancelled while it ran.
+                    driver.calendars.remove(&key);
                     driver.cancelled_count += 1;
                     self.clear_later(driver, key);
                     let (_, last) = state::finish(word, state::CANCELLED);
@@ -300,8 +407,8 @@ impl Shared {
                     self.pending
                         .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
-                driver.queue.insert(key, next);
-                return next < self.wake_at.load(std::sync::atomic::Ordering::SeqCst);
+                driver.queue.insert(key, deadline);
+                return deadline < self.wake_at.load(std::sync::atomic::Ordering::SeqCst);
             }
         };
         let (prev, last) = state::finish(word, end);

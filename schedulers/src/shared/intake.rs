@@ -36,8 +36,10 @@ impl Shared {
             for mut lane in self.lanes.all() {
                 driver.submitted.append(&mut lane.submitted);
                 driver.moved.append(&mut lane.moved);
+                driver.new_calendars.append(&mut lane.calendars);
             }
             dropped = self.take_in_submitted(driver);
+            self.take_in_calendars(driver);
             let moved = std::mem::take(&mut driver.moved);
             driver.early_moves.extend(moved);
         }
@@ -78,6 +80,28 @@ impl Shared {
         dropped
     }
 
+    /// Records new calendar tasks' first fire times (those still waiting:
+    /// one taken back or cancelled since, or its key used again, has none),
+    /// and queues each by the clocks now: the wall clock may have moved
+    /// since its caller converted it.
+    fn take_in_calendars(&self, driver: &mut DriverState) {
+        if driver.new_calendars.is_empty() {
+            return;
+        }
+        let mut new = std::mem::take(&mut driver.new_calendars);
+        let (now, wall_now) = (self.now(), self.wall_now());
+        for (key, due) in new.drain(..) {
+            let w = self.slab.word(key).load(Acquire);
+            if state::is_calendar(w) && state::of(w) == state::SCHEDULED {
+                self.set_calendar_due(driver, key, due);
+                driver
+                    .queue
+                    .reschedule(key, self.ticks_of(due, now, wall_now));
+            }
+        }
+        driver.new_calendars = new;
+    }
+
     /// Sweeps the marks of cancels of timers the driver held, in key order:
     /// lets their queue entries go now if the scheduler removes on cancel
     /// (or is shutting down), else when they come due or a purge runs, and
@@ -90,6 +114,9 @@ impl Shared {
         self.slab.take_marks(&mut cancelled);
         for &key in &cancelled {
             let dead = state::of(self.slab.word(key).load(Acquire)) != state::SCHEDULED;
+            if dead && !driver.calendars.is_empty() {
+                driver.calendars.remove(&key);
+            }
             if dead && (self.remove_on_cancel || self.is_shutdown()) && driver.queue.remove(key) {
                 self.release_locked(driver, key);
             } else {
@@ -113,6 +140,13 @@ impl Shared {
                 continue;
             }
             let (waits, last) = state::reset_read(word);
+            if waits && state::is_calendar(w) {
+                // Its next run is at the new deadline, and its fire times
+                // follow from there.
+                let (now, wall_now) = (self.now(), self.wall_now());
+                let ahead = std::time::Duration::from_nanos(m.deadline.saturating_sub(now));
+                self.set_calendar_due(driver, m.key, super::calendar::wall_after(wall_now, ahead));
+            }
             if waits && !driver.queue.reschedule(m.key, m.deadline) {
                 // Due and waiting for a thread (or left by a claim that met
                 // this reset): queue it again; a waiting copy finds it

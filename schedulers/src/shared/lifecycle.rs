@@ -172,15 +172,17 @@ impl Shared {
             pending: self.pending_count(&driver),
             fired: driver.fired,
             cancelled: driver.cancelled_count + self.lanes.taken_back() + self.lanes.marked(),
+            panicked: driver.panicked,
+            skipped: driver.skipped,
         }
     }
 
-    /// True if the driver has work from callers to look at by `now` (ticks):
-    /// it was woken for work it has not taken in, or something in a lane is
-    /// due.
+    /// True if the driver has work to look at by `now` (ticks): it was
+    /// woken for work from callers it has not taken in, something in a lane
+    /// is due, or the wall clock moved under its calendar tasks.
     fn owes_a_look(&self, driver: &DriverState, now: u64) -> bool {
         let waiting = self.callers_left_work() || !driver.early_moves.is_empty();
-        (driver.nudged && waiting) || self.lanes.earliest() <= now
+        (driver.nudged && waiting) || self.lanes.earliest() <= now || self.wall_moved(driver)
     }
 }
 

@@ -48,6 +48,7 @@
 
 #![allow(unsafe_code)]
 
+mod calendar;
 mod drive;
 mod handles;
 mod intake;
@@ -58,7 +59,7 @@ mod submit;
 mod test;
 mod wait;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
@@ -66,6 +67,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crate::builder::ShutdownPolicy;
+use crate::calendar::jiff::Timestamp;
 use crate::clock::{lock, nanos, Clock, Timebase};
 use crate::core::{Expired, Key};
 use crate::executor::Executor;
@@ -118,7 +120,8 @@ pub(crate) struct DriverState {
     /// Scratch space of polls, batches and the intake, kept to reuse
     /// their allocations.
     due: Vec<Expired>,
-    batch: Vec<Expired>,
+    /// The timer thread's batch, with each calendar task's fire time.
+    batch: Vec<(Expired, Option<Timestamp>)>,
     submitted: Vec<Submitted>,
     moved: Vec<Moved>,
     cancelled: Vec<Key>,
@@ -154,6 +157,17 @@ pub(crate) struct DriverState {
     burying: usize,
     /// A caller woke the driver to look at the lanes and the queue now.
     nudged: bool,
+    /// Each calendar task's next deadline by the wall clock (the queue
+    /// holds it by the monotonic clock, as of `wall_offset`).
+    calendars: HashMap<Key, Timestamp>,
+    /// New calendar tasks' first fire times, taken from the lanes.
+    new_calendars: Vec<(Key, Timestamp)>,
+    /// The wall clock ahead of the monotonic one at the last look (ns).
+    wall_offset: i128,
+    /// Runs that panicked and went on (`OnPanic::Continue`), or ended.
+    panicked: u64,
+    /// Grid points a periodic or calendar task passed over (missed runs).
+    skipped: u64,
 }
 
 /// A scheduler's shared state. See the [module docs](self).
@@ -175,6 +189,9 @@ pub(crate) struct Shared {
     timer_slack: Duration,
     /// Nanoseconds a periodic run may start late: see [`Shared::next_wake`].
     periodic_slack: u64,
+    /// How late the driver itself may start a periodic run (the periodic
+    /// slack, a wheel's tick): added to a task's missed-run tolerance.
+    grace: u64,
     pub(crate) executor: Executor,
     /// When the waiting driver wakes by itself, in ticks: `NEVER` while it
     /// waits for a signal, 0 while it is awake. A submission due earlier
@@ -192,6 +209,7 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config) -> Arc<Shared> {
         let timebase = Timebase::new(config.clock.now());
+        let grace = nanos(config.periodic_slack).saturating_add(config.queue.granularity());
         let shared = Arc::new(Shared {
             slab: Slab::new(),
             lanes: Lanes::new(),
@@ -219,6 +237,11 @@ impl Shared {
                 terminated: false,
                 burying: 0,
                 nudged: false,
+                calendars: HashMap::new(),
+                new_calendars: Vec::new(),
+                wall_offset: 0,
+                panicked: 0,
+                skipped: 0,
             }),
             wakeup: Condvar::new(),
             terminated: Condvar::new(),
@@ -231,6 +254,7 @@ impl Shared {
                 / 1_000_000_000) as u64,
             timer_slack: config.timer_slack,
             periodic_slack: nanos(config.periodic_slack),
+            grace,
             executor: config.executor,
             wake_at: AtomicU64::new(0),
             pending: AtomicUsize::new(0),
@@ -297,6 +321,8 @@ pub(crate) struct Claimed {
     pub(crate) key: Key,
     /// The deadline it ran for (fixed-rate runs stay on their grid).
     pub(crate) scheduled: u64,
+    /// For a calendar task, the same by the wall clock.
+    pub(crate) due: Option<Timestamp>,
 }
 
 impl fmt::Debug for Shared {

@@ -2,8 +2,12 @@
 //! the driver's queue.
 
 use std::sync::atomic::Ordering::SeqCst;
+use std::time::Duration;
 
+use super::calendar::wall_after;
 use super::{Shared, When};
+use crate::calendar::jiff::Timestamp;
+use crate::calendar::CalendarError;
 use crate::clock::Timebase;
 use crate::core::Key;
 use crate::error::{Error, Kind, Rejected};
@@ -16,8 +20,8 @@ impl Shared {
     /// one reference for the caller's handle, and where its entry waits
     /// for the driver; or the task with the reason it was refused.
     pub(crate) fn submit(&self, when: When, task: Task) -> Result<(Key, Spot), Rejected> {
-        let deadline = match self.deadline(when) {
-            Ok(deadline) => deadline,
+        let (deadline, first_fire) = match self.first_deadline(when, &task) {
+            Ok(first) => first,
             Err(e) => return Err(Rejected::new(e, Some(task))),
         };
         if self.limited() && self.pending.fetch_add(1, SeqCst) >= self.pending_limit {
@@ -55,8 +59,11 @@ impl Shared {
                 std::mem::forget(std::mem::replace(body, task.body));
             })
         };
-        state::arm(self.slab.word(key), periodic);
+        state::arm(self.slab.word(key), periodic, first_fire.is_some());
         let spot = held.submit(Submitted { key, deadline });
+        if let Some(due) = first_fire {
+            held.lane.calendars.push((key, due));
+        }
         self.after_push(deadline, periodic, held);
         Ok((key, spot))
     }
@@ -115,6 +122,22 @@ impl Shared {
         // handle was never given out: the body is ours.
         let body = unsafe { self.slab.with_body(key, std::mem::take) };
         Some(Task { body })
+    }
+
+    /// A new task's first deadline in ticks, and for a calendar task the
+    /// same by the wall clock: its first fire time after `when`.
+    fn first_deadline(&self, when: When, task: &Task) -> Result<(u64, Option<Timestamp>), Error> {
+        let deadline = self.deadline(when)?;
+        let Some(calendar) = task.body.rule().and_then(|rule| rule.calendar.as_deref()) else {
+            return Ok((deadline, None));
+        };
+        let (now, wall_now) = (self.now(), self.wall_now());
+        let from = wall_after(wall_now, Duration::from_nanos(deadline.saturating_sub(now)));
+        let Some(due) = calendar.next_after(from) else {
+            let over = CalendarError::none_after(calendar.cron().as_str(), from);
+            return Err(Error::new(Kind::Calendar(over)));
+        };
+        Ok((self.ticks_of(due, now, wall_now), Some(due)))
     }
 
     /// A deadline in ticks.

@@ -84,7 +84,7 @@ fn world(periodic: bool) -> Arc<World> {
         marked: AtomicBool::new(false),
     };
     // One handle and the submission's reference.
-    arm(&w.word, periodic);
+    arm(&w.word, periodic, false);
     Arc::new(w)
 }
 
