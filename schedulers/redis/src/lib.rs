@@ -287,6 +287,7 @@ mod job;
 pub mod keys;
 #[cfg(feature = "test-util")]
 mod local;
+pub mod plan;
 #[cfg(feature = "test-util")]
 mod probe;
 pub mod scripts;
@@ -304,6 +305,11 @@ pub use keys::shard_of;
 pub use local::{
     find_redis_server, ClusterNode, LocalCluster, LocalRedis, LocalRedisBuilder, LocalServerError,
 };
+pub use plan::DEFAULT_LATENESS_TOLERANCE;
 #[cfg(feature = "test-util")]
 pub use probe::{claim_ceiling, Ceiling};
+/// Calendar schedules (cron expressions in IANA time zones) and the
+/// missed-run and panic policies, from the `schedulers` crate: what
+/// [`Job::on_calendar`], [`Job::missed_runs`] and [`Job::on_panic`] take.
+pub use schedulers::calendar;
 pub use worker::{HandlerError, Worker, WorkerBuilder, WorkerEvent, WorkerStats};
