@@ -12,7 +12,10 @@
 //!   shard once per `poll_interval`, and from wake-up hints)
 //!   and sleeps until the earliest one, or until the buffer has room for a
 //!   round (a quarter of it). At a backlog it keeps two rounds in flight,
-//!   on two connections, so Redis runs one while it buffers the other;
+//!   on two connections, so Redis runs one while it buffers the other. It
+//!   plans each fire of a planned periodic job as it takes it (see
+//!   [`plan`](crate::plan)), and hands a fire its missed-run policy skips
+//!   straight to the settler;
 //! - the **waker** listens to the shards' wake-up channels (Pub/Sub): a
 //!   producer whose job becomes a shard's earliest one publishes its run
 //!   time, so a sleeping claimer learns of it at once;
