@@ -354,39 +354,29 @@ mod test {
             .unwrap()
             .unwrap()
         };
-        let plan = |m| rate(m).plan(100_000, 135_000, 10_000).unwrap().unwrap();
         let planned = |next| Planned {
             first_ms: 135_000,
             next_ms: Some(next),
         };
-        assert_eq!(
-            plan(MissedRuns::CatchUp),
-            Decision::Run {
-                due_ms: 100_000,
-                plan: planned(110_000)
-            }
-        );
-        assert_eq!(
-            plan(MissedRuns::Skip),
-            Decision::Skip {
-                plan: planned(140_000),
-                skipped: 4
-            }
-        );
-        assert_eq!(
-            plan(MissedRuns::Delay),
-            Decision::Run {
-                due_ms: 135_000,
-                plan: planned(145_000)
-            }
-        );
-        assert_eq!(
-            plan(MissedRuns::OnceNow),
-            Decision::Run {
-                due_ms: 130_000,
-                plan: planned(140_000)
-            }
-        );
+        let run = |due_ms, next| Decision::Run {
+            due_ms,
+            plan: planned(next),
+        };
+        for (policy, decision) in [
+            (MissedRuns::CatchUp, run(100_000, 110_000)),
+            (
+                MissedRuns::Skip,
+                Decision::Skip {
+                    plan: planned(140_000),
+                    skipped: 4,
+                },
+            ),
+            (MissedRuns::Delay, run(135_000, 145_000)),
+            (MissedRuns::OnceNow, run(130_000, 140_000)),
+        ] {
+            let plan = rate(policy).plan(100_000, 135_000, 10_000).unwrap();
+            assert_eq!(plan, Some(decision), "{policy:?}");
+        }
         // On time (within the tolerance), every policy runs the fire.
         assert_eq!(
             rate(MissedRuns::Skip)

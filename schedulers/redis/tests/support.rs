@@ -5,12 +5,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use schedulers_redis::calendar::jiff::Timestamp;
 use schedulers_redis::calendar::Calendar;
-use schedulers_redis::{find_redis_server, Config, Durability, Job, LocalRedis, RedisScheduler};
+use schedulers_redis::{
+    find_redis_server, Config, Durability, Job, LocalRedis, RedisScheduler, Worker, WorkerBuilder,
+    WorkerEvent,
+};
 
 /// Starts a server, or returns `None` (after saying why) when none is
 /// installed outside CI. Under CI a missing server fails the test.
@@ -156,6 +159,29 @@ pub fn drained(url: &str, o: &WorkerOpts) -> bool {
     RedisScheduler::connect(url, o.config().retry_for(Duration::ZERO))
         .and_then(|s| s.job_count())
         .is_ok_and(|n| n == 0)
+}
+
+/// The layout of the in-process tests: 4 shards, slices of 500 ms.
+pub fn config(ns: &str) -> Config {
+    Config::default()
+        .namespace(ns)
+        .shards(4)
+        .slice(Duration::from_millis(500))
+}
+
+/// The events an in-process worker emitted.
+pub type Log = Arc<Mutex<Vec<WorkerEvent>>>;
+
+/// An in-process worker on namespace `ns` (short lease, quick polls and
+/// backoffs) that logs every event to `log`.
+pub fn worker(url: &str, ns: &str, log: &Log) -> WorkerBuilder {
+    let log = log.clone();
+    Worker::builder(url, config(ns))
+        .threads(2)
+        .lease(Duration::from_millis(600))
+        .poll_interval(Duration::from_millis(10))
+        .backoff(Duration::from_millis(10), Duration::from_millis(40))
+        .on_event(move |e| log.lock().unwrap().push(e.clone()))
 }
 
 /// Schedules a no-op job, due now, under each of `ids`, in batches.
