@@ -305,23 +305,22 @@ end
 -- Periodic jobs. A planned one (a missed-run policy chosen, or a calendar:
 -- `sch` starts with a policy letter) gets its next due time from the
 -- worker that holds the lease, as `<first>:<next>` (`plan`): the worker
--- computed it from this record alone, and it must be based on this fire's
--- first claim and later than this fire. A coalescing fixed-rate job moves
+-- computed it from this record alone. A coalescing fixed-rate job moves
 -- to the first point of its grid after now.
 local function planned(m)
   local c = string.sub(m.sch, 1, 1)
   return c ~= '' and c ~= '-'
 end
 local function periodic(m) return m.per > 0 or planned(m) end
--- The next due time, nil when the job has no fire left.
-local function next_due(id, m, plan, now)
-  if not planned(m) then
-    local k = math.floor((now - m.due) / m.per) + 1
-    if k < 1 then k = 1 end
-    return m.due + k * m.per
-  end
+-- A plan, checked: it must be based on this fire's first claim, and name a
+-- next due time later than this fire (so fire ids only grow) or -1 (no
+-- fire left). Returns the next due time, nil for none, false for no plan
+-- (a failure the worker could not plan). A bad plan fails the call; call
+-- it before any write.
+local function plan_of(id, m, plan)
+  if plan == '' then return false end
   local b, n = string.match(plan, '^(%d+):(%-?%d+)$')
-  if not b then error('settle of ' .. id .. ': a planned job needs its plan') end
+  if not b then error('settle of ' .. id .. ': malformed plan ' .. plan) end
   if tonumber(b) ~= m.fc then
     error('settle of ' .. id .. ': planned from ' .. b .. ', not from its first claim ' .. fmt(m.fc))
   end
@@ -332,6 +331,14 @@ local function next_due(id, m, plan, now)
   end
   return n
 end
+-- The next due time, nil when the job has no fire left: the checked plan
+-- (`m.nx`, see SETTLE) or the coalescing rule.
+local function next_due(m, now)
+  if planned(m) then return m.nx end
+  local k = math.floor((now - m.due) / m.per) + 1
+  if k < 1 then k = 1 end
+  return m.due + k * m.per
+end
 local function to_next(id, m, nxt)
   redis.call('ZREM', K.l, id)
   m.due = nxt; m.att = 0; m.fc = 0
@@ -339,11 +346,11 @@ local function to_next(id, m, nxt)
 end
 -- After a failed or lost attempt: cancelled jobs end, exhausted ones go to
 -- the dead-letter set, the rest run again after an exponential backoff.
--- `plan` is given for a failure the worker reported (nil for a lapse):
--- then a periodic job with OnPanic::Continue (`sch`'s second letter `c`)
--- gives up an exhausted fire and goes on to its next one. Returns the
+-- For a failure the worker `reported` (not a lapse), a periodic job with
+-- OnPanic::Continue (`sch`'s second letter `c`) gives up an exhausted fire
+-- and goes on to its next one, if it has one to go to. Returns the
 -- status, and the next due time for `NEXT`.
-local function retry_or_dead(id, m, now, maxatt, base, cap, reason, plan)
+local function retry_or_dead(id, m, now, maxatt, base, cap, reason, reported)
   redis.call('ZREM', K.l, id)
   if m.can == 1 then
     finish(id, m, now)
@@ -351,8 +358,8 @@ local function retry_or_dead(id, m, now, maxatt, base, cap, reason, plan)
   end
   set_error(id, m, reason)
   if m.att >= maxatt then
-    if plan and string.sub(m.sch, 2, 2) == 'c' and (plan ~= '' or not planned(m)) then
-      local nxt = next_due(id, m, plan, now)
+    if reported and string.sub(m.sch, 2, 2) == 'c' and m.nx ~= false then
+      local nxt = next_due(m, now)
       if not nxt then
         finish(id, m, now)
         return 'DONE'
@@ -376,7 +383,7 @@ end
 local function lose(id, m, now, maxatt, base, cap, losts)
   losts[#losts + 1] = id .. '|' .. fmt(m.fen); losts[#losts + 1] = '1'
   m.fen = m.fen + 1
-  return retry_or_dead(id, m, now, maxatt, base, cap, 'lease expired', nil)
+  return retry_or_dead(id, m, now, maxatt, base, cap, 'lease expired', false)
 end
 -- The records of `ids`, decoded, all checked before any write.
 local function load_all(ids)
@@ -567,7 +574,16 @@ for j, id in ipairs(ids) do
   end
   if not fast[j] then
     local m = decode(id, raw) or false
-    if m then m.fp = fpa[j] end
+    if m then
+      m.fp = fpa[j]
+      -- The plan of a planned job's lease, checked now, before any write.
+      if planned(m) and m.st == 'l' and m.fen == tonumber(fences[j]) and ops[j] ~= 'r' then
+        m.nx = plan_of(id, m, plans[j])
+        if m.nx == false and ops[j] ~= 'f' then
+          error('settle of ' .. id .. ': a planned job needs its plan')
+        end
+      end
+    end
     ms[j] = m
   end
 end
@@ -580,7 +596,7 @@ end
 -- Every lease but a fast ack: what happens to it, logged unless it is a
 -- one-shot ack; returns the outcome as the log writes it.
 local function settle_one(j, id)
-  local op, m, plan = ops[j], ms[j], plans[j]
+  local op, m = ops[j], ms[j]
   local status, nxt = 'STALE', 0
   local key = id .. '|' .. fences[j]
   if m and m.st == 'l' and m.fen == tonumber(fences[j]) then
@@ -600,13 +616,13 @@ local function settle_one(j, id)
       lose(id, m, now, maxatt, base, cap, losts)
       key = nil
     elseif op == 'f' then
-      status, nxt = retry_or_dead(id, m, now, maxatt, base, cap, reasons[j], plan)
+      status, nxt = retry_or_dead(id, m, now, maxatt, base, cap, reasons[j], true)
     elseif m.can == 1 or not periodic(m) then
       done_with(id, m.err, m.fp)
       status = 'DONE'
     else
       -- An ack, or a skip: the job moves on to its next fire, if any.
-      nxt = next_due(id, m, plan, now)
+      nxt = next_due(m, now)
       clear_error(id, m)
       if nxt then
         to_next(id, m, nxt)

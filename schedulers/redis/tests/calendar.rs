@@ -399,6 +399,39 @@ fn assert_every_fire_ran_and_was_acked(
     n - dues.len()
 }
 
+/// Stops (SIGSTOP) the worker running a fire of `id` while the run is
+/// still going: the first run with no end in its worker's history, checked
+/// again once the worker is frozen (a loaded machine may have let it
+/// finish first: then it goes on, and the next run is taken). Returns the
+/// run's start.
+fn freeze_mid_run(ws: &[&WorkerProc], id: &str) -> Event {
+    let ended = |w: &WorkerProc, start: &Event| {
+        w.events()
+            .iter()
+            .any(|e| e.ev == "end" && e.id == id && e.fence == start.fence)
+    };
+    for _ in 0..5 {
+        let mut run = None;
+        assert!(wait_until(Duration::from_secs(10), || {
+            run = ws.iter().find_map(|w| {
+                starts(&w.events(), id)
+                    .into_iter()
+                    .find(|e| !ended(w, e))
+                    .cloned()
+                    .map(|e| (*w, e))
+            });
+            run.is_some()
+        }));
+        let (w, start) = run.unwrap();
+        w.signal("STOP");
+        if !ended(w, &start) {
+            return start;
+        }
+        w.signal("CONT");
+    }
+    panic!("no run of {id} could be caught before its end");
+}
+
 /// Waits until Redis's clock reads `ms`.
 fn wait_for_redis_time(s: &RedisScheduler, ms: i64) {
     assert!(wait_until(Duration::from_secs(10), || s.now_ms().unwrap() >= ms));
@@ -427,12 +460,7 @@ fn calendar_kill9_around_a_cron_boundary_loses_no_fire(be: &Backend) {
     let events = |ws: &BTreeMap<&str, WorkerProc>| all_events(&ws.values().collect::<Vec<_>>());
 
     // 1. Mid-handler: the run started, its 400 ms are not over.
-    assert!(wait_until(Duration::from_secs(10), || !starts(
-        &events(&ws),
-        "tick"
-    )
-    .is_empty()));
-    let killed = starts(&events(&ws), "tick")[0].clone();
+    let killed = freeze_mid_run(&ws.values().collect::<Vec<_>>(), "tick");
     ws.get_mut(killed.worker.as_str()).unwrap().kill9();
     ws.insert("c", WorkerProc::spawn(&be.url, &be.dir, "c", &o));
     assert!(
@@ -532,18 +560,12 @@ fn calendar_sigstop_past_the_lease_then_sigcont_writes_no_next_fire(be: &Backend
         .missed_runs(MissedRuns::Skip)
         .lateness_tolerance(Duration::from_millis(300));
     let first = s.schedule(&job).unwrap();
-    assert!(wait_until(Duration::from_secs(10), || !starts(
-        &all_events(&[&a, &b]),
-        "tick"
-    )
-    .is_empty()));
-    let paused_run = starts(&all_events(&[&a, &b]), "tick")[0].clone();
+    let paused_run = freeze_mid_run(&[&a, &b], "tick");
     let (mut paused, mut other) = if paused_run.worker == "a" {
         (a, b)
     } else {
         (b, a)
     };
-    paused.signal("STOP");
     let redone = wait_until(Duration::from_secs(10), || {
         acked(&other.events(), "tick")
             .iter()
