@@ -849,3 +849,113 @@ fn status_reply(v: &Value) -> Result<(String, i64, Option<i64>), Error> {
     };
     Ok((string(a.first())?, int(a.get(1))?, third))
 }
+
+/// The settle script's checks of a worker's plan, against a real server
+/// (feature `test-util`: `LocalRedis`).
+#[cfg(all(test, feature = "test-util"))]
+mod test {
+    use std::time::Duration;
+
+    use schedulers::calendar::MissedRuns;
+
+    use super::{Op, Settled, Store};
+    use crate::plan::Planned;
+    use crate::store::RetryPolicy;
+    use crate::{find_redis_server, Config, Job, JobInfo, JobState, LocalRedis};
+
+    const RETRY: RetryPolicy = RetryPolicy {
+        max_attempts: 3,
+        backoff_base_ms: 10,
+        backoff_max_ms: 40,
+    };
+
+    /// A server, or `None` outside CI when none is installed.
+    fn server() -> Option<LocalRedis> {
+        if find_redis_server().is_none() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "redis-server is not installed, and CI is set"
+            );
+            eprintln!("SKIPPED: redis-server not found");
+            return None;
+        }
+        Some(LocalRedis::start().expect("start redis-server"))
+    }
+
+    /// A plan is taken only from the fire's holder, based on the fire's
+    /// first claim and naming a later fire; anything else fails the call
+    /// and changes nothing. A paused worker's plan, however stale its view,
+    /// never lands: its fence is refused first.
+    #[test]
+    fn settle_takes_a_plan_only_from_the_fires_first_claim_naming_a_later_fire() {
+        let Some(redis) = server() else { return };
+        let store =
+            Store::new(&redis.url(), Config::default().namespace("plan").shards(1)).unwrap();
+        let mut con = store.conn();
+        let job = Job::new("j", "k")
+            .unwrap()
+            .at_fixed_rate(Duration::ZERO, Duration::from_secs(1))
+            .unwrap()
+            .missed_runs(MissedRuns::CatchUp);
+        let due = store.schedule(&mut con, &job, false).unwrap();
+        let claimed = store.claim(&mut con, &[(0, 10)], 60_000).unwrap();
+        let claimed = claimed.into_iter().next().unwrap().unwrap();
+        let c = &claimed.fires[0];
+        assert_eq!((c.fire.due_ms, c.first_ms), (due, claimed.now));
+        assert!(c.schedule.starts_with('c'), "{}", c.schedule);
+
+        let settle = |op: Op| {
+            let mut con = store.conn();
+            store.settle(&mut con, &[(&c.fire, &op)], RETRY).unwrap()[0]
+                .as_ref()
+                .map(|r| r.0.clone())
+                .map_err(|e| e.to_string())
+        };
+        let plan = |first_ms, next_ms| {
+            Op::Ack(Some(Planned {
+                first_ms,
+                next_ms: Some(next_ms),
+            }))
+        };
+        let refused = [
+            (plan(c.first_ms - 1, due + 1000), "not from its first claim"),
+            (plan(c.first_ms, due), "is not after"),
+            (Op::Ack(None), "needs its plan"),
+        ];
+        for (op, why) in refused {
+            let e = settle(op).unwrap_err();
+            assert!(e.contains(why), "{e}");
+            match store.inspect(&mut con, "j").unwrap() {
+                Some(JobInfo::Live {
+                    state: JobState::Leased,
+                    due_ms,
+                    fence,
+                    ..
+                }) => assert_eq!((due_ms, fence), (due, c.fire.fence), "nothing changed"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            settle(plan(c.first_ms, due + 1000)),
+            Ok(Settled::Next(due + 1000))
+        );
+        // A repeat (a lost reply) gets the first answer; a different plan
+        // under the same, ended, lease changes nothing either.
+        assert_eq!(
+            settle(plan(c.first_ms, due + 1000)),
+            Ok(Settled::Next(due + 1000))
+        );
+        assert_eq!(
+            settle(plan(c.first_ms, due + 5000)),
+            Ok(Settled::Next(due + 1000))
+        );
+        match store.inspect(&mut con, "j").unwrap() {
+            Some(JobInfo::Live {
+                state: JobState::Scheduled,
+                due_ms,
+                ..
+            }) => assert_eq!(due_ms, due + 1000),
+            other => panic!("{other:?}"),
+        }
+    }
+}
