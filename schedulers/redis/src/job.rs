@@ -362,7 +362,9 @@ pub enum JobInfo {
         payload: String,
         /// Its state.
         state: JobState,
-        /// Due time of its next (or current) fire, ms since the epoch.
+        /// Due time of its next (or current) fire, ms since the epoch: as
+        /// stored, so for a late fire that its missed-run policy runs for
+        /// a later point ([`Fire::due_ms`]) the fire's own due time.
         due_ms: i64,
         /// When it is queued to run (later than `due_ms` for a retry).
         run_ms: i64,
