@@ -807,10 +807,12 @@ impl Claimer<'_> {
             self.heads[c.shard] = c.head;
             self.backlogged[c.shard] = c.fires.len() >= limit;
             got += c.fires.len();
+            // Planned outside the lock: a late fire's plan steps through
+            // every fire time it missed.
+            let routed: Vec<_> = c.fires.into_iter().map(route).collect();
             let mut held = self.sh.held();
-            for claimed in c.fires {
+            for (fire, plan, op) in routed {
                 self.next_key += 1;
-                let (fire, plan, op) = route(claimed);
                 let h = Arc::new(Held {
                     key: self.next_key,
                     fire,
