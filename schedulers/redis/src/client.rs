@@ -135,7 +135,9 @@ impl RedisScheduler {
     }
 
     /// Schedules a fixed-rate job: first due after `initial_delay`, then every
-    /// `period` on that grid, missed runs coalesced.
+    /// `period` on that grid, missed runs coalesced (see
+    /// [`Job::at_fixed_rate`]; choose otherwise with [`Job::missed_runs`]
+    /// and [`schedule`](Self::schedule)).
     ///
     /// # Errors
     ///
@@ -153,6 +155,45 @@ impl RedisScheduler {
             &Job::new(id, kind)?
                 .payload(payload)?
                 .at_fixed_rate(initial_delay, period)?,
+        )
+    }
+
+    /// Schedules a calendar job: due at every fire time of `calendar` (a
+    /// cron expression in an IANA time zone), the first one being the
+    /// first after Redis's clock now; missed runs caught up, a fire failing
+    /// its last attempt dead-letters the job (choose otherwise with
+    /// [`Job::missed_runs`] and [`Job::on_panic`], and
+    /// [`schedule`](Self::schedule)). Returns the first due time.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule_after`](Self::schedule_after), plus
+    /// [`Error::InvalidSchedule`] for a zone without an IANA name or a
+    /// calendar with no fire time left.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedulers_redis::calendar::Calendar;
+    /// use schedulers_redis::{Config, RedisScheduler};
+    ///
+    /// let sched = RedisScheduler::connect("redis://127.0.0.1:6379/", Config::default())?;
+    /// let payday = Calendar::parse_in("0 0 9 LW * ?", "America/New_York")?; // 09:00 on the last weekday
+    /// let first = sched.schedule_calendar("payroll", "payroll", &(), &payday)?;
+    /// println!("first run at {first} ms");
+    /// # Ok::<(), schedulers_redis::Error>(())
+    /// ```
+    pub fn schedule_calendar<T: serde::Serialize + ?Sized>(
+        &self,
+        id: &str,
+        kind: &str,
+        payload: &T,
+        calendar: &schedulers::calendar::Calendar,
+    ) -> Result<i64, Error> {
+        self.schedule(
+            &Job::new(id, kind)?
+                .payload(payload)?
+                .on_calendar(calendar)?,
         )
     }
 

@@ -12,7 +12,10 @@
 //!   shard once per `poll_interval`, and from wake-up hints)
 //!   and sleeps until the earliest one, or until the buffer has room for a
 //!   round (a quarter of it). At a backlog it keeps two rounds in flight,
-//!   on two connections, so Redis runs one while it buffers the other;
+//!   on two connections, so Redis runs one while it buffers the other. It
+//!   plans each fire of a planned periodic job as it takes it (see
+//!   [`plan`](crate::plan)), and hands a fire its missed-run policy skips
+//!   straight to the settler;
 //! - the **waker** listens to the shards' wake-up channels (Pub/Sub): a
 //!   producer whose job becomes a shard's earliest one publishes its run
 //!   time, so a sleeping claimer learns of it at once;
@@ -57,7 +60,8 @@ use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 
 use crate::conn::{clone_error, Conn, Heard};
 use crate::job::{AckOutcome, Fire};
-use crate::store::{ClaimSent, Op, RetryPolicy, Settled, Store, MAX_BATCH};
+use crate::plan::{Decision, Planned, Schedule};
+use crate::store::{ClaimSent, ClaimedFire, Op, RetryPolicy, Settled, Store, MAX_BATCH};
 use crate::{Config, Error};
 
 /// A handler's error: any error type, reported as text in the job's record.
@@ -112,6 +116,23 @@ pub enum WorkerEvent {
     Released {
         /// The run.
         fire: Fire,
+    },
+    /// A late fire of a periodic job whose policy is
+    /// [`MissedRuns::Skip`](crate::calendar::MissedRuns::Skip) was passed
+    /// over: its handler never ran.
+    Skipped {
+        /// The fire, at its due time (the first of those passed over).
+        fire: Fire,
+        /// How many fire times were passed over: this one and the others
+        /// due by its first claim.
+        skipped: u64,
+        /// What the skip did: `Next(t)` (the job's next fire), `Done` (its
+        /// calendar has no fire left, or it was cancelled), `Stale` (the
+        /// lease was lost first; the next holder plans the same skip), or
+        /// `Error`.
+        outcome: AckOutcome,
+        /// When (Redis clock; 0 if Redis could not be reached).
+        at_ms: i64,
     },
     /// Talking to Redis failed; the thread backs off and retries.
     RedisError {
@@ -427,6 +448,8 @@ fn seed() -> u64 {
 struct Held {
     key: u64,
     fire: Fire,
+    /// The plan of a planned periodic job's fire, for its settle.
+    plan: Option<Planned>,
     /// When the claim reply arrived.
     claimed_at: Instant,
     /// The lease was refused or reaped: someone else may run the job.
@@ -729,6 +752,8 @@ struct Round {
 /// The claimer's state: what it knows of the shards and its rounds in flight.
 struct Claimer<'a> {
     sh: &'a Shared,
+    /// To the settler, for fires that run no handler (skipped, unplannable).
+    done: Sender<Done>,
     cons: Vec<Conn>,
     flight: VecDeque<Round>,
     heads: Vec<Option<i64>>,
@@ -782,17 +807,25 @@ impl Claimer<'_> {
             self.heads[c.shard] = c.head;
             self.backlogged[c.shard] = c.fires.len() >= limit;
             got += c.fires.len();
+            // Planned outside the lock: a late fire's plan steps through
+            // every fire time it missed.
+            let routed: Vec<_> = c.fires.into_iter().map(route).collect();
             let mut held = self.sh.held();
-            for fire in c.fires {
+            for (fire, plan, op) in routed {
                 self.next_key += 1;
                 let h = Arc::new(Held {
                     key: self.next_key,
                     fire,
+                    plan,
                     claimed_at: at,
                     lost: AtomicBool::new(false),
                     settling: AtomicBool::new(false),
                 });
                 held.insert(self.next_key, h.clone());
+                if let Some(op) = op {
+                    let _ = self.done.send(Done { held: h, op });
+                    continue;
+                }
                 self.sh.queued.fetch_add(1, Ordering::AcqRel);
                 // Never blocks: no more than the room was claimed.
                 let _ = self.buf.send(h);
@@ -825,6 +858,7 @@ fn claim_loop(
     let n = sh.store.shards.len();
     let mut c = Claimer {
         sh,
+        done: done.clone(),
         cons: (0..CLAIMS_IN_FLIGHT).map(|_| sh.store.conn()).collect(),
         flight: VecDeque::new(),
         heads: vec![None; n],
@@ -961,11 +995,11 @@ fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
             at_ms: fire.claimed_ms + h.claimed_at.elapsed().as_millis() as i64,
         });
         let op = match sh.handlers.get(&fire.kind) {
-            None => Op::Fail(format!("no handler for kind {:?}", fire.kind)),
+            None => Op::Fail(format!("no handler for kind {:?}", fire.kind), h.plan),
             Some(f) => match catch_unwind(AssertUnwindSafe(|| f(fire))) {
-                Ok(Ok(())) => Op::Ack,
-                Ok(Err(e)) => Op::Fail(e.to_string()),
-                Err(p) => Op::Fail(panic_message(&*p)),
+                Ok(Ok(())) => Op::Ack(h.plan),
+                Ok(Err(e)) => Op::Fail(e.to_string(), h.plan),
+                Err(p) => Op::Fail(panic_message(&*p), h.plan),
             },
         };
         let _ = done.send(Done { held: h, op });
@@ -1145,12 +1179,23 @@ fn report_settled(sh: &Shared, finished: Vec<(Done, SettleEnd)>) {
                 Ok(_) => {}
                 Err(message) => sh.emit(|| WorkerEvent::RedisError { message }),
             },
-            Op::Ack | Op::Fail(_) => {
+            Op::Skip(_, skipped) => {
+                if outcome == AckOutcome::Stale && !d.held.lost.swap(true, Ordering::AcqRel) {
+                    sh.emit(|| WorkerEvent::LeaseLost { fire: fire.clone() });
+                }
+                sh.emit(|| WorkerEvent::Skipped {
+                    fire: fire.clone(),
+                    skipped,
+                    outcome,
+                    at_ms,
+                });
+            }
+            Op::Ack(_) | Op::Fail(..) => {
                 if outcome == AckOutcome::Stale && !d.held.lost.swap(true, Ordering::AcqRel) {
                     sh.emit(|| WorkerEvent::LeaseLost { fire: fire.clone() });
                 }
                 let error = match &d.op {
-                    Op::Fail(why) => Some(why.clone()),
+                    Op::Fail(why, _) => Some(why.clone()),
                     _ => None,
                 };
                 sh.emit(|| WorkerEvent::Finished {
@@ -1283,6 +1328,36 @@ fn wake_loop(sh: &Shared, stop: &Receiver<()>) {
             sh.redis_error(&e);
             let _ = stop.recv_timeout(backoff);
             backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+/// What the claimer does with a claimed fire: its plan if the worker plans
+/// it (the fire then stands for the plan's grid point), and the op that
+/// settles it at once when no handler is to run: a skip, or a failure when
+/// the fire cannot be planned here (a calendar this process cannot read).
+fn route(claimed: ClaimedFire) -> (Fire, Option<Planned>, Option<Op>) {
+    let ClaimedFire {
+        mut fire,
+        first_ms,
+        schedule,
+    } = claimed;
+    let decision = Schedule::decode(&schedule).and_then(|s| match s {
+        Some(s) => s.plan(fire.due_ms, first_ms, fire.period_ms),
+        None => Ok(None),
+    });
+    match decision {
+        Ok(None) => (fire, None, None),
+        Ok(Some(Decision::Run { due_ms, plan })) => {
+            fire.due_ms = due_ms;
+            (fire, Some(plan), None)
+        }
+        Ok(Some(Decision::Skip { plan, skipped })) => {
+            (fire, Some(plan), Some(Op::Skip(plan, skipped)))
+        }
+        Err(e) => {
+            let why = format!("the fire could not be planned: {e}");
+            (fire, None, Some(Op::Fail(why, None)))
         }
     }
 }
