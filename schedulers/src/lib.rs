@@ -116,11 +116,14 @@
 //! - [`coming_from_java`]: `Timer`, `ScheduledExecutorService`, Netty's and
 //!   Kafka's timers, call by call.
 //! - [`coming_from_tokio`]: when to use this crate and when `tokio::time`.
-//! - [`calendar::guide`]: calendar schedules, cron in a time zone (the
-//!   syntax, the DST rule, missed runs beside Quartz's and tokio's); the
-//!   pure part, [`calendar`], previews the next fire times.
+//! - [`calendar::guide`]: calendar tasks, cron in a time zone
+//!   ([`SchedulerExt::schedule_calendar`], [`Task::calendar`]): the syntax,
+//!   the DST rule, what happens when the wall clock steps or the machine
+//!   resumes, missed runs beside Quartz's and tokio's; the pure part,
+//!   [`calendar`], previews the next fire times.
 //! - The crate's `examples/`: ack timeouts, idle connections, a periodic job
-//!   and its shutdown, awaiting from tokio, rayon, choosing at run time.
+//!   and its shutdown, a nightly job by the calendar, awaiting from tokio,
+//!   rayon, choosing at run time.
 //!
 //! # Hello, timer
 //!
