@@ -261,7 +261,10 @@ impl ManualClock {
         loop {
             let seen = *lock(&self.inner.progress);
             let now = self.now();
-            if self.drivers().iter().all(|d| done(d.as_ref(), now)) {
+            // A task may move time while the drivers are looked at (an
+            // advance from inside it): what they did then is judged by the
+            // time they did it at, so look again if time moved meanwhile.
+            if self.drivers().iter().all(|d| done(d.as_ref(), now)) && self.now() == now {
                 return;
             }
             if SystemClock.now().duration_since(start) > SETTLE_LIMIT {
