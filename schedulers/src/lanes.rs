@@ -16,7 +16,7 @@
 //! first in first out, applies the last one last.
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use spin::relax::Yield;
@@ -60,11 +60,25 @@ impl Spot {
     /// No hint.
     pub(crate) const NONE: Spot = Spot(u32::MAX);
     const LANE_BITS: u32 = 4;
+    /// Positions past 128 Ki (a lane the driver has not emptied for long)
+    /// get no hint.
+    const POSITION_BITS: u32 = 17;
+    const EPOCH_BITS: u32 = 32 - Spot::LANE_BITS - Spot::POSITION_BITS;
 
-    fn new(lane: usize, position: usize) -> Spot {
-        match u32::try_from(position) {
-            Ok(p) if p < (u32::MAX >> Spot::LANE_BITS) => Spot(p << Spot::LANE_BITS | lane as u32),
-            _ => Spot::NONE,
+    /// The entry at `position` in `lane`, in the lane's `epoch`-th filling
+    /// (see `Slot::drains`; kept modulo 2^11, so an old spot may match by
+    /// chance, which costs a look under the lock and nothing else).
+    fn new(lane: usize, position: usize, epoch: u32) -> Spot {
+        if position >= 1 << Spot::POSITION_BITS {
+            return Spot::NONE;
+        }
+        let epoch = epoch & ((1 << Spot::EPOCH_BITS) - 1);
+        let spot = epoch << (Spot::LANE_BITS + Spot::POSITION_BITS)
+            | (position as u32) << Spot::LANE_BITS
+            | lane as u32;
+        match Spot(spot) {
+            Spot::NONE => Spot::NONE,
+            spot => spot,
         }
     }
 
@@ -73,7 +87,11 @@ impl Spot {
     }
 
     fn position(self) -> usize {
-        (self.0 >> Spot::LANE_BITS) as usize
+        ((self.0 >> Spot::LANE_BITS) & ((1 << Spot::POSITION_BITS) - 1)) as usize
+    }
+
+    fn epoch(self) -> u32 {
+        self.0 >> (Spot::LANE_BITS + Spot::POSITION_BITS)
     }
 }
 
@@ -131,6 +149,10 @@ pub(crate) struct Slot {
     /// The earliest deadline of the lane's entries (`NEVER` when empty):
     /// the driver never sleeps past it.
     earliest: AtomicU64,
+    /// How many times the driver took the new timers out of this lane: a
+    /// canceller whose spot names an earlier filling knows its entry is
+    /// gone without taking the lock.
+    drains: AtomicU32,
 }
 
 /// Every lane of a scheduler.
@@ -161,7 +183,8 @@ impl Held<'_> {
     pub(crate) fn submit(&mut self, entry: Submitted) -> Spot {
         self.lane.submitted.push(entry);
         self.due_by(entry.deadline);
-        Spot::new(self.index, self.lane.submitted.len() - 1)
+        let epoch = self.slot.drains.load(Relaxed);
+        Spot::new(self.index, self.lane.submitted.len() - 1, epoch)
     }
 
     /// Pushes a reset's entry.
@@ -218,6 +241,7 @@ impl Lanes {
                     dirty: AtomicBool::new(false),
                     marked: AtomicU64::new(0),
                     earliest: AtomicU64::new(u64::MAX),
+                    drains: AtomicU32::new(0),
                 })
                 .collect(),
         }
@@ -233,9 +257,17 @@ impl Lanes {
         self.hold(key as usize % LANES)
     }
 
-    /// The lane `spot` names, locked; `None` for no spot.
+    /// The lane `spot` names, locked, if its entry may still be there:
+    /// `None` for no spot, or if the driver emptied the lane since (read
+    /// without the lock: the count only grows under it, after the entries
+    /// left).
     pub(crate) fn of_spot(&self, spot: Spot) -> Option<Held<'_>> {
-        (spot != Spot::NONE).then(|| self.hold(spot.lane()))
+        if spot == Spot::NONE {
+            return None;
+        }
+        let drains = self.slots[spot.lane()].drains.load(Relaxed);
+        let epoch = drains & ((1 << Spot::EPOCH_BITS) - 1);
+        (epoch == spot.epoch()).then(|| self.hold(spot.lane()))
     }
 
     /// Timers cancelled before the driver took them in, in every lane.
@@ -288,8 +320,9 @@ impl Lanes {
     }
 
     /// Every lane locked at once, in order (callers take one lane at a
-    /// time, so this cannot deadlock with them). Clears the dirty marks;
-    /// the caller empties the lanes.
+    /// time, so this cannot deadlock with them). Clears the dirty marks
+    /// and counts a filling of each lane with new timers in it: the caller
+    /// empties the lanes.
     pub(crate) fn all(&self) -> Vec<MutexGuard<'_, Lane>> {
         self.slots
             .iter()
@@ -297,8 +330,61 @@ impl Lanes {
                 let lane = lock(&s.lane);
                 s.dirty.store(false, Relaxed);
                 s.earliest.store(u64::MAX, Relaxed);
+                if !lane.submitted.is_empty() {
+                    // Under the lock, the only writer.
+                    s.drains
+                        .store(s.drains.load(Relaxed).wrapping_add(1), Relaxed);
+                }
                 lane
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn a_spot_names_lane_position_and_filling() {
+        let spot = Spot::new(5, 1234, 77);
+        assert_eq!((spot.lane(), spot.position(), spot.epoch()), (5, 1234, 77));
+        let wrapped = Spot::new(15, 0, 1 << Spot::EPOCH_BITS);
+        assert_eq!(wrapped.epoch(), 0, "fillings are counted modulo 2^11");
+        assert_eq!(Spot::new(0, 1 << Spot::POSITION_BITS, 0), Spot::NONE);
+        let all_ones = (1 << Spot::EPOCH_BITS) - 1;
+        assert_eq!(
+            Spot::new(15, (1 << Spot::POSITION_BITS) - 1, all_ones),
+            Spot::NONE
+        );
+    }
+
+    /// A canceller finds its entry through its spot until the driver
+    /// empties the lane; after that, without taking the lane's lock.
+    #[test]
+    fn a_spot_is_stale_once_its_lane_was_emptied() {
+        let lanes = Lanes::new();
+        let mut held = lanes.mine();
+        let spot = held.submit(Submitted {
+            key: 7,
+            deadline: 5,
+        });
+        drop(held);
+        let found = lanes
+            .of_spot(spot)
+            .and_then(|mut h| h.at(spot, 7).map(|e| e.key));
+        assert_eq!(found, Some(7));
+        for mut lane in lanes.all() {
+            lane.submitted.clear();
+        }
+        assert!(lanes.of_spot(spot).is_none(), "emptied since");
+        assert!(lanes.of_spot(Spot::NONE).is_none());
+        let mut held = lanes.mine();
+        let next = held.submit(Submitted {
+            key: 8,
+            deadline: 5,
+        });
+        drop(held);
+        assert!(lanes.of_spot(next).is_some(), "the next filling");
     }
 }

@@ -128,6 +128,26 @@ impl Slab {
         self.body(key).with_mut(|body| f(unsafe { &mut *body }))
     }
 
+    /// As [`Slab::with_body`], with the state word of `key` too (found
+    /// once for both).
+    ///
+    /// # Safety
+    ///
+    /// As [`Slab::with_body`].
+    pub(crate) unsafe fn with_cell<'a, R>(
+        &'a self,
+        key: Key,
+        f: impl FnOnce(&'a AtomicU32, &mut Body) -> R,
+    ) -> R {
+        let (segment, offset) = locate(key);
+        let (Some(words), Some(bodies)) = (self.words[segment].get(), self.bodies[segment].get())
+        else {
+            unreachable!("a key is only handed out once its segment exists");
+        };
+        // SAFETY: the caller holds the body, so this is the only reference.
+        bodies[offset].with_mut(|body| f(&words[offset], unsafe { &mut *body }))
+    }
+
     /// Calls `f` on the body of `key`, shared.
     ///
     /// # Safety

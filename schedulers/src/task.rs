@@ -139,11 +139,6 @@ impl Task {
         Task { body }
     }
 
-    /// True for the periodic kinds.
-    pub(crate) fn is_periodic(&self) -> bool {
-        self.body.repeat() != Repeat::Once
-    }
-
     /// A one-shot task; its value, if any, is dropped. Use
     /// [`SchedulerExt::schedule`](crate::SchedulerExt::schedule) to get the
     /// value back through a [`ScheduledFuture`](crate::ScheduledFuture).

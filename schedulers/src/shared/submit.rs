@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::calendar::wall_after;
 use super::{Shared, When};
 use crate::calendar::jiff::Timestamp;
-use crate::calendar::CalendarError;
+use crate::calendar::{Calendar, CalendarError};
 use crate::clock::Timebase;
 use crate::core::Key;
 use crate::error::{Error, Kind, Rejected};
@@ -20,7 +20,10 @@ impl Shared {
     /// one reference for the caller's handle, and where its entry waits
     /// for the driver; or the task with the reason it was refused.
     pub(crate) fn submit(&self, when: When, task: Task) -> Result<(Key, Spot), Rejected> {
-        let (deadline, first_fire) = match self.first_deadline(when, &task) {
+        let rule = task.body.rule();
+        let periodic = rule.is_some();
+        let calendar = rule.and_then(|rule| rule.calendar.as_deref());
+        let (deadline, first_fire) = match self.first_deadline(when, calendar) {
             Ok(first) => first,
             Err(e) => return Err(Rejected::new(e, Some(task))),
         };
@@ -29,7 +32,6 @@ impl Shared {
             let error = Error::new(Kind::PendingLimit(self.pending_limit));
             return Err(Rejected::new(error, Some(task)));
         }
-        let periodic = task.is_periodic();
         let mut held = self.lanes.mine();
         // Under the lane's lock: `shutdown` takes every lane's lock after
         // it sets the flag, so it sees this push or we see the flag.
@@ -53,13 +55,14 @@ impl Shared {
         // SAFETY: a free key: no other thread holds its body until the
         // state word is armed and the key pushed. Its body is empty (a key
         // is emptied before it is freed), so there is nothing to drop.
-        unsafe {
-            self.slab.with_body(key, |body| {
+        let word = unsafe {
+            self.slab.with_cell(key, |word, body| {
                 debug_assert!(body.is_empty());
                 std::mem::forget(std::mem::replace(body, task.body));
+                word
             })
         };
-        state::arm(self.slab.word(key), periodic, first_fire.is_some());
+        state::arm(word, periodic, first_fire.is_some());
         let spot = held.submit(Submitted { key, deadline });
         if let Some(due) = first_fire {
             held.lane.calendars.push((key, due));
@@ -126,9 +129,13 @@ impl Shared {
 
     /// A new task's first deadline in ticks, and for a calendar task the
     /// same by the wall clock: its first fire time after `when`.
-    fn first_deadline(&self, when: When, task: &Task) -> Result<(u64, Option<Timestamp>), Error> {
+    fn first_deadline(
+        &self,
+        when: When,
+        calendar: Option<&Calendar>,
+    ) -> Result<(u64, Option<Timestamp>), Error> {
         let deadline = self.deadline(when)?;
-        let Some(calendar) = task.body.rule().and_then(|rule| rule.calendar.as_deref()) else {
+        let Some(calendar) = calendar else {
             return Ok((deadline, None));
         };
         let (now, wall_now) = (self.now(), self.wall_now());
