@@ -333,6 +333,26 @@ pub fn reset_and_cancel_of_a_calendar_task(h: &Harness) {
     assert_eq!(s.metrics().pending, 0);
 }
 
+/// A fixed-rate task every `period` that logs its runs; its `n`-th run
+/// (from 1) also calls `during` (to take time, or to panic).
+fn logged_fixed_rate(
+    h: &Harness,
+    period: Duration,
+    n: usize,
+    during: impl Fn(&ManualClock) + Send + 'static,
+) -> (Log<()>, Task) {
+    let log = Log::new();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let task = Task::fixed_rate(period, move || {
+        l.record(&clock, ());
+        if l.len() == n {
+            during(&clock);
+        }
+    })
+    .unwrap();
+    (log, task)
+}
+
 /// A fixed-rate task's missed runs after a slow run, by policy: the grid
 /// is every 100 ms from 0 and the first run takes 350 ms.
 pub fn fixed_rate_missed_runs_follow_the_policy(h: &Harness) {
@@ -346,17 +366,8 @@ pub fn fixed_rate_missed_runs_follow_the_policy(h: &Harness) {
     for (policy, expected, skipped) in cases {
         let h = h.fresh();
         let s = h.scheduler();
-        let log = Log::new();
-        let (l, clock) = (log.clone(), h.clock.clone());
-        let task = Task::fixed_rate(ms(100), move || {
-            l.record(&clock, ());
-            if l.len() == 1 {
-                clock.advance(ms(350));
-            }
-        })
-        .unwrap()
-        .missed_runs(policy)
-        .unwrap();
+        let (log, task) = logged_fixed_rate(&h, ms(100), 1, |clock| clock.advance(ms(350)));
+        let task = task.missed_runs(policy).unwrap();
         let handle = s.submit(Duration::ZERO, task).unwrap();
         h.advance(Duration::ZERO);
         let last = *expected.last().unwrap();
@@ -379,19 +390,13 @@ pub fn fixed_rate_missed_runs_follow_the_policy(h: &Harness) {
 /// applies.
 pub fn lateness_within_the_tolerance_is_not_a_missed_run(h: &Harness) {
     let s = h.scheduler();
-    let log = Log::new();
-    let (l, clock) = (log.clone(), h.clock.clone());
-    let task = Task::fixed_rate(ms(100), move || {
-        l.record(&clock, ());
-        if l.len() == 1 {
-            clock.advance(ms(130)); // 30 ms into the next period
-        }
-    })
-    .unwrap()
-    .missed_runs(MissedRuns::Skip)
-    .unwrap()
-    .missed_run_tolerance(ms(50))
-    .unwrap();
+    // The first run ends 30 ms into the next period.
+    let (log, task) = logged_fixed_rate(h, ms(100), 1, |clock| clock.advance(ms(130)));
+    let task = task
+        .missed_runs(MissedRuns::Skip)
+        .unwrap()
+        .missed_run_tolerance(ms(50))
+        .unwrap();
     let handle = s.submit(Duration::ZERO, task).unwrap();
     h.advance(Duration::ZERO);
     h.advance_past(ms(200));
@@ -409,17 +414,8 @@ pub fn lateness_within_the_tolerance_is_not_a_missed_run(h: &Harness) {
 /// schedule; the default stops it.
 pub fn a_periodic_task_may_continue_after_a_panic(h: &Harness) {
     let s = h.scheduler();
-    let log = Log::new();
-    let (l, clock) = (log.clone(), h.clock.clone());
-    let task = Task::fixed_rate(ms(10), move || {
-        l.record(&clock, ());
-        if l.len() == 2 {
-            panic!("second run failed");
-        }
-    })
-    .unwrap()
-    .on_panic(OnPanic::Continue)
-    .unwrap();
+    let (log, task) = logged_fixed_rate(h, ms(10), 2, |_| panic!("second run failed"));
+    let task = task.on_panic(OnPanic::Continue).unwrap();
     let handle = s.submit(ms(10), task).unwrap();
     for _ in 0..5 {
         h.advance_ms(10);
