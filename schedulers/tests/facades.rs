@@ -48,7 +48,11 @@ fn series(scheduler: &str) -> HashMap<(String, String), Value> {
     let mut out = HashMap::new();
     for (key, _, _, value) in snapshotter().snapshot().into_vec() {
         let key = key.key();
-        let label = |name: &str| key.labels().find(|l| l.key() == name).map(|l| l.value().to_owned());
+        let label = |name: &str| {
+            key.labels()
+                .find(|l| l.key() == name)
+                .map(|l| l.value().to_owned())
+        };
         if label("scheduler").as_deref() != Some(scheduler) {
             continue;
         }
@@ -56,7 +60,9 @@ fn series(scheduler: &str) -> HashMap<(String, String), Value> {
         let value = match value {
             DebugValue::Counter(n) => Value::Count(n),
             DebugValue::Gauge(g) => Value::Level(g.into_inner()),
-            DebugValue::Histogram(v) => Value::Values(v.into_iter().map(|f| f.into_inner()).collect()),
+            DebugValue::Histogram(v) => {
+                Value::Values(v.into_iter().map(|f| f.into_inner()).collect())
+            }
         };
         out.insert((key.name().to_owned(), sub), value);
     }
@@ -90,7 +96,9 @@ fn the_metrics_facade_gets_every_figure_under_its_name() {
     s.submit(ms(1000), tick).unwrap();
     let cancelled = s.schedule(ms(9000), || ()).unwrap();
     assert!(cancelled.handle().cancel());
-    assert!(s.submit(Duration::MAX, Task::once(|| ()).named("far")).is_err());
+    assert!(s
+        .submit(Duration::MAX, Task::once(|| ()).named("far"))
+        .is_err());
     clock.advance(ms(1000)); // job, bad and tick on time
     clock.advance(ms(3500)); // the unnamed one 2.5 s late; tick skips 2, 3 and 4 s
     let m = s.metrics();
@@ -103,10 +111,19 @@ fn the_metrics_facade_gets_every_figure_under_its_name() {
     assert_eq!(get(&got, observe::PANICS, "job"), &Value::Count(0));
     assert_eq!(get(&got, observe::SKIPPED, "tick"), &Value::Count(3));
     assert_eq!(get(&got, observe::REJECTED, "far"), &Value::Count(1));
-    assert_eq!(get(&got, observe::LATENESS, "job"), &Value::Values(vec![0.0]));
+    assert_eq!(
+        get(&got, observe::LATENESS, "job"),
+        &Value::Values(vec![0.0])
+    );
     assert_eq!(get(&got, observe::LATENESS, ""), &Value::Values(vec![2.5]));
-    assert_eq!(get(&got, observe::RUN_TIME, "job"), &Value::Values(vec![0.0]));
-    assert_eq!(get(&got, observe::CANCELLED, ""), &Value::Count(m.cancelled));
+    assert_eq!(
+        get(&got, observe::RUN_TIME, "job"),
+        &Value::Values(vec![0.0])
+    );
+    assert_eq!(
+        get(&got, observe::CANCELLED, ""),
+        &Value::Count(m.cancelled)
+    );
     assert_eq!(m.cancelled, 1);
     let pending = |kind| get(&got, observe::PENDING, kind);
     assert_eq!(pending("one_shot"), &Value::Level(0.0));
@@ -144,7 +161,8 @@ impl Visit for Seen {
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.fields.insert(field.name().to_owned(), value.to_owned());
+        self.fields
+            .insert(field.name().to_owned(), value.to_owned());
     }
 }
 
@@ -249,7 +267,11 @@ fn every_run_is_a_span_and_panics_and_rejections_are_events() {
     assert_eq!(spans.len(), 3, "{spans:?}");
     for span in &spans {
         assert_eq!(
-            (span.name.as_str(), span.level.as_str(), span.target.as_str()),
+            (
+                span.name.as_str(),
+                span.level.as_str(),
+                span.target.as_str()
+            ),
             ("run", "DEBUG", "schedulers::run")
         );
     }
@@ -281,5 +303,8 @@ fn every_run_is_a_span_and_panics_and_rejections_are_events() {
         .find(|e| e.level == "DEBUG")
         .expect("a rejection event");
     assert_eq!(field(rejected, "task"), "late");
-    assert!(field(rejected, "error").contains("shut down"), "{rejected:?}");
+    assert!(
+        field(rejected, "error").contains("shut down"),
+        "{rejected:?}"
+    );
 }
