@@ -388,6 +388,7 @@ mod client;
 mod config;
 mod conn;
 mod error;
+mod figures;
 mod job;
 pub mod keys;
 #[cfg(feature = "test-util")]
@@ -404,6 +405,7 @@ pub use client::RedisScheduler;
 pub use config::Tls;
 pub use config::{Config, Durability, DEFAULT_MAX_PAYLOAD, DEFAULT_SHARDS};
 pub use error::Error;
+pub use figures::{WorkerMetrics, FAILURES, LEASES_LOST};
 pub use job::{AckOutcome, CancelOutcome, Fire, Job, JobInfo, JobState, When, MAX_ID_LEN};
 pub use keys::shard_of;
 #[cfg(feature = "test-util")]
@@ -417,4 +419,5 @@ pub use probe::{claim_ceiling, Ceiling};
 /// missed-run and panic policies, from the `schedulers` crate: what
 /// [`Job::on_calendar`], [`Job::missed_runs`] and [`Job::on_panic`] take.
 pub use schedulers::calendar;
+pub use schedulers::{Histogram, NamedMetrics};
 pub use worker::{HandlerError, Worker, WorkerBuilder, WorkerEvent, WorkerStats};
