@@ -31,7 +31,7 @@ pub fn cross_check(results: &Results) -> Vec<String> {
             let p = |m| value(m).map_or("-".to_owned(), |v| format!("{v:.1}"));
             let runs = value(Metric::OwnLatenessRunsGap).unwrap_or(0.0);
             out.push(format!(
-                "{}: {}'s own lateness agrees with the workbench's: mean {own:.2} µs against {ours:.2} µs,                  the workbench's later by {gap:.0} ns ({:.1} clock reads of {read:.0} ns);                  p50 {} against {} µs, p99 {} against {} µs{}",
+                "{}: {}'s own lateness agrees with the workbench's: mean {own:.2} µs against {ours:.2} µs, the workbench's later by {gap:.0} ns ({:.1} clock reads of {read:.0} ns); p50 {} against {} µs, p99 {} against {} µs{}",
                 w.name,
                 s.name,
                 gap / read,
