@@ -30,6 +30,7 @@ use std::marker::PhantomData;
 use std::mem::{align_of, size_of, MaybeUninit};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
+use std::sync::Arc;
 
 use crate::error::Error;
 use crate::task::{Repeat, Rule, TaskContext};
@@ -124,6 +125,8 @@ enum Holds {
 /// reference to one is `'static` (promoted).
 struct Table {
     holds: Holds,
+    /// The body is a [`Named`] wrapper.
+    named: bool,
     /// How the task repeats: none but for a periodic closure.
     ///
     /// # Safety
@@ -194,6 +197,7 @@ unsafe fn no_rule_mut(_: &mut Body) -> Option<&mut Rule> {
 
 const EMPTY: Table = Table {
     holds: Holds::Nothing,
+    named: false,
     rule: no_rule,
     rule_mut: no_rule_mut,
     run: run_nothing,
@@ -211,6 +215,7 @@ where
 {
     const TABLE: Table = Table {
         holds: Holds::Closure,
+        named: false,
         rule: no_rule,
         rule_mut: no_rule_mut,
         run: Self::run,
@@ -244,6 +249,7 @@ where
 {
     const TABLE: Table = Table {
         holds: Holds::Closure,
+        named: false,
         rule: no_rule,
         rule_mut: no_rule_mut,
         run: Self::run,
@@ -297,6 +303,7 @@ where
 {
     const TABLE: Table = Table {
         holds: Holds::Closure,
+        named: false,
         rule: Self::rule,
         rule_mut: Self::rule_mut,
         run: Self::run,
@@ -340,6 +347,7 @@ struct OutputTable<T>(PhantomData<T>);
 impl<T: Send + 'static> OutputTable<T> {
     const TABLE: Table = Table {
         holds: Holds::Output(TypeId::of::<T>),
+        named: false,
         rule: no_rule,
         rule_mut: no_rule_mut,
         run: run_nothing,
@@ -349,11 +357,68 @@ impl<T: Send + 'static> OutputTable<T> {
 
 const FAILURE: Table = Table {
     holds: Holds::Failure,
+    named: false,
     rule: no_rule,
     rule_mut: no_rule_mut,
     run: run_nothing,
     clear: clear_as::<Error>,
 };
+
+/// A named task's body: its name, and the body it wraps. It costs the
+/// task one allocation (40 bytes do not fit in place); unnamed tasks never
+/// meet it.
+struct Named {
+    name: Arc<str>,
+    inner: Body,
+}
+
+const NAMED: Table = Table {
+    holds: Holds::Closure,
+    named: true,
+    rule: named_rule,
+    rule_mut: named_rule_mut,
+    run: run_named,
+    clear: clear_as::<Named>,
+};
+
+/// # Safety
+///
+/// The body holds a `Named`.
+unsafe fn named_rule(body: &Body) -> Option<&Rule> {
+    // SAFETY: the caller says a `Named` is there.
+    unsafe { get::<Named>(&body.words) }.inner.rule()
+}
+
+/// # Safety
+///
+/// The body holds a `Named`.
+unsafe fn named_rule_mut(body: &mut Body) -> Option<&mut Rule> {
+    // SAFETY: the caller says a `Named` is there.
+    unsafe { get_mut::<Named>(&mut body.words) }
+        .inner
+        .rule_mut()
+}
+
+/// Runs the wrapped closure. A periodic one stays wrapped, name and all,
+/// for its next run; a one-shot's value (or nothing) takes the wrapper's
+/// place, so that the body holds what an unnamed task's would.
+///
+/// # Safety
+///
+/// The body holds a `Named`.
+unsafe fn run_named(body: &mut Body, context: &TaskContext) -> Ran {
+    // SAFETY: the caller says a `Named` is there; the inner body catches
+    // its closure's panic, so nothing unwinds through here.
+    let named = unsafe { get_mut::<Named>(&mut body.words) };
+    let ran = named.inner.run(context);
+    if named.inner.rule().is_some() {
+        return ran;
+    }
+    let inner = std::mem::take(&mut named.inner);
+    body.clear();
+    *body = inner;
+    ran
+}
 
 impl Body {
     /// An empty body.
@@ -393,6 +458,27 @@ impl Body {
     /// Why a task failed, kept for its handles.
     pub(crate) fn failure(error: Error) -> Body {
         Body::holding(error, &FAILURE)
+    }
+
+    /// `inner`, carrying `name` (which replaces the name of a named one).
+    pub(crate) fn named(name: Arc<str>, mut inner: Body) -> Body {
+        if inner.table().named {
+            // SAFETY: the table says a `Named` is there.
+            unsafe { get_mut::<Named>(&mut inner.words) }.name = name;
+            return inner;
+        }
+        Body::holding(Named { name, inner }, &NAMED)
+    }
+
+    /// The task's name, if it has one (until a one-shot's run).
+    #[inline]
+    pub(crate) fn name(&self) -> Option<&Arc<str>> {
+        if !self.table().named {
+            return None;
+        }
+        // SAFETY: the table says a `Named` is there, and `self` is borrowed
+        // for as long as the reference.
+        Some(&unsafe { get::<Named>(&self.words) }.name)
     }
 
     fn table(&self) -> &'static Table {
@@ -648,6 +734,54 @@ mod test {
         assert_eq!(drops.count(), 1, "a periodic closure stays after a panic");
         periodic.clear();
         assert_eq!(drops.count(), 2);
+    }
+
+    #[test]
+    fn a_name_wraps_any_body_and_a_one_shot_sheds_it_when_it_runs() {
+        let drops = Drops::default();
+        let d = drops.clone();
+        let mut once = Body::named("first".into(), Body::with_output(move || Counted(d)));
+        assert_eq!(once.name().map(|n| &**n), Some("first"));
+        once = Body::named("second".into(), once);
+        assert_eq!(
+            once.name().map(|n| &**n),
+            Some("second"),
+            "renamed, not wrapped twice"
+        );
+        assert_eq!(once.repeat(), Repeat::Once);
+        assert!(matches!(ran(&mut once), Ran::Done));
+        assert_eq!(once.name(), None, "the value takes the wrapper's place");
+        let value = once.take_output::<Counted>().expect("the value");
+        drop(value);
+        assert_eq!(drops.count(), 1);
+
+        let counted = Counted(drops.clone());
+        let mut runs = 0;
+        let rule = Rule::new(Repeat::FixedDelay(5), None);
+        let inner = Body::periodic(rule, move |run: &TaskContext| {
+            let _ = &counted;
+            runs += 1;
+            if runs == 2 {
+                run.stop();
+            }
+        });
+        let mut periodic = Body::named("beat".into(), inner);
+        assert_eq!(periodic.repeat(), Repeat::FixedDelay(5));
+        assert!(periodic.rule_mut().is_some());
+        assert!(matches!(ran(&mut periodic), Ran::Again));
+        assert_eq!(
+            periodic.name().map(|n| &**n),
+            Some("beat"),
+            "kept between runs"
+        );
+        assert!(matches!(ran(&mut periodic), Ran::Done));
+        assert_eq!(drops.count(), 1);
+        drop(periodic);
+        assert_eq!(drops.count(), 2);
+
+        let mut failing = Body::named("boom".into(), Body::once(|| panic!("boom")));
+        assert!(matches!(ran(&mut failing), Ran::Panicked(_)));
+        assert!(failing.is_empty());
     }
 
     #[test]

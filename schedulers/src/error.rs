@@ -23,6 +23,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Error {
     kind: Kind,
+    /// The name of the task it is about, if it has one ([`Task::named`](crate::Task::named)).
+    task: Option<Arc<str>>,
 }
 
 #[derive(Clone)]
@@ -60,7 +62,40 @@ pub(crate) enum Setting {
 
 impl Error {
     pub(crate) fn new(kind: Kind) -> Error {
-        Error { kind }
+        Error { kind, task: None }
+    }
+
+    /// The same error, about the task named `name` (if any).
+    pub(crate) fn for_task(mut self, name: Option<&Arc<str>>) -> Error {
+        if let Some(name) = name {
+            self.task = Some(name.clone());
+        }
+        self
+    }
+
+    /// The name of the task the error is about, if the task has one
+    /// ([`Task::named`](crate::Task::named)): set on a named task's panic
+    /// and on its rejection. `Display` shows it too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::{HeapTimer, Scheduler, Task};
+    ///
+    /// let timer = HeapTimer::new()?;
+    /// timer.shutdown();
+    /// let task = Task::once(|| ()).named("flush-cache");
+    /// let rejected = timer.submit(Duration::from_secs(1), task).unwrap_err();
+    /// assert_eq!(rejected.error().task_name(), Some("flush-cache"));
+    /// assert_eq!(
+    ///     rejected.to_string(),
+    ///     "task rejected: task \"flush-cache\": the scheduler has been shut down"
+    /// );
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn task_name(&self) -> Option<&str> {
+        self.task.as_deref()
     }
 
     /// A setting refused, with why (shown by `Display`).
@@ -218,6 +253,9 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(name) = &self.task {
+            write!(f, "task {name:?}: ")?;
+        }
         match &self.kind {
             Kind::InvalidSetting(setting, why) => {
                 let name = match setting {
@@ -305,8 +343,9 @@ pub struct Rejected {
 
 impl Rejected {
     pub(crate) fn new(error: Error, task: Option<crate::Task>) -> Rejected {
+        let name = task.as_ref().and_then(|task| task.body.name());
         Rejected {
-            error,
+            error: error.for_task(name),
             task: std::sync::Mutex::new(task),
         }
     }

@@ -304,6 +304,7 @@ impl HashedWheelTimerBuilder {
         let wheel = HashedWheel::new(tick, buckets, 0, precision)
             .map_err(|e| Error::invalid(Setting::WheelSize, e.to_string()))?;
         let shared = Shared::new(Config {
+            name: self.common.thread_name.clone(),
             clock: self.common.clock.clone(),
             queue: Queue::Wheel(wheel),
             executor: self.executor,

@@ -174,6 +174,7 @@ impl HeapTimerBuilder {
         self.common.validate()?;
         crate::builder::check_periodic_slack(self.periodic_slack)?;
         let shared = Shared::new(Config {
+            name: self.common.thread_name.clone(),
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
             executor: Executor::inline(),

@@ -266,6 +266,7 @@ impl HierarchicalWheelTimerBuilder {
         let wheels = HierarchicalWheel::new(tick, self.wheel_size, 0, precision)
             .map_err(|e| Error::invalid(Setting::WheelSize, e.to_string()))?;
         let shared = Shared::new(Config {
+            name: self.common.thread_name.clone(),
             clock: self.common.clock.clone(),
             queue: Queue::Hier(wheels),
             executor: self.executor,

@@ -110,6 +110,8 @@
 //! |---|---|---|
 //! | `rayon` | on | `Executor::rayon`: run due tasks on a caller's rayon thread pool. |
 //! | `tokio` | off | `Executor::tokio`: run due tasks on a tokio runtime's blocking pool. ([`ScheduledFuture`] is a `Future` without this feature.) |
+//! | `metrics` | off | Every scheduler's figures ([`Metrics`]) in the [`metrics`](https://docs.rs/metrics) facade, under the names [`observe`] lists, for the application's exporter. |
+//! | `tracing` | off | A [`tracing`](https://docs.rs/tracing) span per run (task name, lateness, outcome); events for panics and rejections. |
 //!
 //! # Guides
 //!
@@ -193,8 +195,10 @@ mod handle;
 pub mod hashed_wheel;
 pub mod heap_timer;
 pub mod hierarchical;
+mod histogram;
 mod lanes;
 mod metrics;
+pub mod observe;
 mod scheduler;
 mod shared;
 mod slab;
@@ -214,7 +218,8 @@ pub use handle::{CancelOnDrop, ScheduledFuture, TaskHandle};
 pub use hashed_wheel::{HashedWheelTimer, HashedWheelTimerBuilder};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
-pub use metrics::Metrics;
+pub use histogram::Histogram;
+pub use metrics::{Metrics, NamedMetrics, PendingByKind, MAX_NAMES};
 pub use scheduler::{Scheduler, SchedulerExt};
 pub use task::{Task, TaskContext, DEFAULT_MISSED_RUN_TOLERANCE};
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};

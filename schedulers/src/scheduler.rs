@@ -95,7 +95,10 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
     /// returns whether it terminated.
     fn await_termination(&self, timeout: Duration) -> bool;
 
-    /// Counters: pending, fired and cancelled tasks.
+    /// What the scheduler knows about itself: tasks pending (by kind),
+    /// fired, cancelled, rejected, panicked, skipped; driver wake-ups; the
+    /// lateness and run time of every run; the same by task name. Cheap
+    /// enough to call every second (see [`Metrics`]).
     fn metrics(&self) -> Metrics;
 }
 
@@ -291,13 +294,17 @@ pub(crate) trait AsShared: Send + Sync + fmt::Debug {
 
 impl<D: AsShared> Scheduler for D {
     fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Rejected> {
-        let (key, spot) = self.shared().submit(When::After(delay), task)?;
-        self.accept(key, spot)
+        let submitted = self.shared().submit(When::After(delay), task);
+        submitted
+            .and_then(|(key, spot)| self.accept(key, spot))
+            .map_err(|rejected| self.shared().rejected(rejected))
     }
 
     fn submit_at(&self, deadline: Instant, task: Task) -> Result<TaskHandle, Rejected> {
-        let (key, spot) = self.shared().submit(When::At(deadline), task)?;
-        self.accept(key, spot)
+        let submitted = self.shared().submit(When::At(deadline), task);
+        submitted
+            .and_then(|(key, spot)| self.accept(key, spot))
+            .map_err(|rejected| self.shared().rejected(rejected))
     }
 
     fn shutdown(&self) {

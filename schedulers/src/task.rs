@@ -11,6 +11,7 @@
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::body::Body;
@@ -337,6 +338,42 @@ impl Task {
         Ok(self)
     }
 
+    /// Names the task (replacing a name it had). The name goes with every
+    /// run into the scheduler's figures ([`Metrics::by_name`](crate::Metrics)),
+    /// its `tracing` spans and its `metrics` series (the `task` label), and
+    /// into the errors about it ([`Error::task_name`]): a panic, a
+    /// rejection. An unnamed task costs nothing for it; a named one costs
+    /// an allocation. Use a small set of names (one per kind of job, as
+    /// for a metric label, not one per task): a scheduler keeps separate
+    /// figures for its first [`MAX_NAMES`](crate::MAX_NAMES) names.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
+    /// let sweep = Task::fixed_rate(Duration::from_secs(60), || ()).unwrap().named("sweep");
+    /// assert_eq!(sweep.name(), Some("sweep"));
+    /// timer.submit(Duration::ZERO, sweep).unwrap();
+    /// clock.advance(Duration::from_secs(120));
+    /// let sweeps = &timer.metrics().by_name[0];
+    /// assert_eq!((sweeps.name.as_deref(), sweeps.fired), (Some("sweep"), 3));
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn named(mut self, name: impl Into<Arc<str>>) -> Task {
+        let body = std::mem::take(&mut self.body);
+        self.body = Body::named(name.into(), body);
+        self
+    }
+
+    /// The task's name, if [`Task::named`] gave it one.
+    pub fn name(&self) -> Option<&str> {
+        self.body.name().map(|name| &**name)
+    }
+
     fn rule_mut(&mut self, what: &'static str) -> Result<&mut Rule, Error> {
         self.body
             .rule_mut()
@@ -354,6 +391,7 @@ fn positive(d: Duration) -> Result<u64, Error> {
 impl fmt::Debug for Task {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
+            .field("name", &self.name())
             .field("repeat", &self.body.repeat())
             .finish_non_exhaustive()
     }

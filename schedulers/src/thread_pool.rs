@@ -390,6 +390,7 @@ impl ScheduledThreadPoolBuilder {
             ));
         }
         let shared = Shared::new(Config {
+            name: self.common.thread_name.clone(),
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
             executor: Executor::inline(),

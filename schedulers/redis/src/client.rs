@@ -101,7 +101,11 @@ impl RedisScheduler {
     /// durability; [`Error::Redis`] when Redis cannot be reached within
     /// [`Config::retry_for`].
     pub fn schedule(&self, job: &Job) -> Result<i64, Error> {
-        self.with(|s, c, repeat| s.schedule(c, job, repeat))
+        let scheduled = self.with(|s, c, repeat| s.schedule(c, job, repeat));
+        if let Err(e) = &scheduled {
+            crate::figures::rejected(job, e);
+        }
+        scheduled
     }
 
     /// Schedules a one-shot job `delay` after now (Redis clock).
@@ -210,7 +214,7 @@ impl RedisScheduler {
     /// of a Cluster down) retries the whole batch; the jobs already stored
     /// report success again.
     pub fn schedule_many(&self, jobs: &[Job]) -> Result<Vec<Result<i64, Error>>, Error> {
-        self.with(|s, c, repeat| {
+        let scheduled = self.with(|s, c, repeat| {
             let r = s.schedule_many(c, jobs, repeat)?;
             match r
                 .iter()
@@ -219,7 +223,15 @@ impl RedisScheduler {
                 Some(e) => Err(crate::conn::clone_error(e, &e.to_string())),
                 None => Ok(r),
             }
-        })
+        });
+        if let Ok(each) = &scheduled {
+            for (job, r) in jobs.iter().zip(each) {
+                if let Err(e) = r {
+                    crate::figures::rejected(job, e);
+                }
+            }
+        }
+        scheduled
     }
 
     /// Cancels a job by id. Exact and permanent: a job reported

@@ -378,6 +378,8 @@
 //! | Feature | Default | Adds |
 //! |---|---|---|
 //! | `tls` | off | `rediss://` URLs: TLS with rustls and its `ring` provider, trusting the system's roots or a CA given in `Config::tls`. |
+//! | `metrics` | off | Every worker's figures ([`Worker::metrics`]: runs, lateness on Redis's clock, run time, failures, panics, skips, lost leases, wake-ups, by job kind) in the [`metrics`](https://docs.rs/metrics) facade, under the in-process schedulers' names ([`schedulers::observe`]), with [`FAILURES`] and [`LEASES_LOST`] beside them; producers' refused schedules under `schedulers_rejected_total`. |
+//! | `tracing` | off | A [`tracing`](https://docs.rs/tracing) span per handler run (`schedulers::run`, with the job's kind as `task`, its id, lateness, run time and outcome), an event per panic and per refused schedule. |
 //! | `test-util` | off | For tests and benchmarks, not for production: throwaway servers (`LocalRedis`, `LocalCluster`, `find_redis_server`), `claim_ceiling` (the claim script alone, back to back), and the `schedulers-redis-worker` binary (a worker with no-op, sleeping and failing handlers that records what it does, or a throwaway Cluster) with its command line, `cli`. Pulls in `clap`. |
 //!
 //! The `redis` crate this one is built on needs Rust 1.88.
@@ -388,6 +390,7 @@ mod client;
 mod config;
 mod conn;
 mod error;
+mod figures;
 mod job;
 pub mod keys;
 #[cfg(feature = "test-util")]
@@ -404,6 +407,7 @@ pub use client::RedisScheduler;
 pub use config::Tls;
 pub use config::{Config, Durability, DEFAULT_MAX_PAYLOAD, DEFAULT_SHARDS};
 pub use error::Error;
+pub use figures::{WorkerMetrics, FAILURES, LEASES_LOST};
 pub use job::{AckOutcome, CancelOutcome, Fire, Job, JobInfo, JobState, When, MAX_ID_LEN};
 pub use keys::shard_of;
 #[cfg(feature = "test-util")]
@@ -417,4 +421,5 @@ pub use probe::{claim_ceiling, Ceiling};
 /// missed-run and panic policies, from the `schedulers` crate: what
 /// [`Job::on_calendar`], [`Job::missed_runs`] and [`Job::on_panic`] take.
 pub use schedulers::calendar;
+pub use schedulers::{Histogram, NamedMetrics};
 pub use worker::{HandlerError, Worker, WorkerBuilder, WorkerEvent, WorkerStats};

@@ -59,6 +59,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 
 use crate::conn::{clone_error, Conn, Heard};
+use crate::figures::{Figures, Outcome, WorkerMetrics};
 use crate::job::{AckOutcome, Fire};
 use crate::plan::{Decision, Planned, Schedule};
 use crate::store::{ClaimSent, ClaimedFire, Op, RetryPolicy, Settled, Store, MAX_BATCH};
@@ -370,7 +371,7 @@ impl WorkerBuilder {
         let (ctl_tx, ctl_rx) = unbounded::<Ctl>();
         let shared = Arc::new(Shared {
             store,
-            name,
+            name: name.clone(),
             lease_ms,
             heartbeat,
             reap,
@@ -386,6 +387,7 @@ impl WorkerBuilder {
             queued: AtomicUsize::new(0),
             claimed: AtomicU64::new(0),
             ctl: ctl_tx,
+            figures: Figures::new(&name),
         });
         let (buf_tx, buf_rx) = bounded::<Arc<Held>>(sizing.max);
         let (done_tx, done_rx) = unbounded::<Done>();
@@ -500,6 +502,7 @@ struct Shared {
     queued: AtomicUsize,
     claimed: AtomicU64,
     ctl: Sender<Ctl>,
+    figures: Figures,
 }
 
 impl Shared {
@@ -512,6 +515,12 @@ impl Shared {
 
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
+    }
+
+    /// This worker lost the lease of `fire`: counted and reported.
+    fn lost(&self, fire: &Fire) {
+        self.figures.lease_lost();
+        self.emit(|| WorkerEvent::LeaseLost { fire: fire.clone() });
     }
 
     fn redis_error(&self, e: &Error) {
@@ -590,6 +599,14 @@ impl Worker {
             claimed: self.shared.claimed.load(Ordering::Relaxed),
             buffer: self.shared.limit.load(Ordering::Relaxed),
         }
+    }
+
+    /// What the worker knows about itself: its runs, their lateness (on
+    /// Redis's clock) and run time, failures, panics, skips, lost leases
+    /// and wake-ups, in all and by job kind (see [`WorkerMetrics`]). Cheap
+    /// enough to call every second.
+    pub fn metrics(&self) -> WorkerMetrics {
+        self.shared.figures.snapshot()
     }
 
     /// Stops claiming. Claimed jobs not started yet are handed back to
@@ -943,7 +960,9 @@ fn claim_loop(
                 Instant::now() + backoff / 2
             }
         };
-        match ctl.recv_deadline(until) {
+        let woke = ctl.recv_deadline(until);
+        sh.figures.wakeup();
+        match woke {
             Ok(Ctl::Hint(s, due)) => c.heads[s] = Some(c.heads[s].map_or(due, |h| h.min(due))),
             Ok(Ctl::Resync) => look_at = Instant::now(),
             Ok(Ctl::Room | Ctl::Stop) | Err(_) => {}
@@ -990,18 +1009,35 @@ fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
             continue;
         }
         let fire = &h.fire;
+        let waited = h.claimed_at.elapsed();
         sh.emit(|| WorkerEvent::Started {
             fire: fire.clone(),
-            at_ms: fire.claimed_ms + h.claimed_at.elapsed().as_millis() as i64,
+            at_ms: fire.claimed_ms + waited.as_millis() as i64,
         });
-        let op = match sh.handlers.get(&fire.kind) {
-            None => Op::Fail(format!("no handler for kind {:?}", fire.kind), h.plan),
+        // On Redis's clock: the claim's time, plus the wait in the buffer.
+        let late_ms = u64::try_from(fire.claimed_ms.saturating_sub(fire.due_ms)).unwrap_or(0);
+        let run = sh.figures.start_run(
+            &fire.kind,
+            &fire.id,
+            Duration::from_millis(late_ms) + waited,
+        );
+        let start = Instant::now();
+        let (op, outcome) = match sh.handlers.get(&fire.kind) {
+            None => (
+                Op::Fail(format!("no handler for kind {:?}", fire.kind), h.plan),
+                Outcome::Failed,
+            ),
             Some(f) => match catch_unwind(AssertUnwindSafe(|| f(fire))) {
-                Ok(Ok(())) => Op::Ack(h.plan),
-                Ok(Err(e)) => Op::Fail(e.to_string(), h.plan),
-                Err(p) => Op::Fail(panic_message(&*p), h.plan),
+                Ok(Ok(())) => (Op::Ack(h.plan), Outcome::Ok),
+                Ok(Err(e)) => (Op::Fail(e.to_string(), h.plan), Outcome::Failed),
+                Err(p) => (Op::Fail(panic_message(&*p), h.plan), Outcome::Panicked),
             },
         };
+        let error = match &op {
+            Op::Fail(why, _) => Some(why.as_str()),
+            _ => None,
+        };
+        run.end(start.elapsed(), outcome, error);
         let _ = done.send(Done { held: h, op });
     }
 }
@@ -1181,7 +1217,10 @@ fn report_settled(sh: &Shared, finished: Vec<(Done, SettleEnd)>) {
             },
             Op::Skip(_, skipped) => {
                 if outcome == AckOutcome::Stale && !d.held.lost.swap(true, Ordering::AcqRel) {
-                    sh.emit(|| WorkerEvent::LeaseLost { fire: fire.clone() });
+                    sh.lost(fire);
+                }
+                if !matches!(outcome, AckOutcome::Stale | AckOutcome::Error(_)) {
+                    sh.figures.skipped(&fire.kind, skipped);
                 }
                 sh.emit(|| WorkerEvent::Skipped {
                     fire: fire.clone(),
@@ -1192,7 +1231,7 @@ fn report_settled(sh: &Shared, finished: Vec<(Done, SettleEnd)>) {
             }
             Op::Ack(_) | Op::Fail(..) => {
                 if outcome == AckOutcome::Stale && !d.held.lost.swap(true, Ordering::AcqRel) {
-                    sh.emit(|| WorkerEvent::LeaseLost { fire: fire.clone() });
+                    sh.lost(fire);
                 }
                 let error = match &d.op {
                     Op::Fail(why, _) => Some(why.clone()),
@@ -1282,9 +1321,7 @@ fn heartbeat(sh: &Shared, con: &mut Conn) {
                         if !h.settling.load(Ordering::Acquire)
                             && !h.lost.swap(true, Ordering::AcqRel)
                         {
-                            sh.emit(|| WorkerEvent::LeaseLost {
-                                fire: h.fire.clone(),
-                            });
+                            sh.lost(&h.fire);
                         }
                     }
                     Err(e) => sh.redis_error(&e),

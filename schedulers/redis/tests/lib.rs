@@ -26,6 +26,7 @@ mod calendar;
 mod checker;
 mod cluster;
 mod faults;
+mod figures;
 mod layout;
 mod power_loss;
 mod tls;

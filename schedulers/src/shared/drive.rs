@@ -136,11 +136,20 @@ impl Shared {
     /// here, with no lock held), unless the task goes on
     /// ([`OnPanic::Continue`](crate::calendar::OnPanic::Continue)).
     pub(crate) fn run_claimed(&self, claimed: Claimed) -> Finished {
+        self.run_claimed_at(claimed, None).0
+    }
+
+    /// As [`Shared::run_claimed`]; also returns when the run ended. The
+    /// run starts at `start` (ticks: the end of the run before it in a
+    /// batch, read by the caller), or, if `None`, when this reads the clock
+    /// just before it. Its lateness and run time go to the scheduler's
+    /// figures.
+    pub(crate) fn run_claimed_at(&self, claimed: Claimed, start: Option<u64>) -> (Finished, u64) {
         // SAFETY: this thread claimed the task (RUNNING): its body is ours
         // until the run is finished.
         unsafe {
             self.slab.with_body(claimed.key, |body| {
-                let (run_now, next, skipped) = self.plan(body, &claimed);
+                let (run_now, next, skipped) = self.plan(body, &claimed, start);
                 let mut finished = Finished {
                     key: claimed.key,
                     ran: Ran::Again,
@@ -149,15 +158,24 @@ impl Shared {
                     panicked: false,
                     skipped,
                 };
+                // Only a named task pays for its name (a reference count).
+                let name = body.name().cloned();
+                self.observer.skipped(name.as_ref(), skipped);
+                let start = start.unwrap_or_else(|| self.now());
                 if !run_now {
-                    return finished;
+                    return (finished, start);
                 }
+                let lateness = start.saturating_sub(claimed.scheduled);
+                let run = self.observer.start_run(name.as_ref(), lateness);
                 finished.ran = match task::run(body) {
-                    Ran::Panicked(_) if body.rule().is_some_and(|r| r.on_panic.repeats()) => {
+                    Ran::Panicked(error) if body.rule().is_some_and(|r| r.on_panic.repeats()) => {
+                        run.panicked(&error.for_task(name.as_ref()));
                         finished.panicked = true;
                         Ran::Again
                     }
                     Ran::Panicked(error) => {
+                        let error = error.for_task(name.as_ref());
+                        run.panicked(&error);
                         finished.panicked = true;
                         task::clear_contained(body);
                         *body = Body::failure(error.clone());
@@ -165,14 +183,16 @@ impl Shared {
                     }
                     ran => ran,
                 };
-                finished
+                let end = self.now();
+                run.end(end.saturating_sub(start), finished.panicked);
+                (finished, end)
             })
         }
     }
 
     /// Whether the claimed task runs now, when it runs next and how many
     /// deadlines it passes over, as its rule says.
-    fn plan(&self, body: &Body, claimed: &Claimed) -> (bool, Next, u64) {
+    fn plan(&self, body: &Body, claimed: &Claimed, now: Option<u64>) -> (bool, Next, u64) {
         let Some(rule) = body.rule() else {
             return (true, Next::End, 0);
         };
@@ -181,9 +201,12 @@ impl Shared {
             (Repeat::FixedDelay(delay), _) => (true, Next::AfterRun(delay), 0),
             (Repeat::FixedRate(period), _) => {
                 let period = NonZeroU64::new(period).unwrap_or(NonZeroU64::MIN);
-                let plan =
-                    rule.missed
-                        .plan_fixed_rate(period, claimed.scheduled, self.now(), tolerance);
+                let plan = rule.missed.plan_fixed_rate(
+                    period,
+                    claimed.scheduled,
+                    now.unwrap_or_else(|| self.now()),
+                    tolerance,
+                );
                 // Past the end of time it waits forever, as before.
                 let next = plan.next.filter(|&t| t < NEVER).unwrap_or(NEVER);
                 (plan.run_now.is_some(), Next::At(next), plan.skipped)
@@ -242,6 +265,9 @@ impl Shared {
         let (mut moved, mut dead) = (0, 0);
         let mut to_finish = Vec::new();
         let mut freed = Vec::new();
+        // One clock read per run: a run starts when the one before it in
+        // the batch ended (the first, when it reads the clock).
+        let mut chained = None;
         for &(e, due) in batch.iter() {
             let word = self.slab.word(e.key);
             match state::claim(word) {
@@ -252,7 +278,8 @@ impl Shared {
                         scheduled: e.deadline,
                         due,
                     };
-                    let finished = self.run_claimed(claimed);
+                    let (finished, end) = self.run_claimed_at(claimed, chained);
+                    chained = Some(end);
                     match finished.ran {
                         Ran::Done if !state::is_periodic(word.load(Acquire)) => {
                             let (prev, last) = state::finish(word, state::DONE);

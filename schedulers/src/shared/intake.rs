@@ -63,9 +63,12 @@ impl Shared {
                 continue;
             }
             match state::intake(self.slab.word(s.key)) {
-                Ok(_) => {
+                Ok(w) => {
                     driver.queue.insert(s.key, s.deadline);
                     driver.balance += 1;
+                    if state::is_periodic(w) {
+                        self.note_periodic(driver, s.key);
+                    }
                 }
                 Err(_) => {
                     // Cancelled before the driver saw it (its canceller

@@ -1,5 +1,5 @@
-//! The Scheduler trait's tail: shutdown, termination, metrics; and what a
-//! virtual clock asks of a scheduler.
+//! The Scheduler trait's tail: shutdown, termination; and what a virtual
+//! clock asks of a scheduler.
 
 use std::sync::atomic::Ordering::{Acquire, SeqCst};
 use std::time::{Duration, Instant};
@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use super::{DriverState, Shared};
 use crate::clock::{wait_until, Wakeable};
 use crate::core::Key;
-use crate::metrics::Metrics;
 use crate::state;
 
 impl Shared {
@@ -163,18 +162,6 @@ impl Shared {
 
     pub(crate) fn await_termination(&self, timeout: Duration) -> bool {
         wait_until(&self.state, &self.terminated, timeout, |s| s.terminated)
-    }
-
-    pub(crate) fn metrics(&self) -> Metrics {
-        let mut driver = self.lock();
-        self.intake_for_query(&mut driver);
-        Metrics {
-            pending: self.pending_count(&driver),
-            fired: driver.fired,
-            cancelled: driver.cancelled_count + self.lanes.taken_back() + self.lanes.marked(),
-            panicked: driver.panicked,
-            skipped: driver.skipped,
-        }
     }
 
     /// True if the driver has work to look at by `now` (ticks): it was

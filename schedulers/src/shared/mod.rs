@@ -50,6 +50,7 @@
 
 mod calendar;
 mod drive;
+mod figures;
 mod handles;
 mod intake;
 mod lifecycle;
@@ -59,7 +60,7 @@ mod submit;
 mod test;
 mod wait;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
@@ -72,6 +73,7 @@ use crate::clock::{lock, nanos, Clock, Timebase};
 use crate::core::{Expired, Key};
 use crate::executor::Executor;
 use crate::lanes::{Lanes, Moved, Submitted};
+use crate::observe::Observer;
 use crate::slab::Slab;
 
 pub(crate) use queue::Queue;
@@ -96,6 +98,8 @@ pub(crate) struct Config {
     /// How late a periodic run may start so that it shares a wake-up
     /// (heap queues only; zero elsewhere).
     pub(crate) periodic_slack: Duration,
+    /// The scheduler's name in its figures (its thread name).
+    pub(crate) name: String,
 }
 
 /// A pool's leader and deputy (the JDK's leader/follower, see
@@ -168,6 +172,11 @@ pub(crate) struct DriverState {
     panicked: u64,
     /// Grid points a periodic or calendar task passed over (missed runs).
     skipped: u64,
+    /// Keys of the periodic (and calendar) tasks taken in, some of them
+    /// ended since: what `Metrics::pending_by_kind` looks at.
+    periodic_keys: HashSet<Key>,
+    /// Its size at which the ended ones are dropped.
+    periodic_keys_bound: usize,
 }
 
 /// A scheduler's shared state. See the [module docs](self).
@@ -204,6 +213,8 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     /// `shutdown_now` was called: nothing runs or repeats any more.
     stopped: AtomicBool,
+    /// Lateness and run times, rejections, named tasks; the facades.
+    pub(crate) observer: Observer,
 }
 
 impl Shared {
@@ -242,6 +253,8 @@ impl Shared {
                 wall_offset: 0,
                 panicked: 0,
                 skipped: 0,
+                periodic_keys: HashSet::new(),
+                periodic_keys_bound: 1024,
             }),
             wakeup: Condvar::new(),
             terminated: Condvar::new(),
@@ -261,6 +274,7 @@ impl Shared {
             wakeups: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
+            observer: Observer::new(&config.name),
         });
         shared.executor.bind(&shared.clock);
         let weak: Weak<Shared> = Arc::downgrade(&shared);

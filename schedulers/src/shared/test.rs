@@ -11,6 +11,7 @@ use crate::task::Task;
 /// thread: the tests call what a driver would.
 fn threadless(periodic_slack: Duration) -> Arc<Shared> {
     Shared::new(Config {
+        name: "test".into(),
         clock: Arc::new(crate::ManualClock::new()),
         queue: Queue::Heap(IndexedHeap::new()),
         executor: Executor::inline(),

@@ -116,13 +116,16 @@ impl Shared {
         driver.waiting -= 1;
         driver.nudged = false;
         self.wakeups.fetch_add(1, Relaxed);
+        self.observer.wakeup();
         self.wake_at.store(0, SeqCst);
         driver
     }
 
-    /// Called first on every driver thread: sets its timer slack.
+    /// Called first on every driver thread: sets its timer slack, and gives
+    /// it figures of its own to record its runs in.
     pub(crate) fn on_driver_thread(&self) {
         crate::clock::set_timer_slack(self.timer_slack);
+        self.observer.attach_driver_thread();
     }
 
     /// Times a driver thread woke from a wait.

@@ -20,6 +20,7 @@ use schedulers::{Clock, ManualClock, Scheduler, SchedulerExt, SystemClock, TaskH
 pub mod calendar;
 pub mod cases;
 pub mod drops;
+pub mod figures;
 pub mod stress;
 
 /// What a factory may be asked to set on the scheduler it builds.
@@ -256,7 +257,7 @@ macro_rules! conformance_module {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
-            use $crate::conformance::{calendar, cases, drops, stress, Harness, Opts};
+            use $crate::conformance::{calendar, cases, drops, figures, stress, Harness, Opts};
 
             fn harness() -> Harness {
                 let make: fn(Opts) -> Box<dyn schedulers::Scheduler> = $make;
@@ -310,6 +311,9 @@ macro_rules! conformance_shared_cases {
             cases::delay_overflow_is_an_error,
             cases::pending_limit_rejects_and_frees_capacity,
             cases::metrics_count_pending_fired_cancelled,
+            figures::figures_match_a_known_schedule,
+            figures::lateness_is_start_minus_deadline_for_every_run,
+            figures::wakeups_count_the_driver_waking,
             cases::works_as_a_trait_object,
             drops::every_closure_and_value_is_dropped_exactly_once,
             calendar::calendar_runs_at_its_fire_times,
