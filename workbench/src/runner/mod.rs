@@ -31,6 +31,7 @@
 //!   measured, and stays allocated until after the second reading.
 //! - A subject is driven the way its users drive it ([`Timers::drive`]).
 
+pub mod contention;
 pub mod counter;
 pub mod measure;
 mod subject;
