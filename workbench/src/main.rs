@@ -55,8 +55,8 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Compares the medians of two runs (the same selection run twice):
-    /// memory, lateness p50 and batch costs, each with its relative
-    /// difference.
+    /// memory, lateness p50, batch costs and the contention workload's
+    /// pairs/s and CPU per pair, each with its relative difference.
     Compare {
         /// The first run's results.json.
         a: PathBuf,
@@ -331,6 +331,14 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
             "The allocator could not be told to keep freed memory: sweep costs include the page faults of memory it returned to the kernel.".to_owned(),
         );
     }
+    // The chosen subjects that cannot share one subject between threads
+    // say why, if the contention workload is in the run.
+    let cannot = if specs.iter().any(|w| w.contention.is_some()) {
+        let names: Vec<&str> = chosen.iter().map(|s| s.name).collect();
+        workbench::peers::contention::notes(&names)
+    } else {
+        Vec::new()
+    };
     let suite = Suite {
         subjects: chosen,
         workloads: specs.iter().map(|w| size.apply(w)).collect(),
@@ -359,6 +367,9 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
         return Err(e).context("writing results.json during the run");
     }
     let notes = report::notes::distributed(&results);
+    results.notes.extend(notes);
+    results.notes.extend(cannot);
+    let notes = report::contention::notes(&results);
     results.notes.extend(notes);
     report::write(&results, &dir)?;
     report::point_latest(&root, &dir)
@@ -414,6 +425,8 @@ const COMPARED: &[Metric] = &[
     Metric::ScheduleBatch,
     Metric::CancelBatch,
     Metric::ResetBatch,
+    Metric::PairsPerS,
+    Metric::CpuPerPair,
 ];
 
 fn compare(a: &Path, b: &Path) -> Result<()> {

@@ -54,6 +54,19 @@ const SWEEP: &str = r#"
     delay = { dist = "uniform", min = "1h", max = "2h" }
 "#;
 
+const CONTENTION: &str = r#"
+    name = "tiny-contention"
+    description = "1 and 2 threads sharing one subject"
+    models = "a test"
+    seed = 13
+    [contention]
+    threads = [1, 2]
+    pairs = 2000
+    window = 100
+    warm = 100
+    delay = { dist = "uniform", min = "10s", max = "30s" }
+"#;
+
 fn tiny_run() -> Results {
     // Memory per timer is measured in fresh child processes of the binary.
     let _ = workbench::runner::MEMORY_PROBE_EXE.set(PathBuf::from(env!("CARGO_BIN_EXE_workbench")));
@@ -69,6 +82,7 @@ fn tiny_run() -> Results {
         workloads: vec![
             Workload::parse(TIMELINE).unwrap(),
             Workload::parse(SWEEP).unwrap(),
+            Workload::parse(CONTENTION).unwrap(),
         ],
         repeats: 2,
         run_id: "test".into(),
@@ -225,7 +239,12 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
     }
     for r in &results.records {
         assert_eq!(r.env, results.env);
-        assert_eq!(r.seed, if r.workload == "tiny-mix" { 11 } else { 12 });
+        let seed = match r.workload.as_str() {
+            "tiny-mix" => 11,
+            "tiny-scale" => 12,
+            _ => 13,
+        };
+        assert_eq!(r.seed, seed, "{}", r.workload);
     }
 
     let dir = scratch("report");
@@ -239,6 +258,8 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
         "tiny-scale-schedule_batch",
         "tiny-scale-memory",
         "jitter",
+        "tiny-contention-pairs",
+        "tiny-contention-cpu",
     ] {
         assert!(ids.contains(&want), "no chart {want}: {ids:?}");
     }

@@ -7,7 +7,8 @@
 //! exceeds the run's noise, then a "pick it when" table computed from the
 //! run. Then the charts (lateness percentiles per workload, cost per call,
 //! batch cost, CPU per timer and memory against pending count, periodic
-//! jitter; for distributed jobs the backlog drain rate, the paced lateness
+//! jitter; for the contention workload pairs/s and CPU per pair against the
+//! threads ([`contention`]); for distributed jobs the backlog drain rate, the paced lateness
 //! and Redis's cost per job), each algorithm against its Java original
 //! ([`originals`]), every figure of every workload with its ratio to the
 //! best peer, the notes a figure alone does not say ([`notes`]), and every
@@ -15,6 +16,7 @@
 //! (`workbench/templates/report.html`, auto-escaped).
 
 pub mod charts;
+pub mod contention;
 pub mod notes;
 pub mod originals;
 pub mod page;
@@ -320,6 +322,9 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
             });
         }
     }
+
+    // Threads sharing one subject: pairs/s and CPU per pair against P.
+    out.extend(contention::charts(results));
 
     // Distributed jobs: capacity, paced lateness, Redis's cost per job.
     for w in results

@@ -9,7 +9,6 @@ use super::originals::{pairs, ORIGINALS};
 use super::verdict::{picks, verdicts, Verdict};
 use super::Chart;
 use crate::record::{Metric, Record, Results, RunStatus, SubjectKind};
-use crate::spec::format_count;
 
 /// A number with three significant figures, thousands as `k`/`M` above 1e5.
 pub fn fmt_num(v: f64) -> String {
@@ -44,9 +43,9 @@ pub fn fmt_ratio(r: f64) -> String {
     }
 }
 
-fn with_size(label: String, size: Option<u64>) -> String {
+fn with_size(metric: Metric, label: String, size: Option<u64>) -> String {
     match size {
-        Some(n) => format!("{label} @{}", format_count(n)),
+        Some(n) => format!("{label} {}", metric.size_label(n)),
         None => label,
     }
 }
@@ -92,7 +91,7 @@ impl VerdictRow {
         };
         VerdictRow {
             workload: v.workload.clone(),
-            figure: with_size(v.metric.label(), v.size),
+            figure: with_size(v.metric, v.metric.label(), v.size),
             ours: v.ours.as_ref().map_or_else(|| "–".into(), show),
             best: v.best().map_or_else(|| "–".into(), show),
             best_is_peer: v
@@ -423,7 +422,7 @@ fn originals(results: &Results) -> Vec<OriginalGroup> {
                             && (p.ratio < 1.0) == p.metric.lower_is_better();
                         OriginalRow {
                             workload: p.workload.clone(),
-                            metric: with_size(p.metric.label(), p.size),
+                            metric: with_size(p.metric, p.metric.label(), p.size),
                             ours: format!("{} {}", fmt_num(p.value), p.unit),
                             original: format!("{} {}", fmt_num(p.original_value), p.unit),
                             peer: p.original.clone(),
@@ -460,7 +459,7 @@ fn table(results: &Results, workload: &str) -> Vec<TableRow> {
                 .then(|| results.best_peer(workload, m, size))
                 .flatten();
             TableRow {
-                label: with_size(format!("{} ({})", m.label(), m.unit()), size),
+                label: with_size(m, format!("{} ({})", m.label(), m.unit()), size),
                 cells: subjects
                     .iter()
                     .map(|s| cell(results.get(s, workload, m, size), best))

@@ -24,7 +24,8 @@ pub struct Verdict {
     pub workload: String,
     /// The figure it is judged by.
     pub metric: Metric,
-    /// The pending count, for sweeps (the largest every subject reached).
+    /// The size, for figures that have one (the largest every subject
+    /// reached): a sweep's pending count, a contention run's threads.
     pub size: Option<u64>,
     /// The best of our algorithms.
     pub ours: Option<Entry>,
@@ -54,7 +55,7 @@ impl Verdict {
 }
 
 /// The largest size at which every subject that has `metric` on `workload`
-/// has it (sweeps), else `None`.
+/// has it (sweeps, contention), else `None` (figures without a size).
 fn common_size(results: &Results, workload: &str, metric: Metric) -> Option<u64> {
     let recs = || {
         results
@@ -101,11 +102,10 @@ pub fn verdicts(results: &Results) -> Vec<Verdict> {
         .iter()
         .flat_map(|w| w.verdict.iter().map(move |m| (w, *m)))
         .map(|(w, metric)| {
-            let size = if w.sweep {
-                common_size(results, &w.name, metric)
-            } else {
-                None
-            };
+            // Sweeps at the largest pending count, contention at the
+            // largest thread count every subject reached; None for figures
+            // without a size.
+            let size = common_size(results, &w.name, metric);
             let lateness = Metric::LATENESS.iter().any(|(m, _)| *m == metric);
             let early = |subject: &str| {
                 lateness
