@@ -1,9 +1,10 @@
-//! Criterion benches for the schedulers and their Rust peers, in two
-//! targets. Run them from the workspace root:
+//! Criterion benches for the schedulers and their Rust peers, one target
+//! per concern. Run them from the workspace root:
 //!
 //! ```text
 //! cargo bench                         # everything (several minutes)
 //! cargo bench --bench cores           # the pure cores alone
+//! cargo bench --bench contention      # threads sharing one scheduler
 //! cargo bench -- schedule/            # one group
 //! cargo bench -- 'cancel/.*/1000000'  # one size
 //! cargo bench -p benches -- --test   # every bench once, as scripts/test does
@@ -23,6 +24,11 @@
 //! peer (DelayQueue, nexus-timer, tokio's current-thread runtime) is called
 //! from its owner's context and fires only while its owner polls. The
 //! figures include the handle and the driver's lock.
+//!
+//! `benches/contention.rs`, threads sharing one scheduler: our four
+//! algorithms at P = 1 and 2 threads setting and clearing request timeouts
+//! on one `Arc<dyn Scheduler>`, the workbench's contention loop
+//! (`contention/<algorithm>/<P>`, throughput in total pairs per second).
 //!
 //! `benches/cores.rs`, the pure cores alone (`schedulers::core`),
 //! single-threaded, against nexus-timer's wheel in the same groups: what

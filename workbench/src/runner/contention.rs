@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use super::measure::{self, ns};
 use super::{Refused, RunContext, RunError, Runner, Subject};
-use crate::random::Rng;
+use crate::random::{Dist, Rng};
 use crate::record::{Measurement, Metric, SubjectKind};
 use crate::spec::{Contention, WorkloadKind};
 
@@ -382,19 +382,9 @@ where
     let mut contended: Option<f64> = None;
     for &p64 in &spec.threads {
         let p = usize::try_from(p64).map_err(|_| RunError::TooLarge(format!("{p64} threads")))?;
-        let lanes: Arc<Vec<Lane>> = Arc::new(
-            (0..p)
-                .map(|k| {
-                    let mut rng = Rng::new(seed, k as u64 + 1);
-                    Lane {
-                        delays: (0..pairs).map(|_| spec.delay.sample(&mut rng)).collect(),
-                        conn: Arc::new(Conn::default()),
-                    }
-                })
-                .collect(),
-        );
+        let lanes = lanes(p, pairs, &spec.delay, seed);
         let subject = make(p)?;
-        let at = Level::measure(&subject, p, pairs, window, warm, &lanes);
+        let at = Level::measure(&subject, p, window, warm, &lanes, SETTLE);
         subject.shutdown();
         let level = at?;
         let total = (p * pairs) as f64;
@@ -427,6 +417,42 @@ where
     Ok(out)
 }
 
+/// Thread `k`'s delays (stream `k + 1` of `seed`) and connection, for
+/// `p` threads.
+fn lanes(p: usize, pairs: usize, delay: &Dist, seed: u64) -> Arc<Vec<Lane>> {
+    Arc::new(
+        (0..p)
+            .map(|k| {
+                let mut rng = Rng::new(seed, k as u64 + 1);
+                Lane {
+                    delays: (0..pairs).map(|_| delay.sample(&mut rng)).collect(),
+                    conn: Arc::new(Conn::default()),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// One round of the contention loop on `subject` without the warm-up, the
+/// settling pause or the CPU readings, for the criterion benches: `p`
+/// threads, `pairs` each (delays from `delay`), started together; returns
+/// the wall time from the start to the last thread's end.
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn round<S: Shared + ?Sized>(
+    subject: &Arc<S>,
+    p: usize,
+    pairs: usize,
+    window: usize,
+    delay: &Dist,
+    seed: u64,
+) -> Result<Duration, RunError> {
+    let lanes = lanes(p, pairs, delay, seed);
+    Level::measure(subject, p, window.max(1), 0, &lanes, Duration::ZERO).map(|l| l.wall)
+}
+
 /// What one P measured.
 struct Level {
     wall: Duration,
@@ -436,13 +462,16 @@ struct Level {
 }
 
 impl Level {
+    /// `p` threads on `subject`, each warming up with its first `warm`
+    /// delays, then timed over all of them; the process's CPU is read
+    /// `settle` after the last thread's end.
     fn measure<S: Shared + ?Sized>(
         subject: &Arc<S>,
         p: usize,
-        pairs: usize,
         window: usize,
         warm: usize,
         lanes: &Arc<Vec<Lane>>,
+        settle: Duration,
     ) -> Result<Level, RunError> {
         let gate = Arc::new(Gate::new(p));
         let outcomes: Arc<Vec<OnceLock<Result<Outcome, RunError>>>> =
@@ -483,7 +512,9 @@ impl Level {
                 ))),
             })
             .collect::<Result<_, _>>()?;
-        measure::sleep(SETTLE);
+        if !settle.is_zero() {
+            measure::sleep(settle);
+        }
         let cpu1 = measure::cpu_process();
         let (t0, cpu0) = gate
             .start()
@@ -491,7 +522,7 @@ impl Level {
         let last = ends.iter().map(|o| o.end).max().unwrap_or(t0);
         let stopped: u64 = ends.iter().map(|o| o.stopped).sum();
         let fired: u64 = lanes.iter().map(|l| l.conn.timed_out()).sum();
-        let expected = (p * pairs) as u64;
+        let expected: u64 = lanes.iter().map(|l| l.delays.len() as u64).sum();
         if stopped != expected || fired != 0 {
             return Err(RunError::Inconsistent(format!(
                 "at P = {p}: {stopped} of {expected} cancels stopped their timeout and {fired} timeouts fired; expected all and none"
