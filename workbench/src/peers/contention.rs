@@ -317,6 +317,28 @@ impl Shared for TokioTimeout {
     }
 }
 
+/// The thread that drives a shared single-threaded structure, joined by
+/// the subject's `shutdown`.
+struct DriverThread(Mutex<Option<std::thread::JoinHandle<()>>>);
+
+impl DriverThread {
+    fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<DriverThread, RunError> {
+        let t = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(f)
+            .map_err(|e| started(name, e))?;
+        Ok(DriverThread(Mutex::new(Some(t))))
+    }
+
+    /// Waits for it to end (once told to stop).
+    fn join(&self) {
+        let t = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(t) = t {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Where a shared single-threaded structure's driver stands.
 struct Driven<Q> {
     q: Q,
@@ -329,7 +351,7 @@ struct Driven<Q> {
 /// `nexus-timer` behind a mutex, with a driver thread.
 struct NexusMutex {
     shared: Arc<(Mutex<Driven<Wheel<Request>>>, Condvar)>,
-    driver: Mutex<Option<std::thread::JoinHandle<()>>>,
+    driver: DriverThread,
 }
 
 /// The driver's longest sleep with nothing due (it looks again then).
@@ -350,14 +372,8 @@ impl NexusMutex {
             Condvar::new(),
         ));
         let s = shared.clone();
-        let driver = std::thread::Builder::new()
-            .name("nexus-driver".into())
-            .spawn(move || nexus_driver(&s))
-            .map_err(|e| started("the nexus driver", e))?;
-        Ok(NexusMutex {
-            shared,
-            driver: Mutex::new(Some(driver)),
-        })
+        let driver = DriverThread::spawn("nexus-driver", move || nexus_driver(&s))?;
+        Ok(NexusMutex { shared, driver })
     }
 }
 
@@ -418,14 +434,7 @@ impl Shared for NexusMutex {
         let (lock, wake) = &*self.shared;
         lock.lock().unwrap_or_else(PoisonError::into_inner).stop = true;
         wake.notify_one();
-        let driver = self
-            .driver
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(d) = driver {
-            let _ = d.join();
-        }
+        self.driver.join();
     }
 }
 
@@ -436,7 +445,7 @@ struct DqMutex {
     /// timer in the runtime's context).
     handle: Handle,
     stop: Arc<Notify>,
-    driver: Mutex<Option<std::thread::JoinHandle<()>>>,
+    driver: DriverThread,
 }
 
 impl DqMutex {
@@ -449,15 +458,14 @@ impl DqMutex {
         let q = Arc::new(Mutex::new(DelayQueue::new()));
         let stop = Arc::new(Notify::new());
         let (q2, stop2) = (q.clone(), stop.clone());
-        let driver = std::thread::Builder::new()
-            .name("delay-queue-driver".into())
-            .spawn(move || rt.block_on(dq_driver(&q2, &stop2)))
-            .map_err(|e| started("the DelayQueue driver", e))?;
+        let driver = DriverThread::spawn("delay-queue-driver", move || {
+            rt.block_on(dq_driver(&q2, &stop2));
+        })?;
         Ok(DqMutex {
             q,
             handle,
             stop,
-            driver: Mutex::new(Some(driver)),
+            driver,
         })
     }
 }
@@ -512,13 +520,6 @@ impl Shared for DqMutex {
 
     fn shutdown(&self) {
         self.stop.notify_one();
-        let driver = self
-            .driver
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(d) = driver {
-            let _ = d.join();
-        }
+        self.driver.join();
     }
 }

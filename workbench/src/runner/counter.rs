@@ -2,6 +2,7 @@
 //! workbench's own bookkeeping must not cost a subject that fires on two
 //! threads at once (a pool) a line bouncing between cores.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Shards per counter: a power of two, more than the threads that fire at
@@ -17,12 +18,22 @@ struct Shard(AtomicU64);
 
 /// The shard of the calling thread: threads take shards round robin, in
 /// the order they first count.
+#[inline]
 fn my_shard() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    // Const-initialised, no destructor: a plain thread-local load on the
+    // hot path, no lazy-initialisation state to check.
     thread_local! {
-        static MINE: usize = NEXT.fetch_add(1, Relaxed) % SHARDS;
+        static MINE: Cell<usize> = const { Cell::new(usize::MAX) };
     }
-    MINE.with(|s| *s)
+    MINE.with(|m| match m.get() {
+        usize::MAX => {
+            let s = NEXT.fetch_add(1, Relaxed) % SHARDS;
+            m.set(s);
+            s
+        }
+        s => s,
+    })
 }
 
 /// A per-thread-sharded counter: [`Sharded::add`] touches only the calling
