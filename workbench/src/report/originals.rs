@@ -84,6 +84,7 @@ pub const PAIRED_METRICS: &[Metric] = &[
     Metric::LatenessP99,
     Metric::JitterP99,
     Metric::Memory,
+    Metric::ContendedPairsPerS,
 ];
 
 /// One row of the pairing table: our algorithm against its original on one
