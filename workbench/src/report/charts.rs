@@ -425,13 +425,25 @@ pub fn lines(
             .map(|x| crate::spec::format_count(x.round() as u64))
             .collect(),
     };
-    Ok(Drawn {
+    Ok(finish(svg, series, (ylo, yhi), y_ticks, columns, &xs))
+}
+
+/// A drawn chart with its legend, axis and table.
+fn finish(
+    svg: String,
+    series: &[Series],
+    y_range: (f64, f64),
+    y_ticks: Vec<f64>,
+    columns: Vec<String>,
+    xs: &[f64],
+) -> Drawn {
+    Drawn {
         svg,
         legend: legend_of(series),
-        y_range: (ylo, yhi),
+        y_range,
         y_ticks,
-        table: table_of(columns, &xs, series),
-    })
+        table: table_of(columns, xs, series),
+    }
 }
 
 /// Width of the legend column at the right of every chart.
@@ -656,13 +668,7 @@ pub fn bars(
     }
     let xs: Vec<f64> = (0..categories.len()).map(|i| i as f64).collect();
     let columns = categories.iter().map(|n| n.replace('\n', " ")).collect();
-    Ok(Drawn {
-        svg,
-        legend: legend_of(series),
-        y_range: (ylo, yhi),
-        y_ticks,
-        table: table_of(columns, &xs, series),
-    })
+    Ok(finish(svg, series, (ylo, yhi), y_ticks, columns, &xs))
 }
 
 #[cfg(test)]

@@ -204,12 +204,7 @@ const STRONGEST_PER_CHART: usize = 2;
 /// its originals best on the most points); at most
 /// [`charts::MAX_LINES`]. The rest stay in the chart's table.
 fn choose(results: &Results, series: &mut [Series], metrics: &[Metric], unranked: &[String]) {
-    let algorithms: Vec<(&str, &str)> = results
-        .subjects
-        .iter()
-        .filter(|s| s.kind == SubjectKind::Algorithm)
-        .map(|s| (s.name.as_str(), s.about.as_str()))
-        .collect();
+    let algorithms = originals::algorithms_of(results);
     let four = originals::principal(&algorithms);
     let lower = |i: usize| {
         metrics

@@ -40,6 +40,17 @@ impl Original {
     }
 }
 
+/// The algorithms of a run as (name, description), the form
+/// [`Original::algorithm`] looks them up in.
+pub fn algorithms_of(results: &Results) -> Vec<(&str, &str)> {
+    results
+        .subjects
+        .iter()
+        .filter(|s| s.kind == SubjectKind::Algorithm)
+        .map(|s| (s.name.as_str(), s.about.as_str()))
+        .collect()
+}
+
 /// Our algorithms as the originals table names them, one per type and in
 /// its order (`heap`, `stpe`, `wheel`, `hier`): the four the default
 /// selection runs and every chart draws; the variants (`heap-slack50`,
@@ -166,13 +177,8 @@ pub struct Pair {
 pub fn pairs(results: &Results) -> Vec<Pair> {
     let mut out = Vec::new();
     let all_java: Vec<&str> = JAVA_PEERS.iter().map(|p| p.name).collect();
+    let algorithms = algorithms_of(results);
     for o in ORIGINALS {
-        let algorithms: Vec<(&str, &str)> = results
-            .subjects
-            .iter()
-            .filter(|s| s.kind == SubjectKind::Algorithm)
-            .map(|s| (s.name.as_str(), s.about.as_str()))
-            .collect();
         let Some(subject) = o.algorithm(&algorithms) else {
             continue;
         };

@@ -257,13 +257,7 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
     let [l1, l5, l15] = results.load_start;
     let loads: Vec<f64> = results.runs.iter().map(|r| r.load).collect();
     let load_max = loads.iter().copied().fold(0.0, f64::max);
-    let algorithms: Vec<(&str, &str)> = results
-        .subjects
-        .iter()
-        .filter(|s| s.kind == SubjectKind::Algorithm)
-        .map(|s| (s.name.as_str(), s.about.as_str()))
-        .collect();
-    let four = super::originals::principal(&algorithms);
+    let four = super::originals::principal(&super::originals::algorithms_of(results));
     Page {
         run_id: results.run_id.clone(),
         partial: results.partial,
