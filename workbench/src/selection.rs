@@ -578,8 +578,8 @@ impl Selection {
             String::new()
         };
         let rest = format!(
-            "cargo run --release -p workbench -- run --all: every subject on every workload{all_time}; \
-             `-s NAME -w WORKLOAD` runs one pair"
+            "`cargo run --release -p workbench -- run --all`: every subject on every workload{all_time}; \
+             `run -s NAME -w WORKLOAD`: one pair"
         );
         match self.scope {
             Scope::All => self.info.clone(),
@@ -591,7 +591,7 @@ impl Selection {
             Scope::Default => SelectionInfo {
                 name: "default".into(),
                 rule: format!(
-                    "{RULE} Reference run: {} (commit {}). Its runs: about {} here.",
+                    "{RULE} Reference run: {} (commit {}); by its times, this selection's runs take about {}.",
                     reference.run,
                     reference.commit,
                     estimate::human(std::time::Duration::from_secs_f64(self.seconds))
