@@ -442,6 +442,8 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
     }
     let notes = report::notes::distributed(&results);
     results.notes.extend(notes);
+    let notes = report::notes::cross_check(&results);
+    results.notes.extend(notes);
     report::write(&results, &dir)?;
     report::point_latest(&root, &dir)
         .with_context(|| format!("pointing {}/latest", root.display()))?;
