@@ -22,15 +22,17 @@
 //! timers pending the worker sleeps until the first one is due instead of
 //! waking every tick as Netty does (about 2 % of a core at a 1 ms tick).
 //!
-//! **Submission inserts directly** under the wheel's lock (O(1)) instead of
-//! through Netty's lock-free submit queue that the worker drains: the
-//! caller's insert costs less than the queue push plus the worker's
-//! second handling of every timer, and the lock is free while the worker
-//! sleeps. **Cancel** is one CAS on the timer's state word and no lock; the
-//! dead entry is unlinked when its bucket is visited, or by a bulk purge once
-//! dead entries outnumber live ones. **Reset** moves the timer in O(1),
-//! deferring a later move to the visit of its old bucket (go-zero's
-//! `MoveTimer`).
+//! **Submission** goes through the caller's lane, as Netty's goes through
+//! its submit queue: the worker takes new timers in whenever it wakes (and
+//! it never sleeps past the earliest deadline waiting in a lane), so
+//! callers setting far timeouts never wake it, and a timer cancelled before
+//! then never reaches the wheel (Netty skips those too, but wakes every
+//! tick to drain its queue). **Cancel** is one CAS on the timer's state word and no
+//! lock; a timer already on the wheel is marked for the worker, and its
+//! dead entry is unlinked when its bucket is visited, or by a bulk purge
+//! once dead entries outnumber live ones. **Reset** is a CAS and a lane
+//! entry; the worker moves the timer in O(1), deferring a later move to the
+//! visit of its old bucket (go-zero's `MoveTimer`).
 //!
 //! # Timing
 //!
@@ -45,11 +47,12 @@
 //!
 //! # Costs
 //!
-//! Schedule and reset are O(1) under the lock, cancel one CAS. Every
-//! revolution the worker reads each pending timer in a visited bucket once;
-//! buckets whose timers are all rounds away are skipped without a visit.
-//! A pending timer costs about 48 bytes: its state word, its closure's box
-//! pointer and a 24-byte list node.
+//! Schedule, cancel and reset take no lock of the worker's (see the crate
+//! docs); the worker's insert and move are O(1). Every revolution the
+//! worker reads each pending timer in a visited bucket once; buckets whose
+//! timers are all rounds away are skipped without a visit. A pending timer
+//! costs 48 bytes: its 4-byte state word, its 24-byte slot body (the
+//! closure, in place up to 16 bytes of captures) and a 20-byte list node.
 //!
 //! # Defaults
 //!
@@ -105,7 +108,8 @@ use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HashedWheel, Precision};
 use crate::error::{Error, Setting};
 use crate::executor::Executor;
-use crate::scheduler::Driver;
+use crate::handle::Anchors;
+use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
 /// The default tick: 1 ms.
@@ -148,6 +152,7 @@ pub const MAX_WHEEL_SIZE: usize = crate::core::MAX_BUCKETS;
 /// ```
 pub struct HashedWheelTimer {
     shared: Arc<Shared>,
+    anchors: Anchors,
     tick: Duration,
     buckets: usize,
 }
@@ -299,6 +304,7 @@ impl HashedWheelTimerBuilder {
         let wheel = HashedWheel::new(tick, buckets, 0, precision)
             .map_err(|e| Error::invalid(Setting::WheelSize, e.to_string()))?;
         let shared = Shared::new(Config {
+            name: self.common.thread_name.clone(),
             clock: self.common.clock.clone(),
             queue: Queue::Wheel(wheel),
             executor: self.executor,
@@ -310,17 +316,23 @@ impl HashedWheelTimerBuilder {
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)?;
+        let anchors = Anchors::new(&shared);
         Ok(HashedWheelTimer {
             shared,
+            anchors,
             tick: Duration::from_nanos(tick),
             buckets,
         })
     }
 }
 
-impl Driver for HashedWheelTimer {
+impl AsShared for HashedWheelTimer {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    fn anchors(&self) -> &Anchors {
+        &self.anchors
     }
 }
 

@@ -9,11 +9,13 @@
 //! the pure [`IndexedHeap`]; timers live in the
 //! scheduler's slab, not in an allocation each.
 //!
-//! Costs: schedule O(log n) under the lock (O(1) on average for random
-//! deadlines); cancel is one CAS and no lock (the entry is removed lazily);
-//! reset is an O(log n) move under the lock; expiring a task is an
-//! O(log n) pop. A pending timer costs about 52 bytes: its state word,
-//! its closure's box pointer, a 24-byte heap entry and a 4-byte position.
+//! Costs: callers take no lock of the timer thread's (see the crate docs):
+//! a schedule or reset leaves an entry in the caller's lane, a cancel is one
+//! CAS; the thread's insert is O(log n) (O(1) on average for random
+//! deadlines), its move O(log n), a cancelled entry leaves lazily, and
+//! expiring a task is an O(log n) pop. A pending timer costs 56 bytes: its
+//! 4-byte state word, its 24-byte slot body (the closure, in place up to 16
+//! bytes of captures), a 24-byte heap entry and a 4-byte position.
 //!
 //! # Differences from `java.util.Timer`
 //!
@@ -35,7 +37,8 @@
 //! - **Cancelled tasks do not pile up.** `Timer` keeps them until they reach
 //!   the head or `purge()` is called; here they are purged automatically
 //!   once they outnumber live tasks (and at least [`AUTO_PURGE_MIN`] are
-//!   waiting), so memory is bounded by about twice the live set, and a
+//!   waiting), so memory is bounded by about twice the live set; a task
+//!   cancelled before the thread took it in never enters the heap, and a
 //!   cancel drops the task's closure at once. `purge()` is still there.
 //! - **Shutdown keeps pending one-shots** (the executor's default) where
 //!   `Timer.cancel()` discards everything; `shutdown_now` discards and
@@ -55,7 +58,8 @@ use crate::builder::{common_builder_methods, periodic_slack_method, Common};
 use crate::core::IndexedHeap;
 use crate::error::Error;
 use crate::executor::Executor;
-use crate::scheduler::Driver;
+use crate::handle::Anchors;
+use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
 pub use crate::shared::AUTO_PURGE_MIN;
@@ -84,6 +88,7 @@ pub use crate::shared::AUTO_PURGE_MIN;
 /// ```
 pub struct HeapTimer {
     shared: Arc<Shared>,
+    anchors: Anchors,
 }
 
 /// Configures a [`HeapTimer`].
@@ -138,7 +143,7 @@ impl HeapTimer {
     /// like `Timer.purge()`. Never needed for correctness or memory
     /// (purging also happens automatically), only to release memory early.
     pub fn purge(&self) -> usize {
-        self.shared.purge(&mut self.shared.lock())
+        self.shared.purge_now()
     }
 }
 
@@ -169,6 +174,7 @@ impl HeapTimerBuilder {
         self.common.validate()?;
         crate::builder::check_periodic_slack(self.periodic_slack)?;
         let shared = Shared::new(Config {
+            name: self.common.thread_name.clone(),
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
             executor: Executor::inline(),
@@ -180,13 +186,18 @@ impl HeapTimerBuilder {
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, self.spin)?;
-        Ok(HeapTimer { shared })
+        let anchors = Anchors::new(&shared);
+        Ok(HeapTimer { shared, anchors })
     }
 }
 
-impl Driver for HeapTimer {
+impl AsShared for HeapTimer {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    fn anchors(&self) -> &Anchors {
+        &self.anchors
     }
 }
 

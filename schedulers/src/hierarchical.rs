@@ -27,16 +27,18 @@
 //! wake-up latency; with [`precise(false)`](HierarchicalWheelTimerBuilder::precise)
 //! it fires at the end of its tick, as in Kafka.
 //!
-//! Everything sits behind one mutex, as Kafka's wheel sits behind its
-//! read-write lock. `submit` inserts directly (O(1)) and wakes the driver
-//! only if the new timer is due before the driver's planned wake-up. Cancel
-//! is one CAS on the timer's state word and no lock, where Kafka unlinks
-//! the entry at once under its bucket's lock: the dead entry leaves its
-//! bucket when the bucket is flushed, in a bulk purge once dead entries
+//! The wheels sit behind the driver's mutex, as Kafka's sit behind its
+//! read-write lock, but callers never take it: `submit` leaves the timer in
+//! the caller's lane and wakes the driver only if the new timer is due
+//! before the driver's planned wake-up (the driver takes the lanes in
+//! whenever it wakes, never later than the earliest deadline in them). Cancel is one CAS on the timer's state word, where
+//! Kafka unlinks the entry at once under its bucket's lock: a timer not yet
+//! taken in never reaches the wheels; the dead entry of one that did leaves
+//! its bucket when the bucket is flushed, in a bulk purge once dead entries
 //! outnumber live ones, or at once when no live timer is left, so the
 //! driver never sleeps until a bucket of cancelled timers only while
-//! nothing else waits. `reset` moves the node to its new bucket in O(1)
-//! under the lock.
+//! nothing else waits. `reset` is a CAS and a lane entry; the driver moves
+//! the node to its new bucket in O(1).
 //!
 //! # Differences from Kafka's `SystemTimer`
 //!
@@ -61,10 +63,11 @@
 //!
 //! # Costs
 //!
-//! Schedule O(1) under the lock; cancel one CAS; reset O(1) under the lock;
-//! each timer is re-inserted once per wheel level it descends through. A
-//! pending timer costs about 48 bytes (its state word, its closure's box
-//! pointer and a 24-byte list node), plus `levels × size` buckets.
+//! Schedule, cancel and reset take no lock of the driver's (see the crate
+//! docs); the driver's insert and move are O(1), and each timer is
+//! re-inserted once per wheel level it descends through. A pending timer
+//! costs 48 bytes (its 4-byte state word, its 24-byte slot body, a 20-byte
+//! list node), plus `levels × size` buckets.
 
 use std::fmt;
 use std::sync::Arc;
@@ -74,7 +77,8 @@ use crate::builder::{common_builder_methods, wheel_tick, Common};
 use crate::core::{HierarchicalWheel, Precision};
 use crate::error::{Error, Setting};
 use crate::executor::Executor;
-use crate::scheduler::Driver;
+use crate::handle::Anchors;
+use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
 
 /// The default tick: 1 ms, as Kafka's `SystemTimer`.
@@ -110,6 +114,7 @@ pub const MAX_WHEEL_SIZE: usize = 1 << 16;
 /// ```
 pub struct HierarchicalWheelTimer {
     shared: Arc<Shared>,
+    anchors: Anchors,
     tick: Duration,
 }
 
@@ -187,7 +192,9 @@ impl HierarchicalWheelTimer {
     /// How many wheel levels exist (they are created lazily, for timers
     /// beyond the span of the levels below).
     pub fn levels(&self) -> usize {
-        match &self.shared.lock().queue {
+        let mut driver = self.shared.lock();
+        self.shared.intake_for_query(&mut driver);
+        match &driver.queue {
             Queue::Hier(wheels) => wheels.levels(),
             _ => 1,
         }
@@ -259,6 +266,7 @@ impl HierarchicalWheelTimerBuilder {
         let wheels = HierarchicalWheel::new(tick, self.wheel_size, 0, precision)
             .map_err(|e| Error::invalid(Setting::WheelSize, e.to_string()))?;
         let shared = Shared::new(Config {
+            name: self.common.thread_name.clone(),
             clock: self.common.clock.clone(),
             queue: Queue::Hier(wheels),
             executor: self.executor,
@@ -270,16 +278,22 @@ impl HierarchicalWheelTimerBuilder {
             remove_on_cancel: false,
         });
         crate::timer_thread::spawn(&shared, &self.common.thread_name, Duration::ZERO)?;
+        let anchors = Anchors::new(&shared);
         Ok(HierarchicalWheelTimer {
             shared,
+            anchors,
             tick: Duration::from_nanos(tick),
         })
     }
 }
 
-impl Driver for HierarchicalWheelTimer {
+impl AsShared for HierarchicalWheelTimer {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    fn anchors(&self) -> &Anchors {
+        &self.anchors
     }
 }
 

@@ -1,67 +1,63 @@
-//! What a timer runs: [`Task`], the type-erased closure the scheduler
-//! stores in its slot, and how a run ends.
+//! What a timer runs: [`Task`], the closure the scheduler stores in its
+//! slot, and how a run ends.
 //!
-//! A closure is boxed once, when the task is made; a closure that captures
-//! nothing is a zero-sized box and allocates nothing. A one-shot closure is
-//! consumed by its run; a periodic one comes back for the next. A task that
-//! returns a value gets an output cell only when a
-//! [`ScheduledFuture`](crate::ScheduledFuture) asks for one.
+//! A task's closure is kept in a [`Body`]: in place when it captures at
+//! most [`INLINE_BYTES`](crate::INLINE_BYTES) bytes (an id and an `Arc`, say),
+//! boxed beyond, so the common task allocates nothing. A one-shot closure is
+//! consumed by its run, and the value a
+//! [`ScheduledFuture`](crate::ScheduledFuture) waits for takes its place; a
+//! periodic one stays for the next run.
 
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::{lock, nanos, InsideTask};
+use crate::body::Body;
+pub(crate) use crate::body::Ran;
+use crate::calendar::{Calendar, MissedRuns, OnPanic};
+use crate::clock::{nanos, InsideTask};
 use crate::error::{Error, Kind};
 
-/// How a task repeats: nanoseconds for the periodic kinds.
+/// How a task repeats: nanoseconds for the fixed kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Repeat {
     Once,
     FixedRate(u64),
     FixedDelay(u64),
+    /// At the fire times of the rule's calendar.
+    Calendar,
 }
 
-/// A closure as the scheduler stores it.
-pub(crate) trait Body: Send {
-    /// Runs once: a periodic body hands itself back for its next run.
-    fn run(self: Box<Self>) -> Option<Box<dyn Body>>;
+/// How late a deadline may come due before it counts as missed, unless a
+/// task says otherwise ([`Task::missed_run_tolerance`]): more than a
+/// driver's usual lateness (tens of microseconds), less than a period worth
+/// the name.
+pub const DEFAULT_MISSED_RUN_TOLERANCE: Duration = Duration::from_millis(5);
 
-    fn repeat(&self) -> Repeat;
-
-    /// Why the task failed, for a slot that holds a failure instead of a
-    /// closure.
-    fn failure(&self) -> Option<&Error> {
-        None
-    }
+/// How a periodic or calendar task repeats, and what it does about missed
+/// runs and panics. It lives with the closure in the task's body, which
+/// only the thread running (or submitting) the task reads.
+#[derive(Clone, Debug)]
+pub(crate) struct Rule {
+    pub(crate) repeat: Repeat,
+    pub(crate) missed: MissedRuns,
+    /// Nanoseconds a deadline may come due late before it counts as missed.
+    pub(crate) tolerance: u64,
+    pub(crate) on_panic: OnPanic,
+    pub(crate) calendar: Option<Box<Calendar>>,
 }
 
-struct Once<F>(F);
-
-impl<F: FnOnce() + Send> Body for Once<F> {
-    fn run(self: Box<Self>) -> Option<Box<dyn Body>> {
-        (self.0)();
-        None
-    }
-    fn repeat(&self) -> Repeat {
-        Repeat::Once
-    }
-}
-
-struct Periodic<F> {
-    repeat: Repeat,
-    f: F,
-}
-
-impl<F: FnMut() + Send + 'static> Body for Periodic<F> {
-    fn run(mut self: Box<Self>) -> Option<Box<dyn Body>> {
-        (self.f)();
-        Some(self)
-    }
-    fn repeat(&self) -> Repeat {
-        self.repeat
+impl Rule {
+    pub(crate) fn new(repeat: Repeat, calendar: Option<Calendar>) -> Rule {
+        Rule {
+            repeat,
+            missed: MissedRuns::default(),
+            tolerance: nanos(DEFAULT_MISSED_RUN_TOLERANCE),
+            on_panic: OnPanic::default(),
+            calendar: calendar.map(Box::new),
+        }
     }
 }
 
@@ -106,80 +102,17 @@ impl TaskContext {
     }
 }
 
-struct PeriodicWith<F> {
-    repeat: Repeat,
-    f: F,
-}
-
-impl<F: FnMut(&TaskContext) + Send + 'static> Body for PeriodicWith<F> {
-    fn run(mut self: Box<Self>) -> Option<Box<dyn Body>> {
-        let context = TaskContext::default();
-        (self.f)(&context);
-        if context.is_stopped() {
-            None
-        } else {
-            Some(self)
-        }
-    }
-    fn repeat(&self) -> Repeat {
-        self.repeat
-    }
-}
-
-/// Kept in the slot of a task that panicked, so its handles can report it.
-pub(crate) struct Failure(pub(crate) Error);
-
-impl Body for Failure {
-    fn run(self: Box<Self>) -> Option<Box<dyn Body>> {
-        None
-    }
-    fn repeat(&self) -> Repeat {
-        Repeat::Once
-    }
-    fn failure(&self) -> Option<&Error> {
-        Some(&self.0)
-    }
-}
-
-/// How a run ended.
-pub(crate) enum Ran {
-    /// A one-shot task finished.
-    Done,
-    /// A periodic task finished this run; here it is for the next.
-    Again(Box<dyn Body>),
-    /// The task panicked.
-    Panicked(Error),
-}
-
-/// Runs a claimed body on this thread, catching a panic (from the closure,
-/// or from dropping what it returned).
-pub(crate) fn run(body: Box<dyn Body>) -> Ran {
+/// Runs a claimed body on this thread once, catching a panic (see
+/// [`Body::run`]).
+pub(crate) fn run(body: &mut Body) -> Ran {
     let _inside = InsideTask::enter();
-    match catch_unwind(AssertUnwindSafe(|| body.run())) {
-        Ok(Some(body)) => Ran::Again(body),
-        Ok(None) => Ran::Done,
-        Err(payload) => Ran::Panicked(Error::from_panic(payload.as_ref())),
-    }
+    body.run(&TaskContext::default())
 }
 
-/// Drops something that may hold user code (a closure and what it
-/// captured) without letting a panicking destructor unwind into the
-/// scheduler. Returns the panic, if there was one.
-pub(crate) fn drop_contained<T>(value: T) -> Option<Error> {
-    catch_unwind(AssertUnwindSafe(move || drop(value)))
-        .err()
-        .map(|payload| Error::from_panic(payload.as_ref()))
-}
-
-/// The value of a one-shot task, for its [`ScheduledFuture`](crate::ScheduledFuture).
-pub(crate) struct Output<T> {
-    value: Mutex<Option<T>>,
-}
-
-impl<T> Output<T> {
-    pub(crate) fn take(&self) -> Option<T> {
-        lock(&self.value).take()
-    }
+/// Empties a body in place, containing a panicking destructor (see
+/// `Body`'s `Drop`).
+pub(crate) fn clear_contained(body: &mut Body) {
+    let _ = catch_unwind(AssertUnwindSafe(|| body.clear()));
 }
 
 /// A task ready to be handed to any [`Scheduler`](crate::Scheduler): the
@@ -199,17 +132,12 @@ impl<T> Output<T> {
 /// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct Task {
-    pub(crate) body: Box<dyn Body>,
-    /// The closure has drop glue, so a cancel drops it at once.
-    pub(crate) needs_drop: bool,
+    pub(crate) body: Body,
 }
 
 impl Task {
-    fn new<B: Body + 'static>(body: B) -> Task {
-        Task {
-            needs_drop: std::mem::needs_drop::<B>(),
-            body: Box::new(body),
-        }
+    fn new(body: Body) -> Task {
+        Task { body }
     }
 
     /// A one-shot task; its value, if any, is dropped. Use
@@ -220,33 +148,30 @@ impl Task {
         F: FnOnce() -> T + Send + 'static,
         T: 'static,
     {
-        Task::new(Once(move || {
-            f();
-        }))
+        Task::new(Body::once(f))
     }
 
     /// Runs the task once on the calling thread, now: what a caller does
     /// with a task a scheduler refused (the JDK's `CallerRunsPolicy`). A
-    /// periodic task runs once. A panic propagates to the caller.
-    pub fn run(self) {
-        let _ = self.body.run();
+    /// periodic task runs once.
+    ///
+    /// # Panics
+    ///
+    /// If the task panics, with its message.
+    pub fn run(mut self) {
+        if let Ran::Panicked(error) = run(&mut self.body) {
+            panic!("{}", error.panic_message().unwrap_or("the task panicked"));
+        }
     }
 
-    /// A one-shot task whose value lands in an output cell.
-    pub(crate) fn with_output<F, T>(f: F) -> (Task, Arc<Output<T>>)
+    /// A one-shot task whose value stays in its slot for its
+    /// [`ScheduledFuture`](crate::ScheduledFuture).
+    pub(crate) fn with_output<F, T>(f: F) -> Task
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let output = Arc::new(Output {
-            value: Mutex::new(None),
-        });
-        let cell = output.clone();
-        let task = Task::new(Once(move || {
-            let value = f();
-            *lock(&cell.value) = Some(value);
-        }));
-        (task, output)
+        Task::new(Body::with_output(f))
     }
 
     /// A task that starts every `period`, counted from its first scheduled
@@ -259,8 +184,9 @@ impl Task {
     where
         F: FnMut() + Send + 'static,
     {
-        let repeat = Repeat::FixedRate(positive(period)?);
-        Ok(Task::new(Periodic { repeat, f }))
+        let rule = Rule::new(Repeat::FixedRate(positive(period)?), None);
+        let mut f = f;
+        Ok(Task::new(Body::periodic(rule, move |_: &TaskContext| f())))
     }
 
     /// A task that starts `delay` after its previous run ended.
@@ -272,8 +198,9 @@ impl Task {
     where
         F: FnMut() + Send + 'static,
     {
-        let repeat = Repeat::FixedDelay(positive(delay)?);
-        Ok(Task::new(Periodic { repeat, f }))
+        let rule = Rule::new(Repeat::FixedDelay(positive(delay)?), None);
+        let mut f = f;
+        Ok(Task::new(Body::periodic(rule, move |_: &TaskContext| f())))
     }
 
     /// As [`Task::fixed_rate`], with a closure that receives a
@@ -286,8 +213,8 @@ impl Task {
     where
         F: FnMut(&TaskContext) + Send + 'static,
     {
-        let repeat = Repeat::FixedRate(positive(period)?);
-        Ok(Task::new(PeriodicWith { repeat, f }))
+        let rule = Rule::new(Repeat::FixedRate(positive(period)?), None);
+        Ok(Task::new(Body::periodic(rule, f)))
     }
 
     /// As [`Task::fixed_delay`], with a closure that receives a
@@ -300,8 +227,157 @@ impl Task {
     where
         F: FnMut(&TaskContext) + Send + 'static,
     {
-        let repeat = Repeat::FixedDelay(positive(delay)?);
-        Ok(Task::new(PeriodicWith { repeat, f }))
+        let rule = Rule::new(Repeat::FixedDelay(positive(delay)?), None);
+        Ok(Task::new(Body::periodic(rule, f)))
+    }
+
+    /// A task that runs at the fire times of `calendar` (a cron expression
+    /// in a time zone, see [`crate::calendar`]), by the wall clock: also
+    /// after the clock steps or the machine resumes from a suspend. Its
+    /// first run is the first fire time after the delay it is submitted
+    /// with; runs never overlap, and one that ends after the next fire time
+    /// is followed by the missed runs as its
+    /// [`missed_runs`](Task::missed_runs) policy says (back to back, by
+    /// default).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use schedulers::calendar::Calendar;
+    /// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
+    ///
+    /// // 2024-03-01 08:59:00 UTC
+    /// let clock = ManualClock::with_wall(SystemTime::UNIX_EPOCH + Duration::from_secs(1_709_283_540));
+    /// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
+    /// let nine = Calendar::parse_in("0 9 * * *", "UTC").unwrap();
+    /// let report = timer.submit(Duration::ZERO, Task::calendar(nine, || println!("report"))).unwrap();
+    /// assert_eq!(report.remaining(), Duration::from_secs(60));
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn calendar<F>(calendar: Calendar, f: F) -> Task
+    where
+        F: FnMut() + Send + 'static,
+    {
+        let mut f = f;
+        Task::calendar_with(calendar, move |_: &TaskContext| f())
+    }
+
+    /// As [`Task::calendar`], with a closure that receives a
+    /// [`TaskContext`] and can stop its own future runs.
+    pub fn calendar_with<F>(calendar: Calendar, f: F) -> Task
+    where
+        F: FnMut(&TaskContext) + Send + 'static,
+    {
+        Task::new(Body::periodic(
+            Rule::new(Repeat::Calendar, Some(calendar)),
+            f,
+        ))
+    }
+
+    /// What the task does when one of its deadlines comes due late (see
+    /// [`MissedRuns`]; the default is [`MissedRuns::CatchUp`], the Java
+    /// executors' rule for fixed-rate tasks). A deadline is late when it
+    /// comes due more than the task's
+    /// [tolerance](Task::missed_run_tolerance) after its time. Fixed-delay
+    /// tasks are never late: their next run is counted from the end of the
+    /// last.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_not_periodic`] for a one-shot task;
+    /// [`Error::is_calendar`] for [`MissedRuns::Delay`] on a calendar task
+    /// (its grid is the wall clock's and cannot move).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::calendar::MissedRuns;
+    /// use schedulers::Task;
+    ///
+    /// // A gauge read every second: after a stall, one reading is enough.
+    /// let task = Task::fixed_rate(Duration::from_secs(1), || {})?
+    ///     .missed_runs(MissedRuns::OnceNow)?;
+    /// # drop(task);
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn missed_runs(mut self, policy: MissedRuns) -> Result<Task, Error> {
+        let rule = self.rule_mut("missed-run policy")?;
+        if rule.repeat == Repeat::Calendar {
+            policy
+                .check_calendar()
+                .map_err(|e| Error::new(Kind::Calendar(e)))?;
+        }
+        rule.missed = policy;
+        Ok(self)
+    }
+
+    /// How late a deadline may come due before it counts as missed (default
+    /// [`DEFAULT_MISSED_RUN_TOLERANCE`], 5 ms): more than the scheduler's
+    /// usual lateness, or every run would count as missed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_not_periodic`] for a one-shot task.
+    pub fn missed_run_tolerance(mut self, tolerance: Duration) -> Result<Task, Error> {
+        self.rule_mut("missed-run tolerance")?.tolerance = nanos(tolerance);
+        Ok(self)
+    }
+
+    /// What the task does when a run panics: [`OnPanic::Stop`] (the
+    /// default, the executors' rule: it stops repeating and its handle
+    /// reports the panic) or [`OnPanic::Continue`] (the panic is counted in
+    /// [`Metrics::panicked`](crate::Metrics) and the schedule goes on).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_not_periodic`] for a one-shot task.
+    pub fn on_panic(mut self, policy: OnPanic) -> Result<Task, Error> {
+        self.rule_mut("panic policy")?.on_panic = policy;
+        Ok(self)
+    }
+
+    /// Names the task (replacing a name it had). The name goes with every
+    /// run into the scheduler's figures ([`Metrics::by_name`](crate::Metrics)),
+    /// its `tracing` spans and its `metrics` series (the `task` label), and
+    /// into the errors about it ([`Error::task_name`]): a panic, a
+    /// rejection. An unnamed task costs nothing for it; a named one costs
+    /// an allocation. Use a small set of names (one per kind of job, as
+    /// for a metric label, not one per task): a scheduler keeps separate
+    /// figures for its first [`MAX_NAMES`](crate::MAX_NAMES) names.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::{HeapTimer, ManualClock, Scheduler, Task};
+    ///
+    /// let clock = ManualClock::new();
+    /// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
+    /// let sweep = Task::fixed_rate(Duration::from_secs(60), || ()).unwrap().named("sweep");
+    /// assert_eq!(sweep.name(), Some("sweep"));
+    /// timer.submit(Duration::ZERO, sweep).unwrap();
+    /// clock.advance(Duration::from_secs(120));
+    /// let sweeps = &timer.metrics().by_name[0];
+    /// assert_eq!((sweeps.name.as_deref(), sweeps.fired), (Some("sweep"), 3));
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn named(mut self, name: impl Into<Arc<str>>) -> Task {
+        let body = std::mem::take(&mut self.body);
+        self.body = Body::named(name.into(), body);
+        self
+    }
+
+    /// The task's name, if [`Task::named`] gave it one.
+    pub fn name(&self) -> Option<&str> {
+        self.body.name().map(|name| &**name)
+    }
+
+    fn rule_mut(&mut self, what: &'static str) -> Result<&mut Rule, Error> {
+        self.body
+            .rule_mut()
+            .ok_or_else(|| Error::new(Kind::NotPeriodic(what)))
     }
 }
 
@@ -315,6 +391,7 @@ fn positive(d: Duration) -> Result<u64, Error> {
 impl fmt::Debug for Task {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
+            .field("name", &self.name())
             .field("repeat", &self.body.repeat())
             .finish_non_exhaustive()
     }

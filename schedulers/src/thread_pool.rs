@@ -53,13 +53,16 @@
 //!   threads. A run that panics ends the task; its handle reports the panic
 //!   and the worker carries on.
 //!
-//! Costs: `schedule` is an O(log n) push under the lock (O(1) on average
-//! for random deadlines). `cancel` is one CAS and no lock by default (the
-//! entry is dropped when it reaches the head, or by a purge); with
-//! [`remove_on_cancel`](ScheduledThreadPoolBuilder::remove_on_cancel) it
-//! also takes the lock and removes the entry in O(log n). `reset` moves the
-//! entry in O(log n). A pending task costs about 52 bytes: its state word,
-//! its closure's box pointer, a 24-byte heap entry and a 4-byte position.
+//! Costs: callers never take the pool's lock (see the crate docs): a
+//! `schedule` or `reset` leaves an entry in the caller's lane, which a
+//! worker takes in at its next wake (no later than the entry's deadline),
+//! pushing or moving it in O(log n) (O(1) on average for random
+//! deadlines); `cancel` is one CAS (the entry is dropped when it reaches
+//! the head, or by a purge; with
+//! [`remove_on_cancel`](ScheduledThreadPoolBuilder::remove_on_cancel) the
+//! worker removes it in O(log n) when it takes the cancel in). A pending
+//! task costs 56 bytes: its 4-byte state word, its 24-byte slot body, a
+//! 24-byte heap entry and a 4-byte position.
 //!
 //! # Differences from `ScheduledThreadPoolExecutor`
 //!
@@ -77,6 +80,9 @@
 //!   which makes every cancel O(log n) under the lock instead.
 //!   `remove_on_cancel` and [`ScheduledThreadPool::purge`] work as in the
 //!   JDK.
+//! - **A task cancelled before a worker took it in never enters the
+//!   queue**, so a schedule-and-cancel loop leaves the queue (and
+//!   `queue_len`) as it was.
 //! - **After shutdown a cancel removes its entry at once**, whatever the
 //!   policy, so a cancelled far-future task cannot keep the pool from
 //!   terminating until its deadline.
@@ -122,10 +128,10 @@ use std::time::Duration;
 use crate::core::{IndexedHeap, Key};
 use crate::error::{Error, Rejected, Setting};
 use crate::executor::Executor;
-use crate::handle::TaskHandle;
-use crate::scheduler::Driver;
+use crate::handle::{Anchors, TaskHandle};
+use crate::lanes::Spot;
+use crate::scheduler::AsShared;
 use crate::shared::{Config, Queue, Shared};
-use crate::task::{self};
 
 pub use crate::shared::AUTO_PURGE_MIN;
 
@@ -164,6 +170,7 @@ pub use crate::shared::AUTO_PURGE_MIN;
 /// ```
 pub struct ScheduledThreadPool {
     shared: Arc<Shared>,
+    anchors: Anchors,
     pool_size: usize,
     remove_on_cancel: bool,
     thread_name: String,
@@ -240,6 +247,7 @@ impl ScheduledThreadPool {
     ///
     /// let pool = ScheduledThreadPool::new(1)?;
     /// let handles: Vec<_> = (0..10).map(|_| pool.schedule(Duration::from_secs(60), || ()).unwrap()).collect();
+    /// assert_eq!(pool.queue_len(), 10);
     /// handles.iter().take(4).for_each(|h| assert!(h.handle().cancel()));
     /// assert_eq!(pool.queue_len(), 10);
     /// assert_eq!(pool.purge(), 4);
@@ -247,14 +255,15 @@ impl ScheduledThreadPool {
     /// # Ok::<(), schedulers::Error>(())
     /// ```
     pub fn purge(&self) -> usize {
-        self.shared.purge(&mut self.shared.lock())
+        self.shared.purge_now()
     }
 
     /// Entries in the queue, cancelled ones not yet removed included (the
     /// JDK's `getQueue().size()`). A task being run is not in the queue.
     pub fn queue_len(&self) -> usize {
-        let inner = self.shared.lock();
-        inner.queue.len() + inner.ready.len()
+        let mut driver = self.shared.lock();
+        self.shared.intake_for_query(&mut driver);
+        driver.queue.len() + driver.ready.len()
     }
 
     /// Workers running a task right now (the JDK's `getActiveCount`).
@@ -303,8 +312,8 @@ impl ScheduledThreadPool {
     /// the first worker, the task would never run: it is taken back out and
     /// handed back with the error. A refused later worker is skipped (the
     /// running ones take its share, and the next submission tries again).
-    fn start_worker(&self, key: Key) -> Result<TaskHandle, Rejected> {
-        let handle = TaskHandle::new(self.shared.clone(), key);
+    fn start_worker(&self, key: Key, spot: Spot) -> Result<TaskHandle, Rejected> {
+        let handle = self.anchors.handle(key, spot);
         let Some(id) = self.next_worker() else {
             return Ok(handle);
         };
@@ -356,9 +365,10 @@ impl ScheduledThreadPoolBuilder {
         self
     }
 
-    /// Whether a cancelled task leaves the queue at once (true: O(log n)
-    /// under the lock) or when it reaches the head or a purge runs (false,
-    /// the default, as in the JDK: one CAS, no lock).
+    /// Whether a cancelled task leaves the queue at once (true: the worker
+    /// removes it in O(log n) when it takes the cancel in) or when it
+    /// reaches the head or a purge runs (false, the default, as in the JDK).
+    /// Either way the cancel itself is one CAS and takes no lock.
     pub fn remove_on_cancel(mut self, remove: bool) -> Self {
         self.remove_on_cancel = remove;
         self
@@ -380,6 +390,7 @@ impl ScheduledThreadPoolBuilder {
             ));
         }
         let shared = Shared::new(Config {
+            name: self.common.thread_name.clone(),
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
             executor: Executor::inline(),
@@ -390,8 +401,10 @@ impl ScheduledThreadPoolBuilder {
             periodic_slack: self.periodic_slack,
             remove_on_cancel: self.remove_on_cancel,
         });
+        let anchors = Anchors::new(&shared);
         Ok(ScheduledThreadPool {
             shared,
+            anchors,
             pool_size: self.pool_size,
             remove_on_cancel: self.remove_on_cancel,
             thread_name: self.common.thread_name,
@@ -403,78 +416,86 @@ impl ScheduledThreadPoolBuilder {
 /// One worker: `ThreadPoolExecutor.runWorker` over `DelayedWorkQueue.take`.
 fn worker(shared: Arc<Shared>, id: usize) {
     shared.on_driver_thread();
-    let mut inner = shared.lock();
+    let mut driver = shared.lock();
     let mut finished = None;
     loop {
-        if let Some((key, scheduled, ran)) = finished.take() {
-            if shared.finish(&mut inner, key, scheduled, ran) {
+        if let Some(finished) = finished.take() {
+            if shared.finish(&mut driver, finished) {
                 shared.wakeup.notify_one();
             }
         }
-        inner = shared.bury(inner);
         if shared.is_stopped() {
             break;
         }
-        shared.collect_due(&mut inner, shared.now());
-        if let Some(claimed) = shared.claim_next(&mut inner) {
+        shared.intake(&mut driver, true);
+        driver = shared.bury(driver);
+        shared.collect_due(&mut driver, shared.now());
+        if let Some(claimed) = shared.claim_next(&mut driver) {
             // Leaving `take`: hand the leader role on if work remains, and
             // always if more is due now (a leader may be waiting for a
             // virtual clock, which only a signal moves).
-            let more =
-                !inner.ready.is_empty() || (inner.leader.is_none() && !inner.queue.is_empty());
+            let more = !driver.ready.is_empty()
+                || (driver.roles.leader.is_none() && !driver.queue.is_empty());
             // A deputy whose wake-up has come takes what is left at once
             // (the clock is read only when there is a deputy).
-            let deputy_up = inner.deputy.is_some_and(|(_, until)| until <= shared.now());
-            let wake = more && !deputy_up && inner.waiting > 0;
-            drop(inner);
+            let deputy_up = driver
+                .roles
+                .deputy
+                .is_some_and(|(_, until)| until <= shared.now());
+            let wake = more && !deputy_up && driver.waiting > 0;
+            drop(driver);
             if wake {
                 // After the unlock: a woken thread must not find it held.
                 shared.wakeup.notify_one();
             }
-            let ran = task::run(claimed.body);
-            finished = Some((claimed.key, claimed.scheduled, ran));
-            inner = shared.lock();
+            finished = Some(shared.run_claimed(claimed));
+            driver = shared.lock();
             continue;
         }
-        if shared.may_exit(&mut inner) {
+        if shared.may_exit(&mut driver) {
             break;
         }
-        let next = shared.next_wake(&inner);
-        match (next, inner.leader, inner.deputy) {
-            (Some(until), Some((leader, _)), None) if leader != id => {
+        let next = shared.next_wake(&driver);
+        let roles = (driver.roles.leader, driver.roles.deputy);
+        match (next, roles) {
+            (Some(until), (Some((leader, _)), None)) if leader != id => {
                 // The deputy wakes with the head (the leader's deadline may
                 // be one that passed while the leader is busy); it never
                 // spins.
-                inner.deputy = Some((id, until));
-                inner = shared.wait(inner, Some(until), until, false);
-                if inner.deputy.is_some_and(|(deputy, _)| deputy == id) {
-                    inner.deputy = None;
+                driver.roles.deputy = Some((id, until));
+                driver = shared.wait(driver, Some(until), until, false);
+                if driver.roles.deputy.is_some_and(|(deputy, _)| deputy == id) {
+                    driver.roles.deputy = None;
                 }
             }
-            (Some(_), Some((leader, until)), _) if leader != id => {
+            (Some(_), (Some((leader, until)), _)) if leader != id => {
                 // A follower: the leader and its deputy wait for the head.
-                inner = shared.wait(inner, None, until, false);
+                driver = shared.wait(driver, None, until, false);
             }
-            (Some(deadline), _, _) => {
-                inner.leader = Some((id, deadline));
-                inner = shared.wait(inner, Some(deadline), deadline, true);
-                if inner.leader.is_some_and(|(leader, _)| leader == id) {
-                    inner.leader = None;
+            (Some(deadline), _) => {
+                driver.roles.leader = Some((id, deadline));
+                driver = shared.wait(driver, Some(deadline), deadline, true);
+                if driver.roles.leader.is_some_and(|(leader, _)| leader == id) {
+                    driver.roles.leader = None;
                 }
             }
-            (None, _, _) => inner = shared.wait(inner, None, NEVER, false),
+            (None, _) => driver = shared.wait(driver, None, NEVER, false),
         }
     }
-    shared.thread_exited(inner);
+    shared.thread_exited(driver);
 }
 
-impl Driver for ScheduledThreadPool {
+impl AsShared for ScheduledThreadPool {
     fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
 
-    fn accept(&self, key: Key) -> Result<TaskHandle, Rejected> {
-        self.start_worker(key)
+    fn anchors(&self) -> &Anchors {
+        &self.anchors
+    }
+
+    fn accept(&self, key: Key, spot: Spot) -> Result<TaskHandle, Rejected> {
+        self.start_worker(key, spot)
     }
 }
 

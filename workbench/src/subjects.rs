@@ -17,7 +17,9 @@ use schedulers::{
 
 use crate::record::SubjectKind;
 use crate::runner::contention::{self, Request, Shared};
-use crate::runner::{drive_threaded, App, Fire, Refused, RunError, Subject, Timers, TimersFactory};
+use crate::runner::{
+    drive_threaded, App, Fire, OwnLateness, Refused, RunError, Subject, Timers, TimersFactory,
+};
 use crate::spec::Kind;
 
 /// One of this crate's schedulers, as the workbench builds it.
@@ -175,6 +177,17 @@ impl Timers for SchedulerTimers {
 
     fn drive(&mut self, app: &mut dyn App) {
         drive_threaded(self, app);
+    }
+
+    fn own_lateness(&self) -> Option<OwnLateness> {
+        let lateness = self.scheduler.metrics().lateness;
+        let ns = |d: Option<Duration>| d.unwrap_or_default().as_nanos() as f64;
+        Some(OwnLateness {
+            runs: lateness.count(),
+            mean_ns: ns(lateness.mean()),
+            p50_ns: ns(lateness.quantile(0.5)),
+            p99_ns: ns(lateness.quantile(0.99)),
+        })
     }
 
     fn shutdown(self: Box<Self>) {

@@ -7,6 +7,7 @@
 use workbench::peers::contention as peers;
 use workbench::record::{Metric, Results, RunStatus};
 use workbench::report;
+use workbench::selection::Selection;
 use workbench::spec::{Workload, WorkloadKind};
 use workbench::subjects;
 use workbench::suite::Suite;
@@ -50,6 +51,7 @@ fn run() -> Results {
         env: workbench::env::detect("test"),
         progress: false,
         notes: vec![],
+        selection: Selection::all(),
     }
     .run(&mut |_| {})
 }

@@ -387,6 +387,24 @@ impl History {
             } => {
                 let mut v = fire_json("end", w, fire);
                 v["outcome"] = json!(outcome_str(outcome));
+                if let AckOutcome::Next(t) = outcome {
+                    v["next"] = json!(t);
+                }
+                v["at"] = json!(at_ms);
+                v
+            }
+            WorkerEvent::Skipped {
+                fire,
+                skipped,
+                outcome,
+                at_ms,
+            } => {
+                let mut v = fire_json("skipped", w, fire);
+                v["outcome"] = json!(outcome_str(outcome));
+                v["skipped"] = json!(skipped);
+                if let AckOutcome::Next(t) = outcome {
+                    v["next"] = json!(t);
+                }
                 v["at"] = json!(at_ms);
                 v
             }

@@ -101,7 +101,11 @@ impl RedisScheduler {
     /// durability; [`Error::Redis`] when Redis cannot be reached within
     /// [`Config::retry_for`].
     pub fn schedule(&self, job: &Job) -> Result<i64, Error> {
-        self.with(|s, c, repeat| s.schedule(c, job, repeat))
+        let scheduled = self.with(|s, c, repeat| s.schedule(c, job, repeat));
+        if let Err(e) = &scheduled {
+            crate::figures::rejected(job, e);
+        }
+        scheduled
     }
 
     /// Schedules a one-shot job `delay` after now (Redis clock).
@@ -135,7 +139,9 @@ impl RedisScheduler {
     }
 
     /// Schedules a fixed-rate job: first due after `initial_delay`, then every
-    /// `period` on that grid, missed runs coalesced.
+    /// `period` on that grid, missed runs coalesced (see
+    /// [`Job::at_fixed_rate`]; choose otherwise with [`Job::missed_runs`]
+    /// and [`schedule`](Self::schedule)).
     ///
     /// # Errors
     ///
@@ -156,6 +162,45 @@ impl RedisScheduler {
         )
     }
 
+    /// Schedules a calendar job: due at every fire time of `calendar` (a
+    /// cron expression in an IANA time zone), the first one being the
+    /// first after Redis's clock now; missed runs caught up, a fire failing
+    /// its last attempt dead-letters the job (choose otherwise with
+    /// [`Job::missed_runs`] and [`Job::on_panic`], and
+    /// [`schedule`](Self::schedule)). Returns the first due time.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule_after`](Self::schedule_after), plus
+    /// [`Error::InvalidSchedule`] for a zone without an IANA name or a
+    /// calendar with no fire time left.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use schedulers_redis::calendar::Calendar;
+    /// use schedulers_redis::{Config, RedisScheduler};
+    ///
+    /// let sched = RedisScheduler::connect("redis://127.0.0.1:6379/", Config::default())?;
+    /// let payday = Calendar::parse_in("0 0 9 LW * ?", "America/New_York")?; // 09:00 on the last weekday
+    /// let first = sched.schedule_calendar("payroll", "payroll", &(), &payday)?;
+    /// println!("first run at {first} ms");
+    /// # Ok::<(), schedulers_redis::Error>(())
+    /// ```
+    pub fn schedule_calendar<T: serde::Serialize + ?Sized>(
+        &self,
+        id: &str,
+        kind: &str,
+        payload: &T,
+        calendar: &schedulers::calendar::Calendar,
+    ) -> Result<i64, Error> {
+        self.schedule(
+            &Job::new(id, kind)?
+                .payload(payload)?
+                .on_calendar(calendar)?,
+        )
+    }
+
     /// Schedules many jobs, pipelined (one round trip per batch). Returns
     /// one result per job, in order.
     ///
@@ -169,7 +214,7 @@ impl RedisScheduler {
     /// of a Cluster down) retries the whole batch; the jobs already stored
     /// report success again.
     pub fn schedule_many(&self, jobs: &[Job]) -> Result<Vec<Result<i64, Error>>, Error> {
-        self.with(|s, c, repeat| {
+        let scheduled = self.with(|s, c, repeat| {
             let r = s.schedule_many(c, jobs, repeat)?;
             match r
                 .iter()
@@ -178,7 +223,15 @@ impl RedisScheduler {
                 Some(e) => Err(crate::conn::clone_error(e, &e.to_string())),
                 None => Ok(r),
             }
-        })
+        });
+        if let Ok(each) = &scheduled {
+            for (job, r) in jobs.iter().zip(each) {
+                if let Err(e) = r {
+                    crate::figures::rejected(job, e);
+                }
+            }
+        }
+        scheduled
     }
 
     /// Cancels a job by id. Exact and permanent: a job reported

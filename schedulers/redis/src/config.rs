@@ -345,5 +345,7 @@ impl Config {
 
 /// The version of the storage format (keys, records, scripts). 2: tombstones
 /// as fingerprints in time-bucketed sets, records carry the fingerprint and
-/// the schedule token, outcomes logged for idempotent repeats.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// the schedule token, outcomes logged for idempotent repeats. 3: records
+/// carry a fire's first claim and the schedule beyond the period (calendar,
+/// missed-run and panic policies).
+pub(crate) const FORMAT_VERSION: u32 = 3;

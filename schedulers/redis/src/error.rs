@@ -47,6 +47,18 @@ pub enum Error {
     InvalidId(String),
     /// A fixed-rate job was given a period of zero.
     ZeroPeriod,
+    /// A calendar was refused: [`MissedRuns::Delay`](crate::calendar::MissedRuns::Delay)
+    /// on a calendar job (whose grid is the wall clock's and cannot move),
+    /// or, converted with `?`, a bad cron expression or unknown zone from
+    /// [`Calendar::parse_in`](crate::calendar::Calendar::parse_in). A worker
+    /// that cannot read a stored calendar back (its tz database lacks the
+    /// zone) fails the run with this error's text.
+    Calendar(schedulers::calendar::CalendarError),
+    /// A job's schedule does not hold together; the message says how: a
+    /// missed-run or panic policy on a one-shot job, a calendar job given
+    /// another first due time than its next fire, a time zone without an
+    /// IANA name.
+    InvalidSchedule(&'static str),
     /// A delay or time does not fit in milliseconds since the epoch (i64).
     DelayOverflow,
     /// A configuration value is out of range; the message says which.
@@ -100,6 +112,8 @@ impl fmt::Display for Error {
             }
             Error::InvalidId(why) => write!(f, "invalid job id or kind: {why}"),
             Error::ZeroPeriod => f.write_str("the period of a fixed-rate job must not be zero"),
+            Error::Calendar(e) => write!(f, "calendar: {e}"),
+            Error::InvalidSchedule(why) => write!(f, "invalid schedule: {why}"),
             Error::DelayOverflow => {
                 f.write_str("the due time does not fit in i64 milliseconds")
             }
@@ -131,6 +145,7 @@ impl std::error::Error for Error {
         match self {
             Error::Redis(e) => Some(e),
             Error::Payload(e) => Some(e),
+            Error::Calendar(e) => Some(e),
             _ => None,
         }
     }
@@ -139,6 +154,12 @@ impl std::error::Error for Error {
 impl From<redis::RedisError> for Error {
     fn from(e: redis::RedisError) -> Self {
         Error::Redis(e)
+    }
+}
+
+impl From<schedulers::calendar::CalendarError> for Error {
+    fn from(e: schedulers::calendar::CalendarError) -> Self {
+        Error::Calendar(e)
     }
 }
 

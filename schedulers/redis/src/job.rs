@@ -2,9 +2,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use schedulers::calendar::{Calendar, MissedRuns, OnPanic};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::plan::ZONE_WITHOUT_NAME;
 use crate::Error;
 
 /// The longest job id accepted, in bytes.
@@ -19,11 +21,20 @@ pub enum When {
     /// At an absolute time in milliseconds since the Unix epoch, on Redis's
     /// clock. A time in the past makes the job due at once.
     AtMs(i64),
+    /// A calendar job ([`Job::on_calendar`]): at its calendar's first fire
+    /// time after Redis's clock, read when the schedule call is made.
+    NextFire,
 }
 
 /// A job to schedule: an id (the idempotency key), a kind (which handler
-/// runs it), a JSON payload, when it is first due and, for a fixed-rate job,
-/// its period.
+/// runs it), a JSON payload, when it is first due and, for a periodic job,
+/// its period or calendar, and what it does about missed runs and failures.
+///
+/// A periodic job is fixed-rate ([`at_fixed_rate`](Job::at_fixed_rate)) or
+/// a calendar job ([`on_calendar`](Job::on_calendar): a cron expression in
+/// an IANA time zone); the last of the two called wins. Either may choose
+/// a [`MissedRuns`] policy, a lateness tolerance and an [`OnPanic`] policy
+/// (see [Calendar jobs](crate#calendar-jobs) for what they do on Redis).
 ///
 /// # Examples
 ///
@@ -42,6 +53,14 @@ pub enum When {
 /// let report = Job::new("nightly-report", "report")?
 ///     .at_fixed_rate(Duration::from_secs(60), Duration::from_secs(86_400))?;
 /// assert_eq!(report.period(), Some(Duration::from_secs(86_400)));
+///
+/// // 09:00 on weekdays in Berlin; after an outage, run once for the latest
+/// // missed morning.
+/// use schedulers_redis::calendar::{Calendar, MissedRuns};
+/// let standup = Job::new("standup", "remind")?
+///     .on_calendar(&Calendar::parse_in("0 9 * * MON-FRI", "Europe/Berlin")?)?
+///     .missed_runs(MissedRuns::OnceNow);
+/// assert_eq!(standup.calendar().unwrap().to_string(), "0 9 * * MON-FRI in Europe/Berlin");
 /// # Ok::<(), schedulers_redis::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -51,6 +70,10 @@ pub struct Job {
     pub(crate) payload: String,
     pub(crate) when: When,
     pub(crate) period_ms: i64,
+    pub(crate) calendar: Option<Calendar>,
+    pub(crate) missed: Option<MissedRuns>,
+    pub(crate) tolerance: Option<Duration>,
+    pub(crate) on_panic: Option<OnPanic>,
 }
 
 impl Job {
@@ -75,6 +98,10 @@ impl Job {
             payload: "null".into(),
             when: When::After(Duration::ZERO),
             period_ms: 0,
+            calendar: None,
+            missed: None,
+            tolerance: None,
+            on_panic: None,
         })
     }
 
@@ -116,8 +143,11 @@ impl Job {
     }
 
     /// Makes the job periodic at a fixed rate: first due after
-    /// `initial_delay`, then every `period` on that grid. Runs missed while
-    /// no worker was available are coalesced into one.
+    /// `initial_delay`, then every `period` on that grid (and no longer a
+    /// calendar job). Runs missed while late are coalesced into one unless
+    /// a [`missed_runs`](Job::missed_runs) policy is chosen: a fire claimed
+    /// late runs once, for its own due time, and its ack moves the job to
+    /// the first grid point after the ack.
     ///
     /// # Errors
     ///
@@ -134,7 +164,80 @@ impl Job {
         }
         self.period_ms = p;
         self.when = When::After(initial_delay);
+        self.calendar = None;
         Ok(self)
+    }
+
+    /// Makes the job a calendar job: due at every fire time of `calendar`
+    /// (a cron expression read in a time zone), the first one being the
+    /// first after Redis's clock when the job is scheduled. No longer
+    /// fixed-rate. After an outage it catches up unless another
+    /// [`missed_runs`](Job::missed_runs) policy is chosen.
+    ///
+    /// The job stores the expression and the zone's IANA name; every worker
+    /// reads them back with its own tz database (the system's, else the
+    /// copy bundled with `jiff`), so keep the workers' tz databases in step.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidSchedule`] if the zone has no IANA name (a fixed
+    /// offset, or a system zone that could not be named).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedulers_redis::calendar::Calendar;
+    /// use schedulers_redis::{Job, When};
+    ///
+    /// let job = Job::new("tick", "tick")?.on_calendar(&Calendar::parse("*/5 * * * * ?")?)?;
+    /// assert_eq!(job.when(), When::NextFire);
+    /// assert_eq!(job.period(), None);
+    /// # Ok::<(), schedulers_redis::Error>(())
+    /// ```
+    pub fn on_calendar(mut self, calendar: &Calendar) -> Result<Job, Error> {
+        if calendar.zone().iana_name().is_none() {
+            return Err(Error::InvalidSchedule(ZONE_WITHOUT_NAME));
+        }
+        self.calendar = Some(calendar.clone());
+        self.period_ms = 0;
+        self.when = When::NextFire;
+        Ok(self)
+    }
+
+    /// What this periodic job does about fires that come due late (after an
+    /// outage, or behind a backlog): see [`MissedRuns`], applied when a fire
+    /// is first claimed more than the [lateness
+    /// tolerance](Job::lateness_tolerance) after its due time. Without a
+    /// choice a fixed-rate job coalesces (see
+    /// [`at_fixed_rate`](Job::at_fixed_rate)) and a calendar job catches
+    /// up. For periodic jobs only; [`MissedRuns::Delay`] for fixed-rate
+    /// ones only (checked when scheduled).
+    pub fn missed_runs(mut self, policy: MissedRuns) -> Job {
+        self.missed = Some(policy);
+        self
+    }
+
+    /// How late a fire may be first claimed and still count as on time
+    /// (default [`DEFAULT_LATENESS_TOLERANCE`](crate::DEFAULT_LATENESS_TOLERANCE),
+    /// 5 s): more than the workers' usual lateness (a backlog, a lost
+    /// wake-up's poll interval). Counted in whole milliseconds. For
+    /// periodic jobs only.
+    pub fn lateness_tolerance(mut self, tolerance: Duration) -> Job {
+        self.tolerance = Some(tolerance);
+        self
+    }
+
+    /// What this periodic job does when a fire fails on its last attempt
+    /// (its handler returned an error or panicked every time): with
+    /// [`OnPanic::Stop`] (the default) the job is dead-lettered and its
+    /// schedule stops; with [`OnPanic::Continue`] that fire is given up
+    /// (the error stays in [`JobInfo::Live::last_error`]) and the job goes
+    /// on to its next fire. A fire whose last attempt lost its lease (its
+    /// workers killed or stalled) is dead-lettered either way. For periodic
+    /// jobs only.
+    pub fn on_panic(mut self, policy: OnPanic) -> Job {
+        self.on_panic = Some(policy);
+        self
     }
 
     /// The job's id.
@@ -156,6 +259,11 @@ impl Job {
     pub fn period(&self) -> Option<Duration> {
         (self.period_ms > 0).then(|| Duration::from_millis(self.period_ms as u64))
     }
+
+    /// The calendar of a calendar job.
+    pub fn calendar(&self) -> Option<&Calendar> {
+        self.calendar.as_ref()
+    }
 }
 
 /// One run of a job, as a handler receives it.
@@ -167,15 +275,20 @@ pub struct Fire {
     pub kind: String,
     /// The payload, as JSON text.
     pub payload: String,
-    /// The due time of this fire, ms since the epoch (Redis clock). A retry
-    /// keeps the due time of the fire it retries.
+    /// The due time of this fire, ms since the epoch (Redis clock): the
+    /// grid point the run stands for. A retry keeps the due time of the
+    /// fire it retries. A late fire of a periodic job whose
+    /// [`MissedRuns`] policy runs it for another point has that point's
+    /// time: the latest missed one ([`MissedRuns::OnceNow`]), or the first
+    /// claim ([`MissedRuns::Delay`]).
     pub due_ms: i64,
     /// The fencing token of this claim: it grows with every claim, reap and
     /// release of the job.
     pub fence: i64,
     /// 1 for the first attempt of this fire, 2 for the first retry, …
     pub attempt: i64,
-    /// The period of a fixed-rate job in ms, 0 for a one-shot job.
+    /// The period of a fixed-rate job in ms, 0 for a one-shot or calendar
+    /// job.
     pub period_ms: i64,
     /// When the claim was made (Redis clock, ms).
     pub claimed_ms: i64,
@@ -249,11 +362,13 @@ pub enum JobInfo {
         payload: String,
         /// Its state.
         state: JobState,
-        /// Due time of its next (or current) fire, ms since the epoch.
+        /// Due time of its next (or current) fire, ms since the epoch: as
+        /// stored, so for a late fire that its missed-run policy runs for
+        /// a later point ([`Fire::due_ms`]) the fire's own due time.
         due_ms: i64,
         /// When it is queued to run (later than `due_ms` for a retry).
         run_ms: i64,
-        /// Period in ms, 0 for a one-shot job.
+        /// Period in ms, 0 for a one-shot or calendar job.
         period_ms: i64,
         /// Attempts made at the current fire.
         attempt: i64,
@@ -277,9 +392,12 @@ pub enum JobInfo {
 /// What happened when a worker finished a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AckOutcome {
-    /// A one-shot job (or a cancelled one) is done and tombstoned.
+    /// A one-shot job (or a cancelled one, or a calendar job past its last
+    /// fire time) is done and tombstoned.
     Done,
-    /// A periodic job was rescheduled to this due time.
+    /// A periodic job was rescheduled to this due time (also after a
+    /// failed last attempt with [`OnPanic::Continue`], and after a fire its
+    /// missed-run policy skipped).
     Next(i64),
     /// The handler failed; the job will be retried after a backoff.
     Retry,

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `{tw:ns:s}:idx` | zset | slice number → earliest run time (ms) in that slice |
 //! | `{tw:ns:s}:s:<n>` | zset | time slice `n = run_ms / slice_ms`: job id → run time (ms) |
-//! | `{tw:ns:s}:m` | hash | job id → record (`st\|fen\|att\|due\|per\|run\|sl\|lu\|can\|err\|fp\|kind`, see [`scripts`](crate::scripts)) |
+//! | `{tw:ns:s}:m` | hash | job id → record (`st\|fen\|att\|due\|per\|run\|sl\|lu\|can\|err\|fp\|fc\|sch\|kind`, see [`scripts`](crate::scripts)) |
 //! | `{tw:ns:s}:d` | hash | job id → payload (JSON) |
 //! | `{tw:ns:s}:l` | zset | leases: job id → lease expiry (ms) |
 //! | `{tw:ns:s}:dead` | zset | dead letters: job id → time of death (ms) |

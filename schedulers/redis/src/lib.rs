@@ -1,7 +1,8 @@
 //! A durable, multi-node scheduler on Redis or Redis Cluster.
 //!
 //! Jobs are data, not closures: an id (the idempotency key), a kind, a JSON
-//! payload, a due time and, for fixed-rate jobs, a period. Producers
+//! payload, a due time and, for periodic jobs, a period or a calendar (a
+//! cron expression in an IANA time zone). Producers
 //! schedule, cancel and inspect them with a [`RedisScheduler`]; any number of
 //! [`Worker`] processes, each with N handler threads, claim and run them.
 //! The schedule survives crashes of workers and restarts of Redis (with AOF),
@@ -9,8 +10,11 @@
 //! client chooses.
 //!
 //! This crate stands beside `schedulers` (the in-process timers) and shares
-//! no code with it: an application that wants a timer compiles none of
-//! Redis, and one that wants durable jobs compiles none of the timers.
+//! one thing with it, the calendar ([`calendar`], re-exported: cron
+//! expressions, time zones, the missed-run and panic policies), so a cron
+//! expression fires at the same instants in a timer and in a durable job.
+//! It depends on `schedulers` without its default features; an application
+//! that wants a timer compiles none of Redis.
 //!
 //! # Guarantees
 //!
@@ -27,7 +31,14 @@
 //! - **Catch-up.** A claim takes everything due up to now, oldest first
 //!   within a shard (the poller visits the shards in turn), so after any
 //!   outage all overdue jobs fire. Fixed-rate jobs stay on their
-//!   original grid (`due + k·period`); runs missed while late are coalesced.
+//!   original grid (`due + k·period`); runs missed while late are coalesced,
+//!   unless the job chose a [`MissedRuns`](calendar::MissedRuns) policy.
+//! - **Calendar jobs.** Each fire time of a job's calendar runs at least
+//!   once, never before its time, and twice only as a redelivery with the
+//!   same fire id; its next fire time is computed once per fire, by the
+//!   worker whose ack holds the lease, and written under the fence (see
+//!   [Calendar jobs](#calendar-jobs)). A missed-run policy decides what
+//!   runs after an outage.
 //! - **Exact, permanent cancel.** [`RedisScheduler::cancel`] either removes a
 //!   pending job (it never runs) or flags a running one (that run is the
 //!   last), and tombstones the id so a late re-schedule cannot revive it
@@ -46,7 +57,9 @@
 //!   dead-letter set ([`RedisScheduler::dead_letters`]). A lost lease counts
 //!   as an attempt, so a job that kills its workers ends there too. A
 //!   periodic job that exhausts its attempts is dead-lettered as well: its
-//!   schedule stops until it is cancelled and scheduled again.
+//!   schedule stops until it is cancelled and scheduled again; with
+//!   [`OnPanic::Continue`](calendar::OnPanic::Continue) a fire whose last
+//!   attempt failed is given up instead and the job goes on.
 //!
 //! # How it works
 //!
@@ -95,6 +108,98 @@
 //! # worker.shutdown();
 //! # Ok::<(), schedulers_redis::Error>(())
 //! ```
+//!
+//! # Calendar jobs
+//!
+//! [`Job::on_calendar`] (or [`RedisScheduler::schedule_calendar`]) makes a
+//! job due at every fire time of a [`Calendar`](calendar::Calendar): a cron
+//! expression, Unix or Quartz syntax, read in an IANA time zone, with the
+//! DST rule and the syntax of the [calendar guide](calendar::guide). The job
+//! stores the expression and the zone's name (a zone without one, such as a
+//! fixed offset, is refused), and each worker reads them back with its own
+//! tz database. Its first fire time is the first after Redis's clock when
+//! it is scheduled (read by the producer).
+//!
+//! **The next fire is computed once.** Lua cannot read cron, so the worker
+//! that claimed a fire computes, in Rust, what the fire runs for and the
+//! job's next fire time, and sends the latter with its ack; the settle
+//! script writes it only under the fence, as every ack. The computation
+//! reads no clock of the worker's and no reading of Redis's that could be
+//! stale: its inputs are the record's, namely the fire's due time and the
+//! Redis time of the fire's *first* claim, which the claim script writes
+//! into the record and retries, redeliveries and releases keep (see
+//! [`plan`]). So every worker that ever holds a lease on the fire computes
+//! the same run and the same next fire; a paused or killed worker's ack is
+//! refused (`STALE`), and the script also refuses a plan that is not based
+//! on the record's first claim or whose next fire is not later than the
+//! fire, so fire ids only grow. The guarantee: each fire time runs at least
+//! once (or is passed over by the job's missed-run policy), never before
+//! it, and a second time only as a redelivery of the same fire (same fire
+//! id, after a recorded lease loss). Tested with `kill -9` and
+//! `SIGSTOP`/`SIGCONT` of workers around cron boundaries, on one Redis and
+//! on a Cluster.
+//!
+//! **Missed runs.** A fire is late if its first claim comes more than the
+//! job's [lateness tolerance](Job::lateness_tolerance) (default 5 s) after
+//! its due time: the workers were down, or behind. Then the job's
+//! [`MissedRuns`](calendar::MissedRuns) policy applies to every fire time
+//! due by that claim, as the one rule of
+//! [`MissedRuns::plan_calendar`](calendar::MissedRuns::plan_calendar) (and
+//! `plan_fixed_rate`) says; on time, the fire runs and the next is the one
+//! after it. A fire that has reached a handler is never skipped: retries
+//! and redeliveries keep the first claim's plan.
+//!
+//! | Policy | After an outage | Fire id of the run |
+//! |---|---|---|
+//! | none (fixed-rate default) | one run, then the first grid point after that run's ack: every point missed meanwhile, also during a long run, is passed over | the oldest missed point |
+//! | [`CatchUp`](calendar::MissedRuns::CatchUp) (calendar default) | every missed fire, back to back | each its own |
+//! | [`Skip`](calendar::MissedRuns::Skip) | nothing; the next fire after the claim ([`WorkerEvent::Skipped`] counts them) | none |
+//! | [`OnceNow`](calendar::MissedRuns::OnceNow) | one run, then the next fire after the claim | the latest missed point |
+//! | [`Delay`](calendar::MissedRuns::Delay) (fixed rate only) | one run, and the grid moves to the claim (`claim + k·period`) | the claim time |
+//!
+//! **Failures.** A failing run (an error or a panic: the same here) is
+//! retried with backoff up to `max_attempts`. Then
+//! [`OnPanic::Stop`](calendar::OnPanic::Stop) (the default) dead-letters the
+//! job, its schedule stopped until it is cancelled and scheduled again;
+//! [`OnPanic::Continue`](calendar::OnPanic::Continue) gives that fire up,
+//! keeps the error for [`RedisScheduler::inspect`], and moves the job to
+//! its next fire ([`AckOutcome::Next`]). A fire whose last attempt lost its
+//! lease (its workers killed or stalled) is dead-lettered either way:
+//! nobody saw it fail, and a job that kills its workers should stop.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use schedulers_redis::calendar::{Calendar, MissedRuns, OnPanic};
+//! use schedulers_redis::{Config, Job, RedisScheduler, Worker};
+//!
+//! let url = "redis://127.0.0.1:6379/";
+//! let config = Config::default().namespace("reports");
+//!
+//! let sched = RedisScheduler::connect(url, config.clone())?;
+//! // 09:00 on weekdays in Berlin, summer time or not. After an outage, one
+//! // digest for the latest missed morning; a failed digest does not stop
+//! // the next ones.
+//! let weekdays = Calendar::parse_in("0 0 9 ? * MON-FRI", "Europe/Berlin")?;
+//! let digest = Job::new("digest", "digest")?
+//!     .on_calendar(&weekdays)?
+//!     .missed_runs(MissedRuns::OnceNow)
+//!     .lateness_tolerance(Duration::from_secs(60))
+//!     .on_panic(OnPanic::Continue);
+//! let first = sched.schedule(&digest)?;
+//! println!("first digest at {first} ms");
+//!
+//! let worker = Worker::builder(url, config)
+//!     .handler("digest", |fire| {
+//!         // `due_ms` is the morning this run stands for.
+//!         println!("digest for {} (dedup key {})", fire.due_ms, fire.fire_id());
+//!         Ok(())
+//!     })
+//!     .start()?;
+//! # worker.shutdown();
+//! # Ok::<(), schedulers_redis::Error>(())
+//! ```
+//!
+//! The same example runs as the test `the_crate_docs_calendar_example_runs`.
 //!
 //! # Redis Cluster
 //!
@@ -273,6 +378,8 @@
 //! | Feature | Default | Adds |
 //! |---|---|---|
 //! | `tls` | off | `rediss://` URLs: TLS with rustls and its `ring` provider, trusting the system's roots or a CA given in `Config::tls`. |
+//! | `metrics` | off | Every worker's figures ([`Worker::metrics`]: runs, lateness on Redis's clock, run time, failures, panics, skips, lost leases, wake-ups, by job kind) in the [`metrics`](https://docs.rs/metrics) facade, under the in-process schedulers' names ([`schedulers::observe`]), with [`FAILURES`] and [`LEASES_LOST`] beside them; producers' refused schedules under `schedulers_rejected_total`. |
+//! | `tracing` | off | A [`tracing`](https://docs.rs/tracing) span per handler run (`schedulers::run`, with the job's kind as `task`, its id, lateness, run time and outcome), an event per panic and per refused schedule. |
 //! | `test-util` | off | For tests and benchmarks, not for production: throwaway servers (`LocalRedis`, `LocalCluster`, `find_redis_server`), `claim_ceiling` (the claim script alone, back to back), and the `schedulers-redis-worker` binary (a worker with no-op, sleeping and failing handlers that records what it does, or a throwaway Cluster) with its command line, `cli`. Pulls in `clap`. |
 //!
 //! The `redis` crate this one is built on needs Rust 1.88.
@@ -283,10 +390,12 @@ mod client;
 mod config;
 mod conn;
 mod error;
+mod figures;
 mod job;
 pub mod keys;
 #[cfg(feature = "test-util")]
 mod local;
+pub mod plan;
 #[cfg(feature = "test-util")]
 mod probe;
 pub mod scripts;
@@ -298,12 +407,19 @@ pub use client::RedisScheduler;
 pub use config::Tls;
 pub use config::{Config, Durability, DEFAULT_MAX_PAYLOAD, DEFAULT_SHARDS};
 pub use error::Error;
+pub use figures::{WorkerMetrics, FAILURES, LEASES_LOST};
 pub use job::{AckOutcome, CancelOutcome, Fire, Job, JobInfo, JobState, When, MAX_ID_LEN};
 pub use keys::shard_of;
 #[cfg(feature = "test-util")]
 pub use local::{
     find_redis_server, ClusterNode, LocalCluster, LocalRedis, LocalRedisBuilder, LocalServerError,
 };
+pub use plan::DEFAULT_LATENESS_TOLERANCE;
 #[cfg(feature = "test-util")]
 pub use probe::{claim_ceiling, Ceiling};
+/// Calendar schedules (cron expressions in IANA time zones) and the
+/// missed-run and panic policies, from the `schedulers` crate: what
+/// [`Job::on_calendar`], [`Job::missed_runs`] and [`Job::on_panic`] take.
+pub use schedulers::calendar;
+pub use schedulers::{Histogram, NamedMetrics};
 pub use worker::{HandlerError, Worker, WorkerBuilder, WorkerEvent, WorkerStats};

@@ -34,13 +34,17 @@
 //! # Records
 //!
 //! A job's record in the `m` hash is one line of fields separated by `|`:
-//! `st|fen|att|due|per|run|sl|lu|can|err|fp|kind` — state (`s`
+//! `st|fen|att|due|per|run|sl|lu|can|err|fp|fc|sch|kind` — state (`s`
 //! scheduled, `l` leased, `d` dead), fencing token, attempts of this fire,
-//! the fire's due time, period (0 = one-shot), the time it is queued to run
-//! (due, or later for a retry), its slice, lease expiry (0 = none), cancel
-//! requested while leased (0/1), whether a last error is kept in the `e`
-//! hash (0/1), the id's tombstone fingerprint once a cancel has asked for
-//! the job's end (else empty: a worker's settle brings it), and the kind
+//! the fire's due time, period (0 = one-shot or calendar), the time it is
+//! queued to run (due, or later for a retry), its slice, lease expiry (0 =
+//! none), cancel requested while leased (0/1), whether a last error is kept
+//! in the `e` hash (0/1), the id's tombstone fingerprint once a cancel has
+//! asked for the job's end (else empty: a worker's settle brings it), the
+//! Redis time of this fire's first claim (0 until then; kept by retries,
+//! releases and reaps, reset for the next fire), the schedule beyond the
+//! period (empty, or a missed-run and a panic policy, a lateness tolerance
+//! and a calendar: see [`plan`](crate::plan); never a `|`), and the kind
 //! (last, so it may hold any character).
 //! Every decision reads and writes it with one pattern match and one
 //! `string.format`: a JSON record cost about 7 µs per claim in `cjson` alone,
@@ -93,7 +97,7 @@ const BASE: &str = r#"
 local K = {idx = KEYS[1], m = KEYS[2], d = KEYS[3], l = KEYS[4], dead = KEYS[5], e = KEYS[6], xm = KEYS[7]}
 local PREFIX = ARGV[1]
 local SLICE_MS = tonumber(ARGV[2])
-local META = '^(%a)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d)|(%d)|(%d*)|(.*)$'
+local META = '^(%a)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d)|(%d)|(%d*)|(%d+)|([^|]*)|(.*)$'
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -119,15 +123,15 @@ local function fmt(n) return string.format('%d', n) end
 -- A record as a table, nil if absent; a malformed one fails the call.
 local function decode(id, raw)
   if not raw then return nil end
-  local st, fen, att, due, per, run, sl, lu, can, err, fp, k = string.match(raw, META)
+  local st, fen, att, due, per, run, sl, lu, can, err, fp, fc, sch, k = string.match(raw, META)
   if not st then error('malformed job record for ' .. id) end
   return {st = st, fen = tonumber(fen), att = tonumber(att), due = tonumber(due), per = tonumber(per),
           run = tonumber(run), sl = tonumber(sl), lu = tonumber(lu), can = tonumber(can),
-          err = tonumber(err), fp = fp, k = k}
+          err = tonumber(err), fp = fp, fc = tonumber(fc), sch = sch, k = k}
 end
 local function encode(m)
-  return string.format('%s|%d|%d|%d|%d|%d|%d|%d|%d|%d|%s|%s',
-    m.st, m.fen, m.att, m.due, m.per, m.run, m.sl, m.lu, m.can, m.err, m.fp, m.k)
+  return string.format('%s|%d|%d|%d|%d|%d|%d|%d|%d|%d|%s|%d|%s|%s',
+    m.st, m.fen, m.att, m.due, m.per, m.run, m.sl, m.lu, m.can, m.err, m.fp, m.fc, m.sch, m.k)
 end
 local function save(id, m)
   redis.call('HSET', K.m, id, encode(m))
@@ -298,9 +302,55 @@ local function finish(id, m, now)
   redis.call('ZREM', K.dead, id)
   if m.fp ~= '' then tomb_add(now, {m.fp}) end
 end
+-- Periodic jobs. A planned one (a missed-run policy chosen, or a calendar:
+-- `sch` starts with a policy letter) gets its next due time from the
+-- worker that holds the lease, as `<first>:<next>` (`plan`): the worker
+-- computed it from this record alone. A coalescing fixed-rate job moves
+-- to the first point of its grid after now.
+local function planned(m)
+  local c = string.sub(m.sch, 1, 1)
+  return c ~= '' and c ~= '-'
+end
+local function periodic(m) return m.per > 0 or planned(m) end
+-- A plan, checked: it must be based on this fire's first claim, and name a
+-- next due time later than this fire (so fire ids only grow) or -1 (no
+-- fire left). Returns the next due time, nil for none, false for no plan
+-- (a failure the worker could not plan). A bad plan fails the call; call
+-- it before any write.
+local function plan_of(id, m, plan)
+  if plan == '' then return false end
+  local b, n = string.match(plan, '^(%d+):(%-?%d+)$')
+  if not b then error('settle of ' .. id .. ': malformed plan ' .. plan) end
+  if tonumber(b) ~= m.fc then
+    error('settle of ' .. id .. ': planned from ' .. b .. ', not from its first claim ' .. fmt(m.fc))
+  end
+  n = tonumber(n)
+  if n < 0 then return nil end
+  if n <= m.due then
+    error('settle of ' .. id .. ': next due ' .. fmt(n) .. ' is not after ' .. fmt(m.due))
+  end
+  return n
+end
+-- The next due time, nil when the job has no fire left: the checked plan
+-- (`m.nx`, see SETTLE) or the coalescing rule.
+local function next_due(m, now)
+  if planned(m) then return m.nx end
+  local k = math.floor((now - m.due) / m.per) + 1
+  if k < 1 then k = 1 end
+  return m.due + k * m.per
+end
+local function to_next(id, m, nxt)
+  redis.call('ZREM', K.l, id)
+  m.due = nxt; m.att = 0; m.fc = 0
+  enqueue(id, m, nxt)
+end
 -- After a failed or lost attempt: cancelled jobs end, exhausted ones go to
 -- the dead-letter set, the rest run again after an exponential backoff.
-local function retry_or_dead(id, m, now, maxatt, base, cap, reason)
+-- For a failure the worker `reported` (not a lapse), a periodic job with
+-- OnPanic::Continue (`sch`'s second letter `c`) gives up an exhausted fire
+-- and goes on to its next one, if it has one to go to. Returns the
+-- status, and the next due time for `NEXT`.
+local function retry_or_dead(id, m, now, maxatt, base, cap, reason, reported)
   redis.call('ZREM', K.l, id)
   if m.can == 1 then
     finish(id, m, now)
@@ -308,6 +358,15 @@ local function retry_or_dead(id, m, now, maxatt, base, cap, reason)
   end
   set_error(id, m, reason)
   if m.att >= maxatt then
+    if reported and string.sub(m.sch, 2, 2) == 'c' and m.nx ~= false then
+      local nxt = next_due(m, now)
+      if not nxt then
+        finish(id, m, now)
+        return 'DONE'
+      end
+      to_next(id, m, nxt)
+      return 'NEXT', nxt
+    end
     m.st = 'd'; m.lu = 0
     save(id, m)
     redis.call('ZADD', K.dead, now, id)
@@ -324,7 +383,7 @@ end
 local function lose(id, m, now, maxatt, base, cap, losts)
   losts[#losts + 1] = id .. '|' .. fmt(m.fen); losts[#losts + 1] = '1'
   m.fen = m.fen + 1
-  return retry_or_dead(id, m, now, maxatt, base, cap, 'lease expired')
+  return retry_or_dead(id, m, now, maxatt, base, cap, 'lease expired', false)
 end
 -- The records of `ids`, decoded, all checked before any write.
 local function load_all(ids)
@@ -337,17 +396,17 @@ end
 
 /// schedule: ARGV from 5: id, kind, payload, `a` (absolute due) or `r`
 /// (delay from now on this node's clock), the due time or delay, period,
-/// fingerprint, `1` if this call repeats one that may have been applied.
-/// Replies {status, now, due}: `OK` (stored; or, for a repeat, found stored
-/// with the same kind, period and payload: by the first attempt), `EXISTS`
-/// or `TOMBSTONE`.
+/// fingerprint, `1` if this call repeats one that may have been applied,
+/// the schedule (`sch`). Replies {status, now, due}: `OK` (stored; or, for
+/// a repeat, found stored with the same kind, period, schedule and payload:
+/// by the first attempt), `EXISTS` or `TOMBSTONE`.
 const SCHEDULE: &str = r#"
 local now = now_ms()
 local id = ARGV[5]
 local raw = redis.call('HGET', K.m, id)
 if raw then
   local m = decode(id, raw)
-  if ARGV[12] == '1' and m.k == ARGV[6] and m.per == tonumber(ARGV[10])
+  if ARGV[12] == '1' and m.k == ARGV[6] and m.per == tonumber(ARGV[10]) and m.sch == ARGV[13]
       and redis.call('HGET', K.d, id) == ARGV[7] then
     return {'OK', now, m.due}
   end
@@ -358,7 +417,7 @@ local due = tonumber(ARGV[9])
 if ARGV[8] == 'r' then due = now + due end
 local sl = math.floor(due / SLICE_MS)
 save(id, {st = 's', fen = 0, att = 0, due = due, per = tonumber(ARGV[10]), run = due,
-          sl = sl, lu = 0, can = 0, err = 0, fp = '', k = ARGV[6]})
+          sl = sl, lu = 0, can = 0, err = 0, fp = '', fc = 0, sch = ARGV[13], k = ARGV[6]})
 redis.call('HSET', K.d, id, ARGV[7])
 redis.call('ZADD', PREFIX .. ':s:' .. fmt(sl), due, id)
 hint(due)
@@ -370,12 +429,14 @@ return {'OK', now, due}
 /// oldest first, from the due slices of idx. Replies {now, earliest run
 /// time left in the shard or -1, then id, record, payload of each job,
 /// flat}: the record as just written (leased, with its new fence and
-/// attempt), which carries the kind, due time and period too. A table per
+/// attempt, and `now` as its first claim if this is the fire's first),
+/// which carries the kind, due time, period and schedule too. A table per
 /// job cost about 0.2 µs of the claim's 4.7 to build and encode; seven
 /// values per job cost the worker's claimer, which parses the reply while
 /// Redis waits for its next claim, twice what three do.
 const CLAIM: &str = r#"
 local now = now_ms()
+local nows = string.format('%d', now)
 local limit = tonumber(ARGV[5])
 local lu = now + tonumber(ARGV[6])
 local out = {now, -1}
@@ -393,11 +454,13 @@ for _, sl in ipairs(slices) do
     local hs, zs = {}, {}
     for j, id in ipairs(ids) do
       if metas[j] then
-        local st, fen, att, due, per, run, rsl, _, can, err, fp, k = string.match(metas[j], META)
+        local st, fen, att, due, per, run, rsl, _, can, err, fp, fc, sch, k = string.match(metas[j], META)
         if not st then error('malformed job record for ' .. id) end
         if st == 's' then
           fen = tonumber(fen) + 1; att = tonumber(att) + 1
-          local rec = string.format('l|%d|%d|%s|%s|%s|%s|%d|%s|%s|%s|%s', fen, att, due, per, run, rsl, lu, can, err, fp, k)
+          -- The first claim of a fire fixes the time a worker plans it from.
+          if fc == '0' then fc = nows end
+          local rec = string.format('l|%d|%d|%s|%s|%s|%s|%d|%s|%s|%s|%s|%s|%s', fen, att, due, per, run, rsl, lu, can, err, fp, fc, sch, k)
           hs[#hs + 1] = id; hs[#hs + 1] = rec
           zs[#zs + 1] = lu; zs[#zs + 1] = id
           local o = #out
@@ -457,54 +520,70 @@ return {now, lu, lost}
 "#;
 
 /// settle: ends leases. ARGV from 5: maxatt, base, cap, the number of acks,
-/// then {id, fence, fingerprint} per ack (the run succeeded), then {id,
-/// fence, fingerprint, op, reason} per other lease, op `f` (fail: retry after a backoff or
-/// dead-letter) or `r` (release a job never started, at shutdown: not an
-/// attempt). Only the holder of the lease (same fence, lease not lapsed)
-/// settles; a lapsed lease is reaped here. One-shot acks are deleted and
-/// tombstoned together; a periodic job moves to its next run on its
-/// original grid, runs missed while late coalesced. A fence that no longer
-/// holds its lease gets the logged outcome of that lease (a repeat of an
-/// applied call gets the original outcome). Replies {now, status...} in the
-/// order of the items, each status as the outcome log writes it: `DONE`,
-/// `NEXT:<next due>`, `RETRY`, `DEAD`, `CANCELLED`, `RELEASED`, `STALE` (the
-/// lease was lost) or `UNKNOWN` (the lease ended more than an outcome window
-/// ago). Flat, one string a lease: a table a lease cost the bulk of the
-/// traffic, one-shot acks, a table each to build and to encode.
+/// then {id, fence, fingerprint} per ack (the run succeeded) of a job the
+/// worker did not plan, then {id, fence, fingerprint, op, plan, reason}
+/// per other lease, op `a` (ack of a planned job), `f` (fail: retry after
+/// a backoff or dead-letter), `r` (release a job never started, at
+/// shutdown: not an attempt) or `k` (skip: a missed-run policy runs
+/// nothing for this fire), plan `<first>:<next>` for a planned job (see
+/// [`plan`](crate::plan)) or empty. Only the holder of the lease (same
+/// fence, lease not lapsed) settles; a lapsed lease is reaped here.
+/// One-shot acks are deleted and tombstoned together; a periodic job moves
+/// to its next fire: the plan's, checked (based on this fire's first claim,
+/// later than this fire; else the call fails), or for a coalescing
+/// fixed-rate job the first point of its grid after now. A fence that no
+/// longer holds its lease gets the logged outcome of that lease (a repeat
+/// of an applied call gets the original outcome). Replies {now, status...}
+/// in the order of the items, each status as the outcome log writes it:
+/// `DONE`, `NEXT:<next due>`, `RETRY`, `DEAD`, `CANCELLED`, `RELEASED`,
+/// `STALE` (the lease was lost) or `UNKNOWN` (the lease ended more than an
+/// outcome window ago). Flat, one string a lease: a table a lease cost the
+/// bulk of the traffic, one-shot acks, a table each to build and to
+/// encode.
 const SETTLE: &str = r#"
 local now = now_ms()
 local maxatt, base, cap = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local ids, fences, fpa, ops, reasons = {}, {}, {}, {}, {}
+local ids, fences, fpa, ops, plans, reasons = {}, {}, {}, {}, {}, {}
 local i = 9
 for j = 1, tonumber(ARGV[8]) do
-  ids[j] = ARGV[i]; fences[j] = ARGV[i + 1]; fpa[j] = ARGV[i + 2]; ops[j] = 'a'
+  ids[j] = ARGV[i]; fences[j] = ARGV[i + 1]; fpa[j] = ARGV[i + 2]; ops[j] = 'a'; plans[j] = ''
   i = i + 3
 end
+local acks = #ids
 while i <= #ARGV do
   local j = #ids + 1
   ids[j] = ARGV[i]; fences[j] = ARGV[i + 1]; fpa[j] = ARGV[i + 2]; ops[j] = ARGV[i + 3]
-  reasons[j] = ARGV[i + 4]
-  i = i + 5
+  plans[j] = ARGV[i + 4]; reasons[j] = ARGV[i + 5]
+  i = i + 6
 end
 local out = {now}
 if #ids == 0 then return out end
 local raws = redis.call('HMGET', K.m, unpack(ids))
 -- Read and check every record before any write. The bulk of the traffic,
 -- a one-shot ack by the lease's holder, is recognised from the matched
--- text alone; everything else is decoded.
-local ACK = '^l|(%d+)|%d+|%d+|(%d+)|%d+|%-?%d+|(%d+)|(%d)|(%d)|'
+-- text alone (no period, no schedule); everything else is decoded.
+local ACK = '^l|(%d+)|%d+|%d+|(%d+)|%d+|%-?%d+|(%d+)|(%d)|(%d)|%d*|%d+|([^|]?)'
 local fast, ms = {}, {}
 for j, id in ipairs(ids) do
   local raw = raws[j]
-  if raw and ops[j] == 'a' then
-    local fen, per, lu, can, err = string.match(raw, ACK)
-    if fen == fences[j] and tonumber(lu) >= now and (per == '0' or can == '1') then
+  if raw and j <= acks then
+    local fen, per, lu, can, err, sch = string.match(raw, ACK)
+    if fen == fences[j] and tonumber(lu) >= now and ((per == '0' and sch == '') or can == '1') then
       fast[j] = tonumber(err)
     end
   end
   if not fast[j] then
     local m = decode(id, raw) or false
-    if m then m.fp = fpa[j] end
+    if m then
+      m.fp = fpa[j]
+      -- The plan of a planned job's lease, checked now, before any write.
+      if planned(m) and m.st == 'l' and m.fen == tonumber(fences[j]) and ops[j] ~= 'r' then
+        m.nx = plan_of(id, m, plans[j])
+        if m.nx == false and ops[j] ~= 'f' then
+          error('settle of ' .. id .. ': a planned job needs its plan')
+        end
+      end
+    end
     ms[j] = m
   end
 end
@@ -537,20 +616,21 @@ local function settle_one(j, id)
       lose(id, m, now, maxatt, base, cap, losts)
       key = nil
     elseif op == 'f' then
-      status = retry_or_dead(id, m, now, maxatt, base, cap, reasons[j])
-    elseif m.can == 1 or m.per == 0 then
+      status, nxt = retry_or_dead(id, m, now, maxatt, base, cap, reasons[j], true)
+    elseif m.can == 1 or not periodic(m) then
       done_with(id, m.err, m.fp)
       status = 'DONE'
     else
-      redis.call('ZREM', K.l, id)
+      -- An ack, or a skip: the job moves on to its next fire, if any.
+      nxt = next_due(m, now)
       clear_error(id, m)
-      -- Fixed rate on the original grid; runs missed while late are coalesced.
-      local k = math.floor((now - m.due) / m.per) + 1
-      if k < 1 then k = 1 end
-      m.due = m.due + k * m.per
-      m.att = 0
-      enqueue(id, m, m.due)
-      status, nxt = 'NEXT', m.due
+      if nxt then
+        to_next(id, m, nxt)
+        status = 'NEXT'
+      else
+        done_with(id, 0, m.fp)
+        status = 'DONE'
+      end
     end
   else
     -- This fence's lease has ended: answer how. Every end but a one-shot
@@ -569,7 +649,9 @@ local function settle_one(j, id)
     end
     key = nil
   end
-  if status == 'DONE' then key = nil end
+  -- An ack's DONE is told from what is left (see above); other ends are
+  -- logged.
+  if status == 'DONE' and op == 'a' then key = nil end
   local said = (status == 'NEXT') and ('NEXT:' .. fmt(nxt)) or status
   if key then
     logs[#logs + 1] = key

@@ -10,6 +10,7 @@ use redis::Value;
 use crate::conn::{clone_error, Conn, Endpoint, InFlight, IoCounters, Req, ScriptSrc};
 use crate::job::{CancelOutcome, Fire, Job, JobInfo, JobState, When};
 use crate::keys::{fingerprint, shard_of, ShardKeys};
+use crate::plan::{Planned, Schedule};
 use crate::scripts::scripts;
 use crate::{Config, Error};
 
@@ -67,18 +68,41 @@ pub(crate) struct Claimed {
     pub(crate) now: i64,
     /// The earliest run time left in the shard.
     pub(crate) head: Option<i64>,
-    pub(crate) fires: Vec<Fire>,
+    pub(crate) fires: Vec<ClaimedFire>,
+}
+
+/// A claimed fire, due at its record's due time, and what its record says
+/// for planning it.
+#[derive(Debug)]
+pub(crate) struct ClaimedFire {
+    pub(crate) fire: Fire,
+    /// Redis's clock at the fire's first claim.
+    pub(crate) first_ms: i64,
+    /// The schedule beyond the period, as stored (empty for most jobs).
+    pub(crate) schedule: String,
 }
 
 /// How a lease ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Op {
-    /// The run succeeded.
-    Ack,
-    /// The run failed, for this reason.
-    Fail(String),
+    /// The run succeeded; the plan of a planned job.
+    Ack(Option<Planned>),
+    /// The run failed, for this reason; the plan of a planned job (for
+    /// `OnPanic::Continue`), if the worker could make one.
+    Fail(String, Option<Planned>),
     /// The job was never started: hand it back.
     Release,
+    /// A missed-run policy runs nothing for this fire: the job moves to
+    /// the plan's next. With the number of fire times passed over (for the
+    /// worker's event; not sent).
+    Skip(Planned, u64),
+}
+
+impl Op {
+    /// Sent as a bare `{id, fence, fingerprint}`: the bulk of the traffic.
+    fn plain_ack(&self) -> bool {
+        *self == Op::Ack(None)
+    }
 }
 
 /// What [`Store::settle`] did with one lease.
@@ -178,8 +202,9 @@ impl Store {
     }
 
     /// The schedule call of `job`; `repeat` when an earlier attempt of the
-    /// same call may have been applied.
-    fn schedule_call(&self, job: &Job, repeat: bool) -> Result<Req, Error> {
+    /// same call may have been applied; `now` is Redis's clock, for the
+    /// first fire of a calendar job.
+    fn schedule_call(&self, job: &Job, repeat: bool, now: Option<i64>) -> Result<Req, Error> {
         if job.payload.len() > self.config.max_payload {
             return Err(Error::PayloadTooLarge {
                 id: job.id.clone(),
@@ -187,7 +212,24 @@ impl Store {
                 limit: self.config.max_payload,
             });
         }
+        let schedule = Schedule::text_of(job)?;
         let (mode, ms) = match job.when {
+            When::NextFire => {
+                let (Some(cal), Some(now)) = (&job.calendar, now) else {
+                    return Err(Error::InvalidSchedule(
+                        "a job due at its next fire time needs a calendar",
+                    ));
+                };
+                let now = schedulers::calendar::jiff::Timestamp::from_millisecond(now)
+                    .map_err(|_| Error::DelayOverflow)?;
+                match cal.next_after(now).map(|t| t.as_millisecond()) {
+                    Some(ms) if ms < MAX_DUE_MS => ("a", ms),
+                    Some(_) => return Err(Error::DelayOverflow),
+                    None => {
+                        return Err(Error::InvalidSchedule("the calendar has no fire time left"))
+                    }
+                }
+            }
             When::AtMs(ms) if (0..MAX_DUE_MS).contains(&ms) => ("a", ms),
             When::After(d) => match i64::try_from(d.as_millis()) {
                 // The node adds its clock (~2^40 ms now): keep the sum
@@ -206,8 +248,19 @@ impl Store {
                 .arg(ms)
                 .arg(job.period_ms)
                 .arg(fingerprint(&job.id))
-                .arg(if repeat { "1" } else { "0" });
+                .arg(if repeat { "1" } else { "0" })
+                .arg(&schedule);
         }))
+    }
+
+    /// Redis's clock, if one of `jobs` is a calendar job (its first fire is
+    /// the first after it).
+    fn now_for(&self, con: &mut Conn, jobs: &[Job]) -> Result<Option<i64>, Error> {
+        if jobs.iter().any(|j| j.when == When::NextFire) {
+            Ok(Some(self.now_ms(con)?))
+        } else {
+            Ok(None)
+        }
     }
 
     fn schedule_result(job: &Job, reply: &Value) -> Result<i64, Error> {
@@ -224,7 +277,8 @@ impl Store {
     /// clock). A `repeat` that finds the job stored with the same kind,
     /// period and payload (by its own earlier attempt) reports success.
     pub(crate) fn schedule(&self, con: &mut Conn, job: &Job, repeat: bool) -> Result<i64, Error> {
-        let reply = con.call(&self.schedule_call(job, repeat)?)?;
+        let now = self.now_for(con, std::slice::from_ref(job))?;
+        let reply = con.call(&self.schedule_call(job, repeat, now)?)?;
         Self::schedule_result(job, &reply)
     }
 
@@ -237,10 +291,11 @@ impl Store {
     ) -> Result<PerItem<i64>, Error> {
         let mut out = Vec::with_capacity(jobs.len());
         for chunk in jobs.chunks(1000) {
+            let now = self.now_for(con, chunk)?;
             let mut reqs = Vec::with_capacity(chunk.len());
             let mut pending = Vec::with_capacity(chunk.len());
             for job in chunk {
-                match self.schedule_call(job, repeat) {
+                match self.schedule_call(job, repeat, now) {
                     Ok(req) => {
                         reqs.push(req);
                         pending.push(Ok(()));
@@ -558,9 +613,9 @@ impl Store {
         items: &[(&Fire, &Op)],
         p: RetryPolicy,
     ) -> Result<PerItem<SettleReply>, Error> {
-        // Acks first in every call (the script takes them as pairs).
+        // Plain acks first in every call (the script takes them as triples).
         let mut order: Vec<usize> = (0..items.len()).collect();
-        order.sort_by_key(|&i| *items[i].1 != Op::Ack);
+        order.sort_by_key(|&i| !items[i].1.plain_ack());
         let sorted: Vec<(&Fire, &Op)> = order.iter().map(|&i| items[i]).collect();
         let (calls, positions) = self.batches(
             &sorted,
@@ -570,16 +625,23 @@ impl Store {
                     c.arg(p.max_attempts)
                         .arg(p.backoff_base_ms)
                         .arg(p.backoff_max_ms)
-                        .arg(group.iter().filter(|(_, op)| **op == Op::Ack).count());
+                        .arg(group.iter().filter(|(_, op)| op.plain_ack()).count());
                     for (f, op) in group {
                         c.arg(&f.id).arg(f.fence).arg(fingerprint(&f.id));
+                        let plan = |p: &Option<Planned>| p.map(|p| p.arg()).unwrap_or_default();
                         match op {
-                            Op::Ack => {}
-                            Op::Fail(why) => {
-                                c.arg("f").arg(why);
+                            Op::Ack(None) => {}
+                            Op::Ack(p) => {
+                                c.arg("a").arg(plan(p)).arg("");
+                            }
+                            Op::Fail(why, p) => {
+                                c.arg("f").arg(plan(p)).arg(why);
                             }
                             Op::Release => {
-                                c.arg("r").arg("");
+                                c.arg("r").arg("").arg("");
+                            }
+                            Op::Skip(p, _) => {
+                                c.arg("k").arg(p.arg()).arg("");
                             }
                         }
                     }
@@ -719,34 +781,38 @@ fn int(v: Option<&Value>) -> Result<i64, Error> {
 }
 
 /// A claimed job from its id, its record as the claim wrote it
-/// (`l|fen|att|due|per|run|sl|lu|can|err|fp|kind`, the kind last: it may
-/// hold any character) and its payload. The id and payload are taken, not
-/// copied.
+/// (`l|fen|att|due|per|run|sl|lu|can|err|fp|fc|sch|kind`, the kind last: it
+/// may hold any character) and its payload. The id and payload are taken,
+/// not copied.
 fn claimed_fire(
     id: Value,
     record: &Value,
     payload: Value,
     now: i64,
     shard: usize,
-) -> Result<Fire, Error> {
+) -> Result<ClaimedFire, Error> {
     let bad = || Error::Protocol(format!("claim: malformed job record {record:?}"));
     let Value::BulkString(rec) = record else {
         return Err(bad());
     };
     let rec = std::str::from_utf8(rec).map_err(|_| bad())?;
-    let f: Vec<&str> = rec.splitn(12, '|').collect();
+    let f: Vec<&str> = rec.splitn(14, '|').collect();
     let num =
         |i: usize| -> Result<i64, Error> { f.get(i).and_then(|t| t.parse().ok()).ok_or_else(bad) };
-    Ok(Fire {
-        id: owned_string(id)?,
-        kind: (*f.get(11).ok_or_else(bad)?).to_owned(),
-        payload: owned_string(payload)?,
-        due_ms: num(3)?,
-        fence: num(1)?,
-        attempt: num(2)?,
-        period_ms: num(4)?,
-        claimed_ms: now,
-        shard: shard as u32,
+    Ok(ClaimedFire {
+        fire: Fire {
+            id: owned_string(id)?,
+            kind: (*f.get(13).ok_or_else(bad)?).to_owned(),
+            payload: owned_string(payload)?,
+            due_ms: num(3)?,
+            fence: num(1)?,
+            attempt: num(2)?,
+            period_ms: num(4)?,
+            claimed_ms: now,
+            shard: shard as u32,
+        },
+        first_ms: num(11)?,
+        schedule: (*f.get(12).ok_or_else(bad)?).to_owned(),
     })
 }
 
@@ -782,4 +848,114 @@ fn status_reply(v: &Value) -> Result<(String, i64, Option<i64>), Error> {
         None => None,
     };
     Ok((string(a.first())?, int(a.get(1))?, third))
+}
+
+/// The settle script's checks of a worker's plan, against a real server
+/// (feature `test-util`: `LocalRedis`).
+#[cfg(all(test, feature = "test-util"))]
+mod test {
+    use std::time::Duration;
+
+    use schedulers::calendar::MissedRuns;
+
+    use super::{Op, Settled, Store};
+    use crate::plan::Planned;
+    use crate::store::RetryPolicy;
+    use crate::{find_redis_server, Config, Job, JobInfo, JobState, LocalRedis};
+
+    const RETRY: RetryPolicy = RetryPolicy {
+        max_attempts: 3,
+        backoff_base_ms: 10,
+        backoff_max_ms: 40,
+    };
+
+    /// A server, or `None` outside CI when none is installed.
+    fn server() -> Option<LocalRedis> {
+        if find_redis_server().is_none() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "redis-server is not installed, and CI is set"
+            );
+            eprintln!("SKIPPED: redis-server not found");
+            return None;
+        }
+        Some(LocalRedis::start().expect("start redis-server"))
+    }
+
+    /// A plan is taken only from the fire's holder, based on the fire's
+    /// first claim and naming a later fire; anything else fails the call
+    /// and changes nothing. A paused worker's plan, however stale its view,
+    /// never lands: its fence is refused first.
+    #[test]
+    fn settle_takes_a_plan_only_from_the_fires_first_claim_naming_a_later_fire() {
+        let Some(redis) = server() else { return };
+        let store =
+            Store::new(&redis.url(), Config::default().namespace("plan").shards(1)).unwrap();
+        let mut con = store.conn();
+        let job = Job::new("j", "k")
+            .unwrap()
+            .at_fixed_rate(Duration::ZERO, Duration::from_secs(1))
+            .unwrap()
+            .missed_runs(MissedRuns::CatchUp);
+        let due = store.schedule(&mut con, &job, false).unwrap();
+        let claimed = store.claim(&mut con, &[(0, 10)], 60_000).unwrap();
+        let claimed = claimed.into_iter().next().unwrap().unwrap();
+        let c = &claimed.fires[0];
+        assert_eq!((c.fire.due_ms, c.first_ms), (due, claimed.now));
+        assert!(c.schedule.starts_with('c'), "{}", c.schedule);
+
+        let settle = |op: Op| {
+            let mut con = store.conn();
+            store.settle(&mut con, &[(&c.fire, &op)], RETRY).unwrap()[0]
+                .as_ref()
+                .map(|r| r.0.clone())
+                .map_err(|e| e.to_string())
+        };
+        let plan = |first_ms, next_ms| {
+            Op::Ack(Some(Planned {
+                first_ms,
+                next_ms: Some(next_ms),
+            }))
+        };
+        let refused = [
+            (plan(c.first_ms - 1, due + 1000), "not from its first claim"),
+            (plan(c.first_ms, due), "is not after"),
+            (Op::Ack(None), "needs its plan"),
+        ];
+        for (op, why) in refused {
+            let e = settle(op).unwrap_err();
+            assert!(e.contains(why), "{e}");
+            match store.inspect(&mut con, "j").unwrap() {
+                Some(JobInfo::Live {
+                    state: JobState::Leased,
+                    due_ms,
+                    fence,
+                    ..
+                }) => assert_eq!((due_ms, fence), (due, c.fire.fence), "nothing changed"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            settle(plan(c.first_ms, due + 1000)),
+            Ok(Settled::Next(due + 1000))
+        );
+        // A repeat (a lost reply) gets the first answer; a different plan
+        // under the same, ended, lease changes nothing either.
+        assert_eq!(
+            settle(plan(c.first_ms, due + 1000)),
+            Ok(Settled::Next(due + 1000))
+        );
+        assert_eq!(
+            settle(plan(c.first_ms, due + 5000)),
+            Ok(Settled::Next(due + 1000))
+        );
+        match store.inspect(&mut con, "j").unwrap() {
+            Some(JobInfo::Live {
+                state: JobState::Scheduled,
+                due_ms,
+                ..
+            }) => assert_eq!(due_ms, due + 1000),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -12,7 +12,10 @@
 //!   shard once per `poll_interval`, and from wake-up hints)
 //!   and sleeps until the earliest one, or until the buffer has room for a
 //!   round (a quarter of it). At a backlog it keeps two rounds in flight,
-//!   on two connections, so Redis runs one while it buffers the other;
+//!   on two connections, so Redis runs one while it buffers the other. It
+//!   plans each fire of a planned periodic job as it takes it (see
+//!   [`plan`](crate::plan)), and hands a fire its missed-run policy skips
+//!   straight to the settler;
 //! - the **waker** listens to the shards' wake-up channels (Pub/Sub): a
 //!   producer whose job becomes a shard's earliest one publishes its run
 //!   time, so a sleeping claimer learns of it at once;
@@ -56,8 +59,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 
 use crate::conn::{clone_error, Conn, Heard};
+use crate::figures::{Figures, Outcome, WorkerMetrics};
 use crate::job::{AckOutcome, Fire};
-use crate::store::{ClaimSent, Op, RetryPolicy, Settled, Store, MAX_BATCH};
+use crate::plan::{Decision, Planned, Schedule};
+use crate::store::{ClaimSent, ClaimedFire, Op, RetryPolicy, Settled, Store, MAX_BATCH};
 use crate::{Config, Error};
 
 /// A handler's error: any error type, reported as text in the job's record.
@@ -112,6 +117,23 @@ pub enum WorkerEvent {
     Released {
         /// The run.
         fire: Fire,
+    },
+    /// A late fire of a periodic job whose policy is
+    /// [`MissedRuns::Skip`](crate::calendar::MissedRuns::Skip) was passed
+    /// over: its handler never ran.
+    Skipped {
+        /// The fire, at its due time (the first of those passed over).
+        fire: Fire,
+        /// How many fire times were passed over: this one and the others
+        /// due by its first claim.
+        skipped: u64,
+        /// What the skip did: `Next(t)` (the job's next fire), `Done` (its
+        /// calendar has no fire left, or it was cancelled), `Stale` (the
+        /// lease was lost first; the next holder plans the same skip), or
+        /// `Error`.
+        outcome: AckOutcome,
+        /// When (Redis clock; 0 if Redis could not be reached).
+        at_ms: i64,
     },
     /// Talking to Redis failed; the thread backs off and retries.
     RedisError {
@@ -349,7 +371,7 @@ impl WorkerBuilder {
         let (ctl_tx, ctl_rx) = unbounded::<Ctl>();
         let shared = Arc::new(Shared {
             store,
-            name,
+            name: name.clone(),
             lease_ms,
             heartbeat,
             reap,
@@ -365,6 +387,7 @@ impl WorkerBuilder {
             queued: AtomicUsize::new(0),
             claimed: AtomicU64::new(0),
             ctl: ctl_tx,
+            figures: Figures::new(&name),
         });
         let (buf_tx, buf_rx) = bounded::<Arc<Held>>(sizing.max);
         let (done_tx, done_rx) = unbounded::<Done>();
@@ -427,6 +450,8 @@ fn seed() -> u64 {
 struct Held {
     key: u64,
     fire: Fire,
+    /// The plan of a planned periodic job's fire, for its settle.
+    plan: Option<Planned>,
     /// When the claim reply arrived.
     claimed_at: Instant,
     /// The lease was refused or reaped: someone else may run the job.
@@ -477,6 +502,7 @@ struct Shared {
     queued: AtomicUsize,
     claimed: AtomicU64,
     ctl: Sender<Ctl>,
+    figures: Figures,
 }
 
 impl Shared {
@@ -489,6 +515,12 @@ impl Shared {
 
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
+    }
+
+    /// This worker lost the lease of `fire`: counted and reported.
+    fn lost(&self, fire: &Fire) {
+        self.figures.lease_lost();
+        self.emit(|| WorkerEvent::LeaseLost { fire: fire.clone() });
     }
 
     fn redis_error(&self, e: &Error) {
@@ -567,6 +599,14 @@ impl Worker {
             claimed: self.shared.claimed.load(Ordering::Relaxed),
             buffer: self.shared.limit.load(Ordering::Relaxed),
         }
+    }
+
+    /// What the worker knows about itself: its runs, their lateness (on
+    /// Redis's clock) and run time, failures, panics, skips, lost leases
+    /// and wake-ups, in all and by job kind (see [`WorkerMetrics`]). Cheap
+    /// enough to call every second.
+    pub fn metrics(&self) -> WorkerMetrics {
+        self.shared.figures.snapshot()
     }
 
     /// Stops claiming. Claimed jobs not started yet are handed back to
@@ -729,6 +769,8 @@ struct Round {
 /// The claimer's state: what it knows of the shards and its rounds in flight.
 struct Claimer<'a> {
     sh: &'a Shared,
+    /// To the settler, for fires that run no handler (skipped, unplannable).
+    done: Sender<Done>,
     cons: Vec<Conn>,
     flight: VecDeque<Round>,
     heads: Vec<Option<i64>>,
@@ -782,17 +824,25 @@ impl Claimer<'_> {
             self.heads[c.shard] = c.head;
             self.backlogged[c.shard] = c.fires.len() >= limit;
             got += c.fires.len();
+            // Planned outside the lock: a late fire's plan steps through
+            // every fire time it missed.
+            let routed: Vec<_> = c.fires.into_iter().map(route).collect();
             let mut held = self.sh.held();
-            for fire in c.fires {
+            for (fire, plan, op) in routed {
                 self.next_key += 1;
                 let h = Arc::new(Held {
                     key: self.next_key,
                     fire,
+                    plan,
                     claimed_at: at,
                     lost: AtomicBool::new(false),
                     settling: AtomicBool::new(false),
                 });
                 held.insert(self.next_key, h.clone());
+                if let Some(op) = op {
+                    let _ = self.done.send(Done { held: h, op });
+                    continue;
+                }
                 self.sh.queued.fetch_add(1, Ordering::AcqRel);
                 // Never blocks: no more than the room was claimed.
                 let _ = self.buf.send(h);
@@ -825,6 +875,7 @@ fn claim_loop(
     let n = sh.store.shards.len();
     let mut c = Claimer {
         sh,
+        done: done.clone(),
         cons: (0..CLAIMS_IN_FLIGHT).map(|_| sh.store.conn()).collect(),
         flight: VecDeque::new(),
         heads: vec![None; n],
@@ -909,7 +960,9 @@ fn claim_loop(
                 Instant::now() + backoff / 2
             }
         };
-        match ctl.recv_deadline(until) {
+        let woke = ctl.recv_deadline(until);
+        sh.figures.wakeup();
+        match woke {
             Ok(Ctl::Hint(s, due)) => c.heads[s] = Some(c.heads[s].map_or(due, |h| h.min(due))),
             Ok(Ctl::Resync) => look_at = Instant::now(),
             Ok(Ctl::Room | Ctl::Stop) | Err(_) => {}
@@ -956,18 +1009,35 @@ fn handler_loop(sh: &Shared, jobs: &Receiver<Arc<Held>>, done: &Sender<Done>) {
             continue;
         }
         let fire = &h.fire;
+        let waited = h.claimed_at.elapsed();
         sh.emit(|| WorkerEvent::Started {
             fire: fire.clone(),
-            at_ms: fire.claimed_ms + h.claimed_at.elapsed().as_millis() as i64,
+            at_ms: fire.claimed_ms + waited.as_millis() as i64,
         });
-        let op = match sh.handlers.get(&fire.kind) {
-            None => Op::Fail(format!("no handler for kind {:?}", fire.kind)),
+        // On Redis's clock: the claim's time, plus the wait in the buffer.
+        let late_ms = u64::try_from(fire.claimed_ms.saturating_sub(fire.due_ms)).unwrap_or(0);
+        let run = sh.figures.start_run(
+            &fire.kind,
+            &fire.id,
+            Duration::from_millis(late_ms) + waited,
+        );
+        let start = Instant::now();
+        let (op, outcome) = match sh.handlers.get(&fire.kind) {
+            None => (
+                Op::Fail(format!("no handler for kind {:?}", fire.kind), h.plan),
+                Outcome::Failed,
+            ),
             Some(f) => match catch_unwind(AssertUnwindSafe(|| f(fire))) {
-                Ok(Ok(())) => Op::Ack,
-                Ok(Err(e)) => Op::Fail(e.to_string()),
-                Err(p) => Op::Fail(panic_message(&*p)),
+                Ok(Ok(())) => (Op::Ack(h.plan), Outcome::Ok),
+                Ok(Err(e)) => (Op::Fail(e.to_string(), h.plan), Outcome::Failed),
+                Err(p) => (Op::Fail(panic_message(&*p), h.plan), Outcome::Panicked),
             },
         };
+        let error = match &op {
+            Op::Fail(why, _) => Some(why.as_str()),
+            _ => None,
+        };
+        run.end(start.elapsed(), outcome, error);
         let _ = done.send(Done { held: h, op });
     }
 }
@@ -1145,12 +1215,26 @@ fn report_settled(sh: &Shared, finished: Vec<(Done, SettleEnd)>) {
                 Ok(_) => {}
                 Err(message) => sh.emit(|| WorkerEvent::RedisError { message }),
             },
-            Op::Ack | Op::Fail(_) => {
+            Op::Skip(_, skipped) => {
                 if outcome == AckOutcome::Stale && !d.held.lost.swap(true, Ordering::AcqRel) {
-                    sh.emit(|| WorkerEvent::LeaseLost { fire: fire.clone() });
+                    sh.lost(fire);
+                }
+                if !matches!(outcome, AckOutcome::Stale | AckOutcome::Error(_)) {
+                    sh.figures.skipped(&fire.kind, skipped);
+                }
+                sh.emit(|| WorkerEvent::Skipped {
+                    fire: fire.clone(),
+                    skipped,
+                    outcome,
+                    at_ms,
+                });
+            }
+            Op::Ack(_) | Op::Fail(..) => {
+                if outcome == AckOutcome::Stale && !d.held.lost.swap(true, Ordering::AcqRel) {
+                    sh.lost(fire);
                 }
                 let error = match &d.op {
-                    Op::Fail(why) => Some(why.clone()),
+                    Op::Fail(why, _) => Some(why.clone()),
                     _ => None,
                 };
                 sh.emit(|| WorkerEvent::Finished {
@@ -1237,9 +1321,7 @@ fn heartbeat(sh: &Shared, con: &mut Conn) {
                         if !h.settling.load(Ordering::Acquire)
                             && !h.lost.swap(true, Ordering::AcqRel)
                         {
-                            sh.emit(|| WorkerEvent::LeaseLost {
-                                fire: h.fire.clone(),
-                            });
+                            sh.lost(&h.fire);
                         }
                     }
                     Err(e) => sh.redis_error(&e),
@@ -1283,6 +1365,36 @@ fn wake_loop(sh: &Shared, stop: &Receiver<()>) {
             sh.redis_error(&e);
             let _ = stop.recv_timeout(backoff);
             backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+/// What the claimer does with a claimed fire: its plan if the worker plans
+/// it (the fire then stands for the plan's grid point), and the op that
+/// settles it at once when no handler is to run: a skip, or a failure when
+/// the fire cannot be planned here (a calendar this process cannot read).
+fn route(claimed: ClaimedFire) -> (Fire, Option<Planned>, Option<Op>) {
+    let ClaimedFire {
+        mut fire,
+        first_ms,
+        schedule,
+    } = claimed;
+    let decision = Schedule::decode(&schedule).and_then(|s| match s {
+        Some(s) => s.plan(fire.due_ms, first_ms, fire.period_ms),
+        None => Ok(None),
+    });
+    match decision {
+        Ok(None) => (fire, None, None),
+        Ok(Some(Decision::Run { due_ms, plan })) => {
+            fire.due_ms = due_ms;
+            (fire, Some(plan), None)
+        }
+        Ok(Some(Decision::Skip { plan, skipped })) => {
+            (fire, Some(plan), Some(Op::Skip(plan, skipped)))
+        }
+        Err(e) => {
+            let why = format!("the fire could not be planned: {e}");
+            (fire, None, Some(Op::Fail(why, None)))
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The client API and an in-process worker against a real server.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schedulers_redis::{
@@ -9,14 +9,9 @@ use schedulers_redis::{
     LocalRedis, LocalServerError, RedisScheduler, Worker, WorkerEvent,
 };
 
-use crate::support::{redis_installed, schedule_noops_now, server, wait_until};
-
-fn config(ns: &str) -> Config {
-    Config::default()
-        .namespace(ns)
-        .shards(4)
-        .slice(Duration::from_millis(500))
-}
+use crate::support::{
+    config, redis_installed, schedule_noops_now, server, wait_until, worker, Log,
+};
 
 #[test]
 fn schedule_inspect_cancel_and_typed_errors() {
@@ -148,18 +143,6 @@ fn scripts_are_reloaded_after_script_flush() {
         .map(|i| Job::new(format!("m{i}"), "noop").unwrap())
         .collect();
     assert!(s.schedule_many(&batch).unwrap().iter().all(Result::is_ok));
-}
-
-type Log = Arc<Mutex<Vec<WorkerEvent>>>;
-
-fn worker(url: &str, ns: &str, log: &Log) -> schedulers_redis::WorkerBuilder {
-    let log = log.clone();
-    Worker::builder(url, config(ns))
-        .threads(2)
-        .lease(Duration::from_millis(600))
-        .poll_interval(Duration::from_millis(10))
-        .backoff(Duration::from_millis(10), Duration::from_millis(40))
-        .on_event(move |e| log.lock().unwrap().push(e.clone()))
 }
 
 /// A handler that takes `ms` milliseconds a job.

@@ -18,6 +18,8 @@ fn ev(ev: &str, id: &str, due: i64, fence: i64, claimed: i64, outcome: &str) -> 
         shard: 0,
         outcome: outcome.into(),
         at: if ev == "end" { claimed + 1 } else { 0 },
+        next: None,
+        skipped: 0,
     }
 }
 
@@ -25,9 +27,8 @@ fn jobs(cancelled_at: Option<i64>) -> BTreeMap<String, Expect> {
     BTreeMap::from([(
         "a".to_owned(),
         Expect {
-            due: 100,
-            period: 0,
             cancelled_at,
+            ..Expect::once(100)
         },
     )])
 }
@@ -103,4 +104,41 @@ fn rejects_each_violation() {
     ];
     events.push(ev("start", "ghost", 1, 1, 1, ""));
     assert!(rejects(events, jobs(None)));
+}
+
+#[test]
+fn a_calendar_jobs_fires_must_be_its_fire_times() {
+    use schedulers_redis::calendar::Calendar;
+
+    // Every 10 s; the first fire at 10 s.
+    let cal = Calendar::parse("*/10 * * * * ?").unwrap();
+    let jobs = || BTreeMap::from([("a".to_owned(), Expect::calendar(10_000, &cal))]);
+    let runs = |dues: &[i64]| -> Vec<Event> {
+        dues.iter()
+            .enumerate()
+            .flat_map(|(i, &d)| {
+                let fence = i as i64 + 1;
+                [
+                    ev("start", "a", d, fence, d, ""),
+                    ev("end", "a", d, fence, d, "next"),
+                ]
+            })
+            .collect()
+    };
+    assert_eq!(check(&runs(&[10_000, 20_000]), &jobs()).runs["a"], 2);
+    assert!(
+        rejects(runs(&[10_000, 25_000]), jobs()),
+        "off its fire times"
+    );
+    assert!(rejects(runs(&[0]), jobs()), "before its first fire");
+    // A redelivery of a fire that a policy ran for another point: the reap
+    // names the due time stored (10 s), the runs the point (20 s); the loss
+    // is the job's, under the same fence.
+    let redone = vec![
+        ev("start", "a", 20_000, 1, 25_000, ""),
+        ev("reaped", "a", 10_000, 1, 0, "RETRY"),
+        ev("start", "a", 20_000, 2, 26_000, ""),
+        ev("end", "a", 20_000, 2, 26_000, "next"),
+    ];
+    assert_eq!(check(&redone, &jobs()).repeated_fires, 1);
 }

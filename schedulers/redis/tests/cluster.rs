@@ -229,16 +229,7 @@ fn failover_run(
         // Acknowledged replication: the whole history keeps every invariant.
         let jobs: BTreeMap<String, Expect> = acked
             .iter()
-            .map(|(id, _, due)| {
-                (
-                    id.clone(),
-                    Expect {
-                        due: *due,
-                        period: 0,
-                        cancelled_at: None,
-                    },
-                )
-            })
+            .map(|(id, _, due)| (id.clone(), Expect::once(*due)))
             .collect();
         let maybe = errors.lock().unwrap().clone();
         let events: Vec<_> = events

@@ -13,16 +13,12 @@ use std::time::Duration;
 use schedulers_redis::{shard_of, CancelOutcome, Error, Job, JobInfo, RedisScheduler};
 
 use crate::support::{
-    all_events, check, check_lost_replies, drained, server, server_with, shared_cluster,
-    wait_until, Backend, Event, Expect, WorkerOpts, WorkerProc,
+    all_events, check, check_lost_replies, drained, server_with, wait_until, Backend, Event,
+    Expect, WorkerOpts, WorkerProc,
 };
 
 fn expect(due: i64) -> Expect {
-    Expect {
-        due,
-        period: 0,
-        cancelled_at: None,
-    }
+    Expect::once(due)
 }
 
 fn done(events: &[Event], id: &str) -> bool {
@@ -280,14 +276,7 @@ fn all_workers_down_across_slice_boundaries_everything_overdue_fires_after_resta
                 .unwrap(),
         )
         .unwrap();
-    jobs.insert(
-        "tick".into(),
-        Expect {
-            due: tick_due,
-            period: 100,
-            cancelled_at: None,
-        },
-    );
+    jobs.insert("tick".into(), Expect::rate(tick_due, 100));
     let last_due = jobs.values().map(|e| e.due).max().unwrap();
     assert!(wait_until(Duration::from_secs(10), || s.now_ms().unwrap()
         > last_due + 500));
@@ -379,14 +368,7 @@ fn redis_restart_keeps_acked_schedules() {
                 .unwrap(),
         )
         .unwrap();
-    jobs.insert(
-        "per".into(),
-        Expect {
-            due: per,
-            period: 200,
-            cancelled_at: None,
-        },
-    );
+    jobs.insert("per".into(), Expect::rate(per, 200));
 
     redis.restart().unwrap();
 
@@ -653,33 +635,6 @@ fn connections_killed_under_load_lose_nothing(be: &Backend) {
         "repeated fires {}, lease losses {}",
         sum.repeated_fires, sum.lease_losses
     );
-}
-
-/// Runs each scenario as a test on a server of its own, and in `cluster`
-/// on the shared Cluster.
-macro_rules! on_one_server_and_on_the_cluster {
-    ($($name:ident),* $(,)?) => {
-        mod one_server {
-            use super::*;
-            $(
-                #[test]
-                fn $name() {
-                    let Some(redis) = server() else { return };
-                    super::$name(&Backend::single(&redis));
-                }
-            )*
-        }
-        mod cluster {
-            use super::*;
-            $(
-                #[test]
-                fn $name() {
-                    let Some(c) = shared_cluster() else { return };
-                    super::$name(&c.backend(stringify!($name)));
-                }
-            )*
-        }
-    };
 }
 
 on_one_server_and_on_the_cluster!(

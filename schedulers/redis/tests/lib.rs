@@ -17,11 +17,16 @@
 // The helpers in `support` are `pub` for every test module.
 #![allow(unreachable_pub)]
 
+// The scenario macro first: modules see macros defined before them.
+#[macro_use]
+mod support;
+
 mod api;
+mod calendar;
 mod checker;
 mod cluster;
 mod faults;
+mod figures;
 mod layout;
 mod power_loss;
-mod support;
 mod tls;

@@ -105,11 +105,7 @@ fn power_loss_run(always: bool, d: Durability, cut_back_s: i64) -> Losses {
                     .after(Duration::from_millis(2500)),
             )
             .unwrap();
-        let expect = Expect {
-            due,
-            period: 0,
-            cancelled_at: None,
-        };
+        let expect = Expect::once(due);
         jobs.insert(id.to_owned(), expect);
     };
     let mut i = 0;

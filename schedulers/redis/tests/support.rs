@@ -5,10 +5,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use schedulers_redis::{find_redis_server, Config, Durability, Job, LocalRedis, RedisScheduler};
+use schedulers_redis::calendar::jiff::Timestamp;
+use schedulers_redis::calendar::Calendar;
+use schedulers_redis::{
+    find_redis_server, Config, Durability, Job, LocalRedis, RedisScheduler, Worker, WorkerBuilder,
+    WorkerEvent,
+};
 
 /// Starts a server, or returns `None` (after saying why) when none is
 /// installed outside CI. Under CI a missing server fails the test.
@@ -154,6 +159,29 @@ pub fn drained(url: &str, o: &WorkerOpts) -> bool {
     RedisScheduler::connect(url, o.config().retry_for(Duration::ZERO))
         .and_then(|s| s.job_count())
         .is_ok_and(|n| n == 0)
+}
+
+/// The layout of the in-process tests: 4 shards, slices of 500 ms.
+pub fn config(ns: &str) -> Config {
+    Config::default()
+        .namespace(ns)
+        .shards(4)
+        .slice(Duration::from_millis(500))
+}
+
+/// The events an in-process worker emitted.
+pub type Log = Arc<Mutex<Vec<WorkerEvent>>>;
+
+/// An in-process worker on namespace `ns` (short lease, quick polls and
+/// backoffs) that logs every event to `log`.
+pub fn worker(url: &str, ns: &str, log: &Log) -> WorkerBuilder {
+    let log = log.clone();
+    Worker::builder(url, config(ns))
+        .threads(2)
+        .lease(Duration::from_millis(600))
+        .poll_interval(Duration::from_millis(10))
+        .backoff(Duration::from_millis(10), Duration::from_millis(40))
+        .on_event(move |e| log.lock().unwrap().push(e.clone()))
 }
 
 /// Schedules a no-op job, due now, under each of `ids`, in batches.
@@ -355,7 +383,7 @@ pub fn signal(pid: u32, sig: &str) {
 /// One line of a worker's history.
 #[derive(Clone, Debug)]
 pub struct Event {
-    /// `start`, `end`, `lost`, `reaped`, `released`.
+    /// `start`, `end`, `lost`, `reaped`, `released`, `skipped`.
     pub ev: String,
     pub worker: String,
     pub id: String,
@@ -368,6 +396,10 @@ pub struct Event {
     pub shard: u32,
     pub outcome: String,
     pub at: i64,
+    /// The job's next due time an `end` or `skipped` wrote (outcome `next`).
+    pub next: Option<i64>,
+    /// Fire times a `skipped` passed over.
+    pub skipped: u64,
 }
 
 impl Event {
@@ -396,6 +428,8 @@ pub fn read_history(path: &Path) -> Vec<Event> {
                 shard: i("shard") as u32,
                 outcome: s("outcome"),
                 at: i("at"),
+                next: v["next"].as_i64(),
+                skipped: v["skipped"].as_u64().unwrap_or_default(),
             }
         })
         .collect()
@@ -411,11 +445,61 @@ pub fn all_events(workers: &[&WorkerProc]) -> Vec<Event> {
 pub struct Expect {
     /// The first due time (ms, Redis clock).
     pub due: i64,
-    /// The period of a fixed-rate job, else 0.
-    pub period: i64,
+    /// Where its fires fall.
+    pub grid: Grid,
     /// Redis time read right after a cancel returned (the cancel ran at or
     /// before it), if the job was cancelled.
     pub cancelled_at: Option<i64>,
+}
+
+/// The due times a job's fires may have.
+#[derive(Clone, Debug)]
+pub enum Grid {
+    /// A one-shot job: its due time only.
+    Once,
+    /// A fixed-rate job: the first due time plus multiples of the period (ms).
+    Rate(i64),
+    /// A calendar job: its fire times.
+    Calendar(Calendar),
+    /// A job whose grid may move (`MissedRuns::Delay`): any time from the
+    /// first due time on.
+    Moves,
+}
+
+impl Expect {
+    pub fn once(due: i64) -> Expect {
+        Expect::on(due, Grid::Once)
+    }
+
+    pub fn rate(due: i64, period: i64) -> Expect {
+        Expect::on(due, Grid::Rate(period))
+    }
+
+    pub fn calendar(due: i64, calendar: &Calendar) -> Expect {
+        Expect::on(due, Grid::Calendar(calendar.clone()))
+    }
+
+    pub fn on(due: i64, grid: Grid) -> Expect {
+        Expect {
+            due,
+            grid,
+            cancelled_at: None,
+        }
+    }
+}
+
+/// Whether `ms` (Redis time) is a fire time of `cal`.
+pub fn fires_at(cal: &Calendar, ms: i64) -> bool {
+    let t = Timestamp::from_millisecond(ms).unwrap();
+    cal.next_after(Timestamp::from_millisecond(ms - 1).unwrap()) == Some(t)
+}
+
+/// The fire times of `cal` from `from` to `to` (ms, both inclusive).
+pub fn fire_times(cal: &Calendar, from: i64, to: i64) -> Vec<i64> {
+    cal.fire_times(Timestamp::from_millisecond(from - 1).unwrap())
+        .map(|z| z.timestamp().as_millisecond())
+        .take_while(|&t| t <= to)
+        .collect()
 }
 
 /// What the checker counted.
@@ -433,10 +517,12 @@ pub struct Summary {
 /// 1. every job that was not cancelled ran at least once and its last run
 ///    was acked (`done` or `next`);
 /// 2. no run started before its due time, and a one-shot job's fire has its
-///    scheduled due time; a periodic job's fires are on its grid;
+///    scheduled due time; a periodic job's fires are on its grid (a
+///    calendar's fire times);
 /// 3. nothing started after a successful cancel;
 /// 4. a fire id ran again only after a recorded lease loss (reaped, lost or
-///    stale ack) or a recorded failure (retry) of the earlier run.
+///    stale ack) or a recorded failure (retry) of the earlier run: a loss
+///    of the same job and fence (one fence is one lease, of one fire).
 ///
 /// Returns the counts, or panics listing every violation.
 pub fn check(events: &[Event], jobs: &BTreeMap<String, Expect>) -> Summary {
@@ -454,7 +540,9 @@ fn check_with(events: &[Event], jobs: &BTreeMap<String, Expect>, require_ack: bo
     let mut bad = Vec::new();
     let mut starts: HashMap<&str, Vec<&Event>> = HashMap::new();
     let mut acked: HashMap<&str, bool> = HashMap::new();
-    // (fire id, fence) pairs whose lease was recorded as lost or failed.
+    // (job id, fence) pairs whose lease was recorded as lost or failed. By
+    // job, not fire id: a reap names the due time stored, which a
+    // missed-run policy may have run for another point of the grid.
     let mut released: HashMap<(String, i64), &str> = HashMap::new();
     let mut summary = Summary::default();
     for e in events {
@@ -477,11 +565,11 @@ fn check_with(events: &[Event], jobs: &BTreeMap<String, Expect>, require_ack: bo
                     acked.insert(&e.id, true);
                 }
                 if e.outcome == "stale" || e.outcome == "retry" {
-                    released.insert((e.fire_id(), e.fence), "end");
+                    released.insert((e.id.clone(), e.fence), "end");
                 }
             }
             "reaped" | "lost" => {
-                released.insert((e.fire_id(), e.fence), "loss");
+                released.insert((e.id.clone(), e.fence), "loss");
             }
             _ => {}
         }
@@ -513,17 +601,24 @@ fn check_with(events: &[Event], jobs: &BTreeMap<String, Expect>, require_ack: bo
                     r.claimed, r.due
                 ));
             }
-            if exp.period == 0 && r.due != exp.due {
-                bad.push(format!(
+            match &exp.grid {
+                Grid::Once if r.due != exp.due => bad.push(format!(
                     "{id}: fire due {} but scheduled for {}",
                     r.due, exp.due
-                ));
-            }
-            if exp.period > 0 && (r.due < exp.due || (r.due - exp.due) % exp.period != 0) {
-                bad.push(format!(
-                    "{id}: fire due {} is off the grid {} + k·{}",
-                    r.due, exp.due, exp.period
-                ));
+                )),
+                Grid::Rate(period) if r.due < exp.due || (r.due - exp.due) % period != 0 => bad
+                    .push(format!(
+                        "{id}: fire due {} is off the grid {} + k·{period}",
+                        r.due, exp.due
+                    )),
+                Grid::Calendar(cal) if r.due < exp.due || !fires_at(cal, r.due) => bad.push(
+                    format!("{id}: fire due {} is not a fire time of {cal}", r.due),
+                ),
+                Grid::Moves if r.due < exp.due => bad.push(format!(
+                    "{id}: fire due {} before the first due time {}",
+                    r.due, exp.due
+                )),
+                _ => {}
             }
             if let Some(t) = exp.cancelled_at {
                 if r.claimed > t {
@@ -542,7 +637,7 @@ fn check_with(events: &[Event], jobs: &BTreeMap<String, Expect>, require_ack: bo
             summary.repeated_fires += 1;
             rs.sort_by_key(|r| r.fence);
             for r in &rs[..rs.len() - 1] {
-                if !released.contains_key(&(fire.clone(), r.fence)) {
+                if !released.contains_key(&(r.id.clone(), r.fence)) {
                     bad.push(format!(
                         "{fire}: ran again after fence {} (worker {}) with no recorded lease loss",
                         r.fence, r.worker
@@ -563,4 +658,29 @@ fn check_with(events: &[Event], jobs: &BTreeMap<String, Expect>, require_ack: bo
         bad.join("\n")
     );
     summary
+}
+
+/// Runs each scenario (a function of a [`Backend`]) as a test on a server of
+/// its own, in `one_server`, and on the shared Cluster, in `cluster`.
+macro_rules! on_one_server_and_on_the_cluster {
+    ($($name:ident),* $(,)?) => {
+        mod one_server {
+            $(
+                #[test]
+                fn $name() {
+                    let Some(redis) = crate::support::server() else { return };
+                    super::$name(&crate::support::Backend::single(&redis));
+                }
+            )*
+        }
+        mod cluster {
+            $(
+                #[test]
+                fn $name() {
+                    let Some(c) = crate::support::shared_cluster() else { return };
+                    super::$name(&c.backend(stringify!($name)));
+                }
+            )*
+        }
+    };
 }

@@ -84,6 +84,12 @@ enum Kind {
     NeverFires {
         text: Box<str>,
     },
+    /// The expression has no fire time after a given instant (its years
+    /// are over).
+    NoneAfter {
+        text: Box<str>,
+        after: jiff::Timestamp,
+    },
     UnknownZone {
         name: Box<str>,
         why: Box<str>,
@@ -117,6 +123,15 @@ impl CalendarError {
     pub(crate) fn never_fires(text: &str) -> CalendarError {
         CalendarError {
             kind: Kind::NeverFires { text: text.into() },
+        }
+    }
+
+    pub(crate) fn none_after(text: &str, after: jiff::Timestamp) -> CalendarError {
+        CalendarError {
+            kind: Kind::NoneAfter {
+                text: text.into(),
+                after,
+            },
         }
     }
 
@@ -156,6 +171,12 @@ impl CalendarError {
         matches!(self.kind, Kind::NeverFires { .. })
     }
 
+    /// The expression has no fire time left after the instant a task was
+    /// submitted for (its years are over, such as `0 0 1 1 * 2020` today).
+    pub fn is_no_fire_left(&self) -> bool {
+        matches!(self.kind, Kind::NoneAfter { .. })
+    }
+
     /// The time zone name is not in the tz database.
     pub fn is_unknown_zone(&self) -> bool {
         matches!(self.kind, Kind::UnknownZone { .. })
@@ -184,9 +205,10 @@ impl CalendarError {
     /// unknown zone's name.
     pub fn text(&self) -> Option<&str> {
         match &self.kind {
-            Kind::Shape { text, .. } | Kind::Syntax { text, .. } | Kind::NeverFires { text } => {
-                Some(text)
-            }
+            Kind::Shape { text, .. }
+            | Kind::Syntax { text, .. }
+            | Kind::NeverFires { text }
+            | Kind::NoneAfter { text, .. } => Some(text),
             Kind::UnknownZone { name, .. } => Some(name),
             Kind::LocalZone { .. } | Kind::DelayOnCalendar => None,
         }
@@ -202,6 +224,9 @@ impl fmt::Display for CalendarError {
                 f,
                 "cron expression `{text}` matches no date (such as the 30th of February)"
             ),
+            Kind::NoneAfter { text, after } => {
+                write!(f, "cron expression `{text}` has no fire time after {after}")
+            }
             Kind::UnknownZone { name, why } => write!(f, "unknown time zone `{name}`: {why}"),
             Kind::LocalZone { why } => write!(f, "the system's time zone is unavailable: {why}"),
             Kind::DelayOnCalendar => f.write_str(

@@ -92,9 +92,8 @@ pub struct HashedWheel {
     occupied: Vec<u64>,
     /// The last tick fully processed.
     cursor: u64,
-    seq: u64,
     /// Scratch space for `poll`, kept to avoid an allocation per tick.
-    out: Vec<(u64, u64, Expired)>,
+    out: Vec<(u64, u32, Expired)>,
     keys: Vec<Key>,
 }
 
@@ -126,7 +125,6 @@ impl HashedWheel {
             earliest: vec![u64::MAX; buckets],
             occupied: vec![0; buckets.div_ceil(64)],
             cursor: now / tick,
-            seq: 0,
             out: Vec::new(),
             keys: Vec::new(),
         })
@@ -174,31 +172,26 @@ impl HashedWheel {
         }
     }
 
-    fn next_seq(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
-    }
-
     /// Visits `bucket`: expires the timers due by `limit` (ns), carries out
     /// deferred moves, and refreshes the bucket's earliest deadline.
-    fn visit(&mut self, bucket: u32, limit: u64, out: &mut Vec<(u64, u64, Expired)>) {
+    fn visit(&mut self, bucket: u32, limit: u64, out: &mut Vec<(u64, u32, Expired)>) {
         let mut earliest = u64::MAX;
         let mut next = self.lists.head(bucket);
         while let Some(key) = next {
             next = self.lists.next(key);
             let node = *self.lists.node(key).expect("a listed key is linked");
-            if node.deadline <= limit {
+            if node.deadline() <= limit {
                 self.lists.unlink(key);
                 let expired = Expired {
                     key,
-                    deadline: node.deadline,
+                    deadline: node.deadline(),
                 };
-                out.push((self.tick_of(node.deadline), node.seq, expired));
-            } else if self.bucket_of(self.tick_of(node.deadline)) != bucket {
+                out.push((self.tick_of(node.deadline()), node.seq, expired));
+            } else if self.bucket_of(self.tick_of(node.deadline())) != bucket {
                 self.lists.unlink(key);
-                self.place(key, node.deadline);
+                self.place(key, node.deadline());
             } else {
-                earliest = earliest.min(node.deadline);
+                earliest = earliest.min(node.deadline());
             }
         }
         let s = bucket as usize;
@@ -238,8 +231,7 @@ impl HashedWheel {
 impl TimerQueue for HashedWheel {
     fn insert(&mut self, key: Key, deadline: u64) {
         debug_assert!((key as usize) < MAX_KEYS);
-        let seq = self.next_seq();
-        self.lists.set(key, deadline, seq);
+        self.lists.set(key, deadline);
         self.place(key, deadline);
     }
 
@@ -255,9 +247,8 @@ impl TimerQueue for HashedWheel {
         let Some(node) = self.lists.node(key).copied() else {
             return false;
         };
-        let seq = self.next_seq();
-        self.lists.set(key, deadline, seq);
-        if deadline < node.deadline {
+        self.lists.set(key, deadline);
+        if deadline < node.deadline() {
             self.lists.unlink(key);
             self.place(key, deadline);
         }
@@ -275,14 +266,14 @@ impl TimerQueue for HashedWheel {
         self.lists.take(self.ready(), &mut keys);
         for key in keys.drain(..) {
             let node = self.lists.timing(key);
-            if node.deadline <= limit {
+            if node.deadline() <= limit {
                 let e = Expired {
                     key,
-                    deadline: node.deadline,
+                    deadline: node.deadline(),
                 };
-                out.push((self.tick_of(node.deadline), node.seq, e));
+                out.push((self.tick_of(node.deadline()), node.seq, e));
             } else {
-                self.place(key, node.deadline); // moved later since
+                self.place(key, node.deadline()); // moved later since
             }
         }
         self.keys = keys;
@@ -346,7 +337,7 @@ impl TimerQueue for HashedWheel {
     }
 
     fn drain(&mut self, out: &mut Vec<Expired>) {
-        let mut all: Vec<(u64, Expired)> = self
+        let mut all: Vec<(u32, Expired)> = self
             .lists
             .linked()
             .map(|key| {
@@ -355,7 +346,7 @@ impl TimerQueue for HashedWheel {
                     node.seq,
                     Expired {
                         key,
-                        deadline: node.deadline,
+                        deadline: node.deadline(),
                     },
                 )
             })
@@ -384,7 +375,7 @@ impl TimerQueue for HashedWheel {
     }
 
     fn deadline(&self, key: Key) -> Option<u64> {
-        self.lists.node(key).map(|n| n.deadline)
+        self.lists.node(key).map(|n| n.deadline())
     }
 }
 

@@ -3,33 +3,56 @@
 //!
 //! # Layout
 //!
-//! A timer is a *key*. Its state word sits in [`Slots`] (read and CASed
-//! with no lock by handles); its closure, and its place in the algorithm's
-//! pure queue ([`crate::core`]), sit in [`Inner`] behind one mutex. The
-//! four schedulers differ only in their queue and in how their threads wait
-//! and run tasks; submitting, cancelling, resetting, claiming, finishing,
-//! purging, shutting down and terminating are here.
+//! A timer is a *key*: a slot in the [`Slab`] holding its state word (read
+//! and CASed with no lock) and its body (the closure, then its value). The
+//! algorithm's pure queue ([`crate::core`]) sits in the [`DriverState`]
+//! behind the driver's mutex, which only the scheduler's own threads take
+//! on their way (and queries such as `remaining` or `metrics`). Callers
+//! reach the driver through their [lanes](crate::lanes). The four
+//! schedulers differ only in their queue and in how their threads wait and
+//! run tasks; submitting, cancelling, resetting, the intake from the lanes,
+//! claiming, finishing, purging, shutting down and terminating are here.
 //!
 //! # Costs per timer
 //!
-//! - **schedule**: one lock round trip; a key from the free list (or a
-//!   fresh one); the closure stored; an O(1) (wheels) or O(log n) (heap)
-//!   insert. A closure that captures nothing allocates nothing.
-//! - **cancel**: one CAS on the state word and a counter on the caller's
-//!   own cache line; no lock. The queue entry is left behind (dead) and
-//!   removed when it comes due or by a bulk purge once dead entries
-//!   outnumber live ones, so memory stays within about twice the live set.
-//!   A closure with drop glue (it owns a buffer, an `Arc`…) is taken out
-//!   and dropped at once under the lock, so a cancelled timer never pins
-//!   what it captured.
-//! - **reset**: one lock round trip and an O(1)/O(log n) move.
-//! - **expire**: one lock round trip per run (finishing the previous run
-//!   and claiming the next share it).
+//! - **schedule**: a clock read, one round trip of the caller's own lane
+//!   lock: a free key, the closure written into its slot (in place up to
+//!   16 bytes of captures), the state word armed, the key pushed for the
+//!   driver. The driver is woken only if the deadline comes before its
+//!   planned wake-up, or it was asleep with nothing to watch.
+//! - **cancel**: one CAS on the state word, and the closure dropped by the
+//!   canceller. Before the driver took the timer in, the entry usually comes
+//!   back out of its lane (the driver never hears of it); after, a bit in a
+//!   bitmap tells the driver its queue entry is dead.
+//! - **reset**: one CAS on the state word and a push onto the lane.
+//! - **deferred, on the driver**: whenever it wakes (for a deadline, never
+//!   past the earliest one waiting in a lane; or woken by a caller whose
+//!   work is due first, or whose lane is crowded) the driver takes the
+//!   lanes in: it queues new timers and moves reset ones; a cancelled
+//!   timer's queue entry stays (dead) until it comes due or a bulk purge
+//!   removes it once dead entries outnumber live ones, so memory stays
+//!   within about twice the live set. Callers setting and clearing timeouts
+//!   far ahead wake it for nothing.
+//! - **fire**: the timer thread claims and runs due tasks in batches with
+//!   one CAS each, taking its lock once per batch; a pool's worker takes one
+//!   task per lock round trip, as the JDK's do.
 //!
-//! A slot is reused once its last holder (handles, the queue) lets go.
-mod counters;
+//! A slot is reused once its last holder (handles, the driver, entries in
+//! lanes) lets go.
+//!
+//! # Safety
+//!
+//! The `unsafe` blocks here reach a body through [`Slab::with_body`]; each
+//! says which rule of [`crate::state`] makes the calling thread its one
+//! holder at that moment.
+
+#![allow(unsafe_code)]
+
+mod calendar;
 mod drive;
+mod figures;
 mod handles;
+mod intake;
 mod lifecycle;
 mod queue;
 mod submit;
@@ -37,22 +60,22 @@ mod submit;
 mod test;
 mod wait;
 
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::atomic::{AtomicBool, AtomicU64};
-
-use crate::sync::atomic::AtomicU64 as StateWord;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crate::builder::ShutdownPolicy;
+use crate::calendar::jiff::Timestamp;
 use crate::clock::{lock, nanos, Clock, Timebase};
 use crate::core::{Expired, Key};
 use crate::executor::Executor;
-use crate::slab::Slots;
-use crate::task::Body;
+use crate::lanes::{Lanes, Moved, Submitted};
+use crate::observe::Observer;
+use crate::slab::Slab;
 
-use counters::Sharded;
 pub(crate) use queue::Queue;
 use wait::{SpinMeter, SPIN_WINDOW};
 
@@ -75,57 +98,92 @@ pub(crate) struct Config {
     /// How late a periodic run may start so that it shares a wake-up
     /// (heap queues only; zero elsewhere).
     pub(crate) periodic_slack: Duration,
+    /// The scheduler's name in its figures (its thread name).
+    pub(crate) name: String,
 }
 
-/// The state behind the lock.
-pub(crate) struct Inner {
+/// A pool's leader and deputy (the JDK's leader/follower, see
+/// [`crate::thread_pool`]); unused by one-thread drivers.
+#[derive(Debug, Default)]
+pub(crate) struct Roles {
+    /// The thread waiting, timed, for the next deadline while others wait
+    /// for a signal, and that deadline; cleared to hand the role on.
+    pub(crate) leader: Option<(usize, u64)>,
+    /// A second thread waiting, timed, for the next wake-up beside the
+    /// leader, and when: one of the two runs what is due and the other
+    /// leads on, with no signal between them.
+    pub(crate) deputy: Option<(usize, u64)>,
+}
+
+/// What the driver's threads share, behind its mutex.
+pub(crate) struct DriverState {
     pub(crate) queue: Queue,
-    /// Each key's closure (or failure), while it has one.
-    bodies: Vec<Option<Box<dyn Body>>>,
-    free: Vec<Key>,
     /// Due keys waiting for a thread to claim them, in order. Each holds
     /// the driver's reference to its slot.
-    pub(crate) ready: std::collections::VecDeque<Expired>,
-    /// Tasks scheduled, counted under the lock (admitted and re-armed,
-    /// minus claimed and ended); lock-free cancels are subtracted on read.
+    pub(crate) ready: VecDeque<Expired>,
+    /// Scratch space of polls, batches and the intake, kept to reuse
+    /// their allocations.
+    due: Vec<Expired>,
+    /// The timer thread's batch, with each calendar task's fire time.
+    batch: Vec<(Expired, Option<Timestamp>)>,
+    submitted: Vec<Submitted>,
+    moved: Vec<Moved>,
+    cancelled: Vec<Key>,
+    /// Resets read before their task's submission: read again next time.
+    early_moves: Vec<Moved>,
+    /// Keys whose closure the driver drops with the lock released; each
+    /// holds a reference, let go of afterwards.
+    graveyard: Vec<Key>,
+    /// Keys whose last holder was the driver: their bodies are emptied with
+    /// the lock released, then the keys go back to the pool.
+    to_free: Vec<Key>,
+    /// Tasks taken in and re-armed, minus claimed and ended by the driver
+    /// (cancels of tasks it held are counted by the cancellers).
     balance: i64,
     fired: u64,
     /// Runs finished (the JDK's completed task count).
     pub(crate) completed: u64,
-    /// Cancels counted under the lock (tasks a shutdown dropped).
-    cancelled: u64,
-    /// Dead entries (cancelled while waiting) removed from the queue.
-    reclaimed: u64,
+    cancelled_count: u64,
+    /// Cancelled tasks whose entry may still be queued.
+    dead: u64,
     /// Tasks claimed and not yet finished, plus keys handed to an executor.
     pub(crate) busy: usize,
-    purge_requested: bool,
     spin: SpinMeter,
     /// Driver threads alive.
     pub(crate) threads: usize,
     /// Driver threads waiting on `wakeup`: a signal with none waiting is
     /// a system call for nothing.
     pub(crate) waiting: usize,
-    /// The thread waiting, timed, for the next deadline while others wait
-    /// for a signal (the JDK's leader), and that deadline; cleared to hand
-    /// the role on.
-    pub(crate) leader: Option<(usize, u64)>,
-    /// A second thread waiting, timed, for the next wake-up beside the
-    /// leader (a pool's deputy), and when: then one of the two runs what is
-    /// due and the other leads on, with no signal between them.
-    pub(crate) deputy: Option<(usize, u64)>,
+    pub(crate) roles: Roles,
     pub(crate) terminated: bool,
-    /// Closures to drop once the lock is released: their destructors are
-    /// user code, which may use this scheduler.
-    graveyard: Vec<Box<dyn Body>>,
-    /// Threads dropping closures taken from the graveyard: until they are
+    /// Threads dropping closures with the lock released: until they are
     /// done the scheduler is not idle.
     burying: usize,
+    /// A caller woke the driver to look at the lanes and the queue now.
+    nudged: bool,
+    /// Each calendar task's next deadline by the wall clock (the queue
+    /// holds it by the monotonic clock, as of `wall_offset`).
+    calendars: HashMap<Key, Timestamp>,
+    /// New calendar tasks' first fire times, taken from the lanes.
+    new_calendars: Vec<(Key, Timestamp)>,
+    /// The wall clock ahead of the monotonic one at the last look (ns).
+    wall_offset: i128,
+    /// Runs that panicked and went on (`OnPanic::Continue`), or ended.
+    panicked: u64,
+    /// Grid points a periodic or calendar task passed over (missed runs).
+    skipped: u64,
+    /// Keys of the periodic (and calendar) tasks taken in, some of them
+    /// ended since: what `Metrics::pending_by_kind` looks at.
+    periodic_keys: HashSet<Key>,
+    /// Its size at which the ended ones are dropped.
+    periodic_keys_bound: usize,
 }
 
 /// A scheduler's shared state. See the [module docs](self).
 pub(crate) struct Shared {
-    pub(crate) slots: Slots,
-    inner: Mutex<Inner>,
+    pub(crate) slab: Slab,
+    pub(crate) lanes: Lanes,
+    state: Mutex<DriverState>,
     /// Driver threads wait here for work, a wake-up or shutdown.
     pub(crate) wakeup: Condvar,
     terminated: Condvar,
@@ -140,47 +198,63 @@ pub(crate) struct Shared {
     timer_slack: Duration,
     /// Nanoseconds a periodic run may start late: see [`Shared::next_wake`].
     periodic_slack: u64,
+    /// How late the driver itself may start a periodic run (the periodic
+    /// slack, a wheel's tick): added to a task's missed-run tolerance.
+    grace: u64,
     pub(crate) executor: Executor,
     /// When the waiting driver wakes by itself, in ticks: `NEVER` while it
     /// waits for a signal, 0 while it is awake. A submission due earlier
     /// wakes it.
     pub(crate) wake_at: AtomicU64,
-    cancels: Sharded,
+    /// Tasks waiting, counted only when there is a pending limit.
+    pending: AtomicUsize,
     /// Times a driver thread woke from a wait.
     wakeups: AtomicU64,
-    /// The number of cancels at which dead entries would outnumber live
-    /// ones (as of the driver's last look): cancels ask for a purge then.
-    purge_at: AtomicU64,
     shutdown: AtomicBool,
     /// `shutdown_now` was called: nothing runs or repeats any more.
     stopped: AtomicBool,
+    /// Lateness and run times, rejections, named tasks; the facades.
+    pub(crate) observer: Observer,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config) -> Arc<Shared> {
         let timebase = Timebase::new(config.clock.now());
+        let grace = nanos(config.periodic_slack).saturating_add(config.queue.granularity());
         let shared = Arc::new(Shared {
-            slots: Slots::new(),
-            inner: Mutex::new(Inner {
+            slab: Slab::new(),
+            lanes: Lanes::new(),
+            state: Mutex::new(DriverState {
                 queue: config.queue,
-                bodies: Vec::new(),
-                free: Vec::new(),
-                ready: Default::default(),
+                ready: VecDeque::new(),
+                due: Vec::new(),
+                batch: Vec::new(),
+                submitted: Vec::new(),
+                moved: Vec::new(),
+                cancelled: Vec::new(),
+                early_moves: Vec::new(),
+                graveyard: Vec::new(),
+                to_free: Vec::new(),
                 balance: 0,
                 fired: 0,
                 completed: 0,
-                cancelled: 0,
-                reclaimed: 0,
+                cancelled_count: 0,
+                dead: 0,
                 busy: 0,
-                purge_requested: false,
                 spin: SpinMeter::default(),
                 threads: 0,
                 waiting: 0,
-                leader: None,
-                deputy: None,
+                roles: Roles::default(),
                 terminated: false,
-                graveyard: Vec::new(),
                 burying: 0,
+                nudged: false,
+                calendars: HashMap::new(),
+                new_calendars: Vec::new(),
+                wall_offset: 0,
+                panicked: 0,
+                skipped: 0,
+                periodic_keys: HashSet::new(),
+                periodic_keys_bound: 1024,
             }),
             wakeup: Condvar::new(),
             terminated: Condvar::new(),
@@ -193,15 +267,14 @@ impl Shared {
                 / 1_000_000_000) as u64,
             timer_slack: config.timer_slack,
             periodic_slack: nanos(config.periodic_slack),
+            grace,
             executor: config.executor,
             wake_at: AtomicU64::new(0),
-            cancels: Sharded {
-                shards: Default::default(),
-            },
+            pending: AtomicUsize::new(0),
             wakeups: AtomicU64::new(0),
-            purge_at: AtomicU64::new(AUTO_PURGE_MIN as u64),
             shutdown: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
+            observer: Observer::new(&config.name),
         });
         shared.executor.bind(&shared.clock);
         let weak: Weak<Shared> = Arc::downgrade(&shared);
@@ -209,8 +282,9 @@ impl Shared {
         shared
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
-        lock(&self.inner)
+    /// The driver's state.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, DriverState> {
+        lock(&self.state)
     }
 
     /// Now, in ticks (nanoseconds since the scheduler started).
@@ -226,14 +300,22 @@ impl Shared {
         self.stopped.load(SeqCst)
     }
 
-    fn word(&self, key: Key) -> &StateWord {
-        self.slots.word(key)
+    /// True when a pending limit is set (and so counted).
+    fn limited(&self) -> bool {
+        self.pending_limit != usize::MAX
     }
 
-    /// Scheduled tasks right now.
-    fn pending(&self, inner: &Inner) -> usize {
-        let n = inner.balance - self.cancels.pending() as i64;
-        usize::try_from(n).unwrap_or(0)
+    /// A task stopped waiting (claimed, cancelled, abandoned).
+    fn unpend(&self) {
+        if self.limited() {
+            self.pending.fetch_sub(1, SeqCst);
+        }
+    }
+
+    /// Tasks waiting right now, as the driver counts them (less the cancels
+    /// of tasks it held, which the cancellers count).
+    fn pending_count(&self, state: &DriverState) -> usize {
+        usize::try_from(state.balance - self.lanes.marked() as i64).unwrap_or(0)
     }
 }
 
@@ -246,12 +328,15 @@ pub(crate) enum When {
     At(Instant),
 }
 
-/// A task claimed to run on the current thread.
+/// A task claimed to run on the current thread: its body is this thread's
+/// until the run ends.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Claimed {
     pub(crate) key: Key,
     /// The deadline it ran for (fixed-rate runs stay on their grid).
     pub(crate) scheduled: u64,
-    pub(crate) body: Box<dyn Body>,
+    /// For a calendar task, the same by the wall clock.
+    pub(crate) due: Option<Timestamp>,
 }
 
 impl fmt::Debug for Shared {

@@ -52,6 +52,15 @@ impl Queue {
     pub(super) fn contains(&self, key: Key) -> bool {
         dispatch!(self, q => q.contains(key))
     }
+    /// How late the queue may hand out a deadline, in nanoseconds: a
+    /// wheel's tick.
+    pub(super) fn granularity(&self) -> u64 {
+        match self {
+            Queue::Heap(_) => 0,
+            Queue::Wheel(q) => q.tick(),
+            Queue::Hier(q) => q.tick(),
+        }
+    }
     pub(super) fn deadline(&self, key: Key) -> Option<u64> {
         dispatch!(self, q => q.deadline(key))
     }

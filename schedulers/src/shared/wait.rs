@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::{MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{Inner, Shared};
-use crate::clock::{nanos, Clock};
+use super::{DriverState, Shared};
+use crate::clock::nanos;
 
 /// Gaps shorter than this are spun through rather than slept, within the
 /// spin budget: a timed wait on Linux wakes 50 to 90 µs late, so sleeping
@@ -50,62 +50,82 @@ impl Shared {
     /// Every thread republishes before it sleeps, so the last one to sleep
     /// leaves the right value; while any is awake it reads 0.
     ///
+    /// The thread never sleeps past the earliest deadline waiting in a
+    /// lane: callers push work due after the driver's planned wake-up
+    /// without waking it, so before it sleeps the driver publishes its
+    /// wake-up and then looks at the lanes' earliest deadlines (a caller
+    /// pushes, then reads the wake-up: one of the two sees the other), and
+    /// returns to take them in if one comes first.
+    ///
     /// A deadline that has passed returns at once: the queue still has
     /// work for this instant (a cascade it spreads over polls), and a
     /// virtual clock would never wake a driver for it. With `may_spin`, a
     /// deadline closer than a wake-up is spun through (within the budget).
     pub(crate) fn wait<'a>(
         &'a self,
-        mut inner: MutexGuard<'a, Inner>,
+        driver: MutexGuard<'a, DriverState>,
         deadline: Option<u64>,
         wake_at: u64,
         may_spin: bool,
-    ) -> MutexGuard<'a, Inner> {
-        if deadline.is_some_and(|d| d <= self.now()) {
-            return inner;
+    ) -> MutexGuard<'a, DriverState> {
+        // What ended meanwhile goes before the driver sleeps: until then
+        // the scheduler is not idle.
+        let mut driver = self.bury(driver);
+        let now = self.now();
+        if deadline.is_some_and(|d| d <= now) || std::mem::take(&mut driver.nudged) {
+            return driver;
         }
         let timeout = deadline
             .and_then(|d| self.timebase.instant(d))
             .and_then(|at| self.clock.wait_for(at));
         if let (Some(t), Some(d)) = (timeout, deadline) {
-            let (now, gap) = (self.now(), nanos(t));
-            if may_spin && t < SHORT_GAP && inner.spin.allows(now, gap, self.spin_per_window) {
+            let gap = nanos(t);
+            if may_spin && t < SHORT_GAP && driver.spin.allows(now, gap, self.spin_per_window) {
                 // A timed wait would wake later than this gap lasts.
-                drop(inner);
+                drop(driver);
                 let mut at = now;
                 while at < d {
                     std::hint::spin_loop();
                     at = self.now();
                 }
-                let mut inner = self.lock();
-                inner.spin.spent += at - now;
-                return inner;
+                let mut driver = self.lock();
+                driver.spin.spent += at - now;
+                return driver;
             }
         }
         self.wake_at.store(wake_at, SeqCst);
+        if self.lanes.earliest() < wake_at {
+            // Pushed while this thread was awake, due before it would wake.
+            self.wake_at.store(0, SeqCst);
+            return driver;
+        }
         self.clock.on_idle();
-        inner.waiting += 1;
-        let mut inner = match timeout {
+        driver.waiting += 1;
+        let mut driver = match timeout {
             Some(t) => {
                 self.wakeup
-                    .wait_timeout(inner, t)
+                    .wait_timeout(driver, t)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0
             }
             None => self
                 .wakeup
-                .wait(inner)
+                .wait(driver)
                 .unwrap_or_else(PoisonError::into_inner),
         };
-        inner.waiting -= 1;
+        driver.waiting -= 1;
+        driver.nudged = false;
         self.wakeups.fetch_add(1, Relaxed);
+        self.observer.wakeup();
         self.wake_at.store(0, SeqCst);
-        inner
+        driver
     }
 
-    /// Called first on every driver thread: sets its timer slack.
+    /// Called first on every driver thread: sets its timer slack, and gives
+    /// it figures of its own to record its runs in.
     pub(crate) fn on_driver_thread(&self) {
         crate::clock::set_timer_slack(self.timer_slack);
+        self.observer.attach_driver_thread();
     }
 
     /// Times a driver thread woke from a wait.
@@ -114,18 +134,18 @@ impl Shared {
     }
 
     /// A driver thread started.
-    pub(crate) fn thread_started(&self, inner: &mut Inner) {
-        inner.threads += 1;
+    pub(crate) fn thread_started(&self, driver: &mut DriverState) {
+        driver.threads += 1;
     }
 
     /// A driver thread exits; the last one marks the scheduler terminated.
-    pub(crate) fn thread_exited(&self, mut inner: MutexGuard<'_, Inner>) {
-        inner.threads -= 1;
-        if inner.threads == 0 {
-            inner.terminated = true;
+    pub(crate) fn thread_exited(&self, mut driver: MutexGuard<'_, DriverState>) {
+        driver.threads -= 1;
+        if driver.threads == 0 {
+            driver.terminated = true;
             self.terminated.notify_all();
         }
-        drop(self.bury(inner));
+        drop(self.bury(driver));
         self.wakeup.notify_all();
         self.clock.on_idle();
     }

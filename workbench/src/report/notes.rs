@@ -3,7 +3,52 @@
 //! module only computes.
 
 use crate::peers::bullmq;
-use crate::record::{Metric, Results};
+use crate::record::{Metric, Results, SubjectKind};
+
+/// The cross-check of each of this crate's schedulers: its own lateness
+/// (`Metrics::lateness`) against the workbench's measurement of the same
+/// runs, on the workloads of one-shots. The two should agree within a few
+/// clock reads: the workbench reads the deadline before the schedule call
+/// and the fire time inside the task, the scheduler both inside.
+pub fn cross_check(results: &Results) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in &results.workloads {
+        for s in results
+            .subjects
+            .iter()
+            .filter(|s| s.kind == SubjectKind::Algorithm)
+        {
+            let value = |m| results.value(&s.name, &w.name, m, None);
+            let (Some(gap), Some(ours), Some(own)) = (
+                value(Metric::OwnLatenessGap),
+                value(Metric::LatenessMean),
+                value(Metric::OwnLatenessMean),
+            ) else {
+                continue;
+            };
+            // Two clock reads around an empty operation, measured.
+            let read = value(Metric::TimingOverhead).unwrap_or(f64::NAN) / 2.0;
+            let p = |m| value(m).map_or("-".to_owned(), |v| format!("{v:.1}"));
+            let runs = value(Metric::OwnLatenessRunsGap).unwrap_or(0.0);
+            out.push(format!(
+                "{}: {}'s own lateness agrees with the workbench's: mean {own:.2} µs against {ours:.2} µs, the workbench's later by {gap:.0} ns ({:.1} clock reads of {read:.0} ns); p50 {} against {} µs, p99 {} against {} µs{}",
+                w.name,
+                s.name,
+                gap / read,
+                p(Metric::OwnLatenessP50),
+                p(Metric::LatenessP50),
+                p(Metric::OwnLatenessP99),
+                p(Metric::LatenessP99),
+                if runs == 0.0 {
+                    String::new()
+                } else {
+                    format!(" ({runs:+.0} runs counted by the scheduler only)")
+                },
+            ));
+        }
+    }
+    out
+}
 
 /// What the reader should know beside the figures of each distributed
 /// workload of `results`: how close one worker drains to the claim-script

@@ -121,15 +121,26 @@ struct SubjectRow {
     name: String,
     kind: &'static str,
     about: String,
-    color: String,
+    /// Our four's fixed colour and marker; a peer's are its chart's.
+    color: Option<(String, char)>,
 }
 
-/// A chart on the page.
+/// A chart on the page, with every subject's figures beneath.
 struct ChartView {
     id: String,
     title: String,
     svg: Option<String>,
     error: Option<String>,
+    columns: Vec<String>,
+    rows: Vec<ChartRow>,
+}
+
+/// One subject in the table beneath a chart.
+struct ChartRow {
+    name: String,
+    role: String,
+    color: Option<(String, char)>,
+    cells: Vec<String>,
 }
 
 /// One cell of a workload's table.
@@ -200,6 +211,8 @@ struct Page {
     run_id: String,
     partial: bool,
     repeats: usize,
+    repeats_done: usize,
+    selection: Option<crate::record::SelectionInfo>,
     style: &'static str,
     check: &'static str,
     verdicts: Vec<VerdictRow>,
@@ -243,10 +256,13 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
     let [l1, l5, l15] = results.load_start;
     let loads: Vec<f64> = results.runs.iter().map(|r| r.load).collect();
     let load_max = loads.iter().copied().fold(0.0, f64::max);
+    let four = super::originals::principal(&super::originals::algorithms_of(results));
     Page {
         run_id: results.run_id.clone(),
         partial: results.partial,
         repeats: results.repeats,
+        repeats_done: results.repeats_done,
+        selection: results.selection.clone(),
         style: STYLE,
         check: CHECK,
         picks: picks(results, &v)
@@ -345,29 +361,47 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
         subjects: results
             .subjects
             .iter()
-            .enumerate()
-            .map(|(i, s)| SubjectRow {
+            .map(|s| SubjectRow {
                 name: s.name.clone(),
                 kind: match s.kind {
                     SubjectKind::Algorithm => "ours",
                     SubjectKind::Peer => "peer",
                 },
                 about: s.about.clone(),
-                color: super::charts::color_hex(i),
+                color: four.iter().position(|a| *a == s.name).map(|slot| {
+                    (
+                        super::charts::color_hex(slot),
+                        super::charts::marker(slot).glyph(),
+                    )
+                }),
             })
             .collect(),
         originals: originals(results),
         charts: charts
             .iter()
-            .map(|c| ChartView {
-                id: c.id.clone(),
-                title: c.title.clone(),
-                svg: c
-                    .svg
-                    .as_ref()
-                    .ok()
-                    .map(|s| s.find("<svg").map_or(s.as_str(), |i| &s[i..]).to_owned()),
-                error: c.svg.as_ref().err().map(ToString::to_string),
+            .map(|c| {
+                let table = c.svg.as_ref().map(|d| d.table.clone()).unwrap_or_default();
+                ChartView {
+                    id: c.id.clone(),
+                    title: c.title.clone(),
+                    svg: c
+                        .svg
+                        .as_ref()
+                        .ok()
+                        .map(|d| d.svg.find("<svg").map_or(d.svg.as_str(), |i| &d.svg[i..]).to_owned()),
+                    error: c.svg.as_ref().err().map(ToString::to_string),
+                    columns: table.columns,
+                    rows: table
+                        .rows
+                        .into_iter()
+                        .map(|r| ChartRow {
+                            name: r.name,
+                            role: r.role,
+                            color: r.drawn.map(|(c, m)| (c, m.glyph())),
+                            cells: r.cells,
+                        })
+                        .collect(),
+                }
             })
             .collect(),
         workloads: results

@@ -168,6 +168,26 @@ pub trait Timers {
 
     /// Drops everything pending and stops the subject's threads.
     fn shutdown(self: Box<Self>);
+
+    /// The lateness the subject measured itself, of every run so far, if
+    /// it keeps one (this crate's schedulers do: `Metrics::lateness`), for
+    /// the cross-check against the workbench's own measurement.
+    fn own_lateness(&self) -> Option<OwnLateness> {
+        None
+    }
+}
+
+/// A subject's own lateness figures ([`Timers::own_lateness`]), ns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OwnLateness {
+    /// Runs measured.
+    pub runs: u64,
+    /// The exact mean.
+    pub mean_ns: f64,
+    /// The median (its histogram's bucket, at most 3.1% wide).
+    pub p50_ns: f64,
+    /// The 99th percentile (likewise).
+    pub p99_ns: f64,
 }
 
 /// The application side of [`Timers::drive`].
