@@ -54,6 +54,16 @@ const CASES: &[(&str, &str, &str, i64)] = &[
 
 fn next_after(c: &mut Criterion) {
     let mut group = c.benchmark_group("calendar/next_after");
+    // Criterion's default windows in the long run (`BENCH_FULL=1`).
+    let t = benches::timing(benches::Timing {
+        warm_up: std::time::Duration::from_secs(3),
+        measurement: std::time::Duration::from_secs(5),
+        samples: 100,
+    });
+    group
+        .warm_up_time(t.warm_up)
+        .measurement_time(t.measurement)
+        .sample_size(t.samples);
     let start: Timestamp = "2024-01-01T00:00:00Z".parse().expect("an instant");
     // 7919 seconds: a prime, so the starting points fall on every minute,
     // hour and weekday over the year.

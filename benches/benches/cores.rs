@@ -27,6 +27,8 @@ use schedulers::core::{
 };
 
 const SIZES: [usize; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+/// The quick run's sizes (see the `benches` crate docs; `BENCH_FULL=1` for all).
+const QUICK_SIZES: [usize; 2] = [1_000, 100_000];
 const MS: u64 = 1_000_000;
 /// Operations timed per measured batch.
 const BATCH: usize = 1_000;
@@ -174,19 +176,25 @@ fn timed(mut f: impl FnMut()) -> Duration {
     start.elapsed()
 }
 
-/// Short windows: 20 benchmarks per group, up to 10^7 timers each.
+/// Short windows: 20 benchmarks per group, up to 10^7 timers each (the
+/// long run; the quick one: `benches::QUICK`).
 fn configure(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    let t = benches::timing(benches::Timing {
+        warm_up: Duration::from_secs(1),
+        measurement: Duration::from_secs(3),
+        samples: 20,
+    });
     group
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(20);
+        .warm_up_time(t.warm_up)
+        .measurement_time(t.measurement)
+        .sample_size(t.samples);
 }
 
 fn schedule(c: &mut Criterion) {
     let mut group = c.benchmark_group("core/schedule");
     configure(&mut group);
     group.throughput(Throughput::Elements(1));
-    for &n in &SIZES {
+    for &n in benches::sizes(&SIZES, &QUICK_SIZES) {
         for make in subjects() {
             let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ n as u64);
             let mut s = filled(make, n, &mut rng);
@@ -216,7 +224,7 @@ fn cancel(c: &mut Criterion) {
     let mut group = c.benchmark_group("core/cancel");
     configure(&mut group);
     group.throughput(Throughput::Elements(1));
-    for &n in &SIZES {
+    for &n in benches::sizes(&SIZES, &QUICK_SIZES) {
         for make in subjects() {
             let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ n as u64);
             let mut s = filled(make, n, &mut rng);
@@ -250,7 +258,7 @@ fn schedule_cancel(c: &mut Criterion) {
     let mut group = c.benchmark_group("core/schedule_cancel");
     configure(&mut group);
     group.throughput(Throughput::Elements(1));
-    for &n in &SIZES {
+    for &n in benches::sizes(&SIZES, &QUICK_SIZES) {
         for make in subjects() {
             let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ n as u64);
             let mut s = filled(make, n, &mut rng);
@@ -271,7 +279,7 @@ fn poll(c: &mut Criterion) {
     configure(&mut group);
     const DUE: usize = 100;
     group.throughput(Throughput::Elements(DUE as u64));
-    for &n in &SIZES {
+    for &n in benches::sizes(&SIZES, &QUICK_SIZES) {
         for make in subjects() {
             let mut rng = Rng(0x8CB9_2BA7_2F3D_8DD7 ^ n as u64);
             let mut s = filled(make, n, &mut rng);

@@ -15,6 +15,12 @@ use workbench::spec::Rng;
 use workbench::subjects;
 
 const SIZES: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
+/// The quick run's sizes (see the crate docs; `BENCH_FULL=1` for all).
+const QUICK_SIZES: [usize; 2] = [1_000, 100_000];
+
+fn sizes() -> &'static [usize] {
+    benches::sizes(&SIZES, &QUICK_SIZES)
+}
 /// Ids available beyond the pending set before the fixture is rebuilt.
 const SPARE: usize = 1 << 20;
 
@@ -114,7 +120,7 @@ fn batch_for(n: usize) -> usize {
 fn schedule(c: &mut Criterion) {
     let mut g = c.benchmark_group("schedule");
     g.throughput(Throughput::Elements(1));
-    for n in SIZES {
+    for &n in sizes() {
         for (s, make) in in_process() {
             // Built on first use, so a filtered-out bench costs nothing.
             let mut fixture: Option<Fixture> = None;
@@ -147,7 +153,7 @@ fn schedule(c: &mut Criterion) {
 fn cancel(c: &mut Criterion) {
     let mut g = c.benchmark_group("cancel");
     g.throughput(Throughput::Elements(1));
-    for n in SIZES {
+    for &n in sizes() {
         for (s, make) in in_process() {
             // Built on first use, so a filtered-out bench costs nothing.
             let mut fixture: Option<Fixture> = None;
@@ -180,7 +186,7 @@ fn cancel(c: &mut Criterion) {
 fn reset(c: &mut Criterion) {
     let mut g = c.benchmark_group("reset");
     g.throughput(Throughput::Elements(1));
-    for n in SIZES {
+    for &n in sizes() {
         for (s, make) in in_process() {
             // Built on first use, so a filtered-out bench costs nothing.
             let mut fixture: Option<Fixture> = None;
@@ -211,7 +217,7 @@ fn reset(c: &mut Criterion) {
 fn schedule_to_fire(c: &mut Criterion) {
     let mut g = c.benchmark_group("schedule_to_fire");
     g.throughput(Throughput::Elements(1));
-    for n in SIZES {
+    for &n in sizes() {
         for (s, make) in in_process() {
             // Built on first use, so a filtered-out bench costs nothing.
             let mut fixture: Option<Fixture> = None;
@@ -255,10 +261,15 @@ fn schedule_to_fire(c: &mut Criterion) {
 }
 
 fn config() -> Criterion {
+    let t = benches::timing(benches::Timing {
+        warm_up: Duration::from_millis(300),
+        measurement: Duration::from_secs(1),
+        samples: 10,
+    });
     Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(1))
+        .sample_size(t.samples)
+        .warm_up_time(t.warm_up)
+        .measurement_time(t.measurement)
 }
 
 criterion_group! {

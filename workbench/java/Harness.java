@@ -21,7 +21,9 @@ import java.util.Map;
  * {@code workbench::spec::Workload} (profile applied), and answers each with
  * {@code {"type":"result","workload":..,"measurements":[..]}}, the
  * workbench's own {@code Measurement} format, or
- * {@code {"type":"error","message":..}} naming the bad field. It exits at the
+ * {@code {"type":"error","message":..}} naming the bad field. A workload
+ * with a {@code contention} table runs {@link Contention} instead of a
+ * timeline or a sweep. It exits at the
  * end of stdin. Progress and diagnostics go to stderr. The Rust side is
  * {@code workbench/src/peers/java.rs}.
  *
@@ -80,7 +82,12 @@ public final class Harness {
             }
             Timeline.Spec spec;
             try {
-                spec = new Timeline.Spec(map(Json.parse(line), "workload"), "workload");
+                Map<String, Object> w = map(Json.parse(line), "workload");
+                if (w.get("contention") != null) {
+                    contention(name, w);
+                    continue;
+                }
+                spec = new Timeline.Spec(w, "workload");
             } catch (IllegalArgumentException e) {
                 OUT.println("{\"type\":\"error\",\"message\":" + Json.quote(e.getMessage()) + "}");
                 OUT.flush();
@@ -102,6 +109,29 @@ public final class Harness {
             System.gc();
             System.err.printf("java-peers: %s: %s in %.1f s%n", name, spec.name, (System.nanoTime() - t) / 1e9);
         }
+    }
+
+    /**
+     * Answers a contention workload ({@link Contention}): threads sharing
+     * one peer, in the Rust runner's figures.
+     */
+    private static void contention(String name, Map<String, Object> w) throws Exception {
+        String workload = str(w, "name", "workload");
+        long t = System.nanoTime();
+        String answer;
+        try {
+            answer = "{\"type\":\"result\",\"workload\":" + Json.quote(workload) + ",\"measurements\":" + Contention.run(name, w) + "}";
+        } catch (IllegalArgumentException e) {
+            answer = "{\"type\":\"error\",\"message\":" + Json.quote(e.getMessage()) + "}";
+        } catch (Exception | OutOfMemoryError e) {
+            answer = "{\"type\":\"error\",\"message\":" + Json.quote(name + " on " + workload + ": " + e) + "}";
+        } finally {
+            Peer.stopAll();
+        }
+        OUT.println(answer);
+        OUT.flush();
+        System.gc();
+        System.err.printf("java-peers: %s: %s in %.1f s%n", name, workload, (System.nanoTime() - t) / 1e9);
     }
 
     /**

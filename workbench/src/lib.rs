@@ -25,7 +25,11 @@
 //!   Cluster), run by the same suite, and its load benchmark
 //!   ([`distributed::bench`], also `workbench redis-bench`): backlog drain
 //!   and paced lateness, with Redis's own cost.
-//! - [`suite`]: subjects × workloads × repeats, results after every run.
+//! - [`suite`]: subjects × workloads × repeats, results after every run,
+//!   with the time left ([`estimate`]).
+//! - [`selection`]: which subjects run on which workloads: the default
+//!   selection (our four, the strongest peers and the originals within a
+//!   time budget, from a reference run), `--all`, or the command line's.
 //! - [`record`]: the record format of `results.json`.
 //! - [`report`]: the verdict, the charts and the HTML page.
 //! - [`calibration`]: the independent harness's peer figures and the
@@ -38,12 +42,14 @@
 pub mod calibration;
 pub mod distributed;
 pub mod env;
+pub mod estimate;
 pub mod metric;
 pub mod peers;
 pub mod random;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod selection;
 pub mod spec;
 pub mod subjects;
 pub mod suite;

@@ -1,7 +1,8 @@
 //! The `workbench` command line.
 //!
 //! ```text
-//! cargo run --release -p workbench                      # quick suite, every subject
+//! cargo run --release -p workbench                      # the default selection, quick, minutes
+//! cargo run --release -p workbench -- run --all         # every subject on every workload
 //! cargo run --release -p workbench -- run --size full   # the specs' full sizes
 //! cargo run --release -p workbench -- run -s heap -s tokio-sleep -w burst
 //! cargo run --release -p workbench -- calibrate         # the peers against peer-calibration.md
@@ -9,6 +10,7 @@
 //! cargo run --release -p workbench -- list
 //! cargo run --release -p workbench -- report reports/latest/results.json
 //! cargo run --release -p workbench -- redis-bench --shape drain --workers 1,2
+//! cargo run --release -p workbench -- reference reports/latest/results.json > workbench/reference.toml
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -20,12 +22,14 @@ use clap::{Parser, Subcommand};
 
 use workbench::calibration;
 use workbench::distributed::{self, bench};
+use workbench::estimate;
 use workbench::record::{Metric, Results};
 use workbench::report;
 use workbench::runner::Subject;
+use workbench::selection::{self, Reference, Selection};
 use workbench::spec::Workload;
 use workbench::subjects;
-use workbench::suite::Suite;
+use workbench::suite::{self as suite_mod, Suite};
 
 /// Runs seeded timer workloads against every scheduler and its peers and
 /// writes an HTML report.
@@ -38,7 +42,12 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Runs a suite (the default, with the quick profile).
+    /// Runs a suite: by default the default selection (below), quick size,
+    /// 3 repeats, a verdict in minutes; `--all` for every subject.
+    #[command(
+        after_help = "The default selection: `workbench run --help` says it; `workbench list` shows it per workload.",
+        after_long_help = selection::RULE
+    )]
     Run(RunArgs),
     /// Runs the peers of `shared/reference/peer-calibration.md` on the
     /// workloads that reproduce its figures, at full size, and prints ours
@@ -55,16 +64,24 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Compares the medians of two runs (the same selection run twice):
-    /// memory, lateness p50 and batch costs, each with its relative
-    /// difference.
+    /// memory, lateness p50, batch costs and the contention workload's
+    /// pairs/s and CPU per pair, each with its relative difference.
     Compare {
         /// The first run's results.json.
         a: PathBuf,
         /// The second run's results.json.
         b: PathBuf,
     },
-    /// Lists the schedulers, peers and workloads.
+    /// Lists the schedulers, peers and workloads, and the default
+    /// selection: who runs each workload by default, and why.
     List,
+    /// Writes the reference run the default selection is computed from
+    /// (`workbench/reference.toml`) from the results.json of a finished
+    /// `workbench run --all`, to stdout.
+    Reference {
+        /// The results file of a `run --all`.
+        results: PathBuf,
+    },
     /// (Internal) Measures memory per pending timer in this fresh process
     /// and prints it: sweeps run it as a child.
     #[command(hide = true)]
@@ -161,9 +178,14 @@ impl Size {
 
 #[derive(clap::Args, Debug)]
 struct RunArgs {
-    /// Subjects to run (repeatable; default: all). See `workbench list`.
-    #[arg(short, long = "scheduler", value_name = "NAME")]
+    /// Subjects to run, each on every chosen workload it runs (repeatable;
+    /// default: the default selection). See `workbench list`.
+    #[arg(short, long = "scheduler", value_name = "NAME", conflicts_with = "all")]
     schedulers: Vec<String>,
+    /// Every subject on every workload it runs (about 20 minutes at the
+    /// quick size), instead of the default selection.
+    #[arg(long)]
+    all: bool,
     /// Workloads to run (repeatable; default: all shipped).
     #[arg(short, long = "workload", value_name = "NAME")]
     workloads: Vec<String>,
@@ -174,8 +196,9 @@ struct RunArgs {
     /// written), or a factor multiplying the full counts (`0.01`).
     #[arg(long, default_value = "quick")]
     size: Size,
-    /// Repeats of every (subject, workload).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Repeats of every (subject, workload): 3, the fewest whose median
+    /// drops a stray repeat and the count the noise mark is calibrated on.
+    #[arg(long, default_value_t = selection::REPEATS as u64, value_parser = clap::value_parser!(u64).range(1..))]
     repeats: u64,
     /// Where to put the report folder (default: `reports/` of the workspace).
     #[arg(long)]
@@ -186,10 +209,11 @@ impl Default for RunArgs {
     fn default() -> RunArgs {
         RunArgs {
             schedulers: Vec::new(),
+            all: false,
             workloads: Vec::new(),
             specs: Vec::new(),
             size: Size::Quick,
-            repeats: 3,
+            repeats: selection::REPEATS as u64,
             out: None,
         }
     }
@@ -207,6 +231,7 @@ fn main() -> ExitCode {
         }) => calibrate(repeats, schedulers, out),
         Some(Command::Compare { a, b }) => compare(&a, &b),
         Some(Command::List) => list(),
+        Some(Command::Reference { results }) => reference(&results),
         Some(Command::Report { results, out }) => rerender(&results, out),
         Some(Command::RedisBench(args)) => redis_bench(&args),
         Some(Command::RedisWorker { command }) => redis_worker(&command),
@@ -259,21 +284,41 @@ fn memory_probe(subject: &str, size: u64, seed: u64, step: usize, delay: &str) -
 
 fn list() -> Result<()> {
     println!("schedulers and peers:");
-    for s in subjects::all() {
+    let all = subjects::all();
+    for s in &all {
         println!(
-            "  {:<15} {:<9} {}",
+            "  {:<22} {:<9} {}",
             s.name,
             format!("{:?}", s.kind).to_lowercase(),
             s.about
         );
     }
+    let shipped = workbench::workloads::shipped()?;
     println!("\nworkloads (workbench/workloads/*.toml):");
-    for w in workbench::workloads::shipped()? {
+    for w in &shipped {
         println!("  {:<22} {}", w.name, w.description);
         for line in w.quick().summary() {
             println!("  {:<22}   quick: {line}", "");
         }
     }
+    let reference = Reference::shipped()?;
+    let sel = Selection::default_for(&all, &shipped, &reference, selection::REPEATS)
+        .describe(&all, &shipped, &reference);
+    println!(
+        "\nthe default selection (`workbench run`): {}\n",
+        sel.info.rule
+    );
+    for line in &sel.info.lines {
+        println!("  {line}");
+    }
+    println!("\nnot in it: {}", sel.info.left_out.join(", "));
+    println!("the rest: {}", sel.info.rest);
+    Ok(())
+}
+
+fn reference(path: &Path) -> Result<()> {
+    let results = report::read_results(path)?;
+    print!("{}", Reference::from_results(&results)?.to_toml());
     Ok(())
 }
 
@@ -305,7 +350,6 @@ fn pick<T: Clone>(
 /// report at the end; returns the results and the report's folder.
 fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
     let all = subjects::all();
-    let chosen: Vec<Subject> = pick(&all, &args.schedulers, |s| s.name, "scheduler")?;
     let shipped = workbench::workloads::shipped()?;
     let mut specs: Vec<Workload> = if args.workloads.is_empty() && !args.specs.is_empty() {
         Vec::new()
@@ -315,6 +359,20 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
     for path in &args.specs {
         specs.push(Workload::load(path)?);
     }
+    let reference = Reference::shipped()?;
+    let chosen_selection = if !args.schedulers.is_empty() {
+        Selection::chosen()
+    } else if args.all {
+        Selection::all()
+    } else {
+        Selection::default_for(&all, &specs, &reference, args.repeats as usize)
+    }
+    .describe(&all, &specs, &reference);
+    let chosen: Vec<Subject> = if args.schedulers.is_empty() {
+        chosen_selection.subjects(&all)
+    } else {
+        pick(&all, &args.schedulers, |s| s.name, "scheduler")?
+    };
     let size = args.size;
     let (_, stamp) = workbench::env::utc_now();
     let run_id = format!("{stamp}-{}", size.profile());
@@ -331,6 +389,14 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
             "The allocator could not be told to keep freed memory: sweep costs include the page faults of memory it returned to the kernel.".to_owned(),
         );
     }
+    // The chosen subjects that cannot share one subject between threads
+    // say why, if the contention workload is in the run.
+    let cannot = if specs.iter().any(|w| w.contention.is_some()) {
+        let names: Vec<&str> = chosen.iter().map(|s| s.name).collect();
+        workbench::peers::contention::notes(&names)
+    } else {
+        Vec::new()
+    };
     let suite = Suite {
         subjects: chosen,
         workloads: specs.iter().map(|w| size.apply(w)).collect(),
@@ -339,28 +405,55 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
         env,
         progress: true,
         notes,
+        selection: chosen_selection,
     };
     suite.check()?;
+    let info = suite.selection.info.clone();
     eprintln!(
-        "workbench: {} (subject, workload) pairs × {} repeats ({}), load {:.2} -> {}",
+        "workbench: the {} selection, {} (subject, workload) pairs × {} repeats ({}), about {} (a first guess from the sizes), load {:.2} -> {}",
+        info.name,
         suite.pairs(),
         suite.repeats,
         size.profile(),
+        estimate::human(suite.guess()),
         workbench::runner::measure::load_average()[0],
         dir.display()
     );
+    if !info.rest.is_empty() {
+        eprintln!("workbench: for the rest: {}", info.rest);
+    }
     let mut write_error = None;
+    let mut written = 0;
     let mut results = suite.run(&mut |r| {
-        if let Err(e) = report::write_results(r, &dir) {
+        let mut wrote = report::write_results(r, &dir);
+        // A verdict over every workload as soon as each has its runs, and
+        // again after every repeat: the page can be read while the rest runs.
+        if wrote.is_ok() && r.repeats_done > written && r.repeats_done < r.repeats {
+            written = r.repeats_done;
+            wrote = report::write(r, &dir);
+            if wrote.is_ok() {
+                let _ = report::point_latest(&root, &dir);
+                suite_mod::println(&format!(
+                    "workbench: a verdict over {} of {} repeats: {}",
+                    r.repeats_done,
+                    r.repeats,
+                    dir.join("index.html").display()
+                ));
+            }
+        }
+        if let Err(e) = wrote {
             write_error.get_or_insert(e);
         }
     });
     if let Some(e) = write_error {
-        return Err(e).context("writing results.json during the run");
+        return Err(e).context("writing the report during the run");
     }
     let notes = report::notes::distributed(&results);
     results.notes.extend(notes);
+    results.notes.extend(cannot);
     let notes = report::notes::cross_check(&results);
+    results.notes.extend(notes);
+    let notes = report::contention::notes(&results);
     results.notes.extend(notes);
     report::write(&results, &dir)?;
     report::point_latest(&root, &dir)
@@ -368,6 +461,13 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
     println!("{}", report::page::verdict_markdown(&results));
     for n in &results.notes {
         println!("note: {n}");
+    }
+    println!("\nselection: {}: {}", info.name, info.rule);
+    if !info.left_out.is_empty() {
+        println!("not run: {}", info.left_out.join(", "));
+    }
+    if !info.rest.is_empty() {
+        println!("the rest: {}", info.rest);
     }
     println!(
         "\nran in {:.0} s (load {:.2} at the start, {:.2} at the end); report: {}",
@@ -416,6 +516,8 @@ const COMPARED: &[Metric] = &[
     Metric::ScheduleBatch,
     Metric::CancelBatch,
     Metric::ResetBatch,
+    Metric::PairsPerS,
+    Metric::CpuPerPair,
 ];
 
 fn compare(a: &Path, b: &Path) -> Result<()> {

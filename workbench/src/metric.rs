@@ -83,6 +83,12 @@ pub enum Unit {
     /// Client round trips to Redis per second.
     #[serde(rename = "round trips/s")]
     RoundTripsPerSecond,
+    /// Schedule + cancel pairs per second (contention).
+    #[serde(rename = "pairs/s")]
+    PairsPerSecond,
+    /// Nanoseconds (of CPU) per schedule + cancel pair (contention).
+    #[serde(rename = "ns/pair")]
+    NsPerPair,
 }
 
 impl Unit {
@@ -105,6 +111,8 @@ impl Unit {
             Unit::CallsPerJob => "calls/job",
             Unit::RoundTripsPerJob => "round trips/job",
             Unit::RoundTripsPerSecond => "round trips/s",
+            Unit::PairsPerSecond => "pairs/s",
+            Unit::NsPerPair => "ns/pair",
         }
     }
 }
@@ -269,6 +277,32 @@ metrics! {
     /// An idle worker's round trips per second per shard (jobs pending an
     /// hour ahead, nothing due).
     IdleRoundTrips = "idle_round_trips_per_s_per_shard", RoundTripsPerSecond, Lower;
+    /// Contention, at P threads sharing one subject: schedule + cancel
+    /// pairs per second, all threads together, from the moment the last
+    /// thread was ready to the last thread's end.
+    PairsPerS = "pairs_per_s", PairsPerSecond, Higher;
+    /// Contention: the least [`Metric::PairsPerS`] at any P of 2 or more
+    /// (at P = 1 if only one thread ran): what a server whose I/O threads
+    /// share the subject can count on, however many there are. A subject
+    /// that is fast alone but collapses when shared scores its collapse.
+    ContendedPairsPerS = "contended_pairs_per_s", PairsPerSecond, Higher;
+    /// Contention, at P threads: the calling threads' own CPU time per
+    /// pair (their CPU clocks over their loops), ns: spinning and lock
+    /// hand-offs included; time waiting for a core or asleep on a lock not.
+    CallerCpuPerPair = "caller_cpu_per_pair", NsPerPair, Lower;
+    /// Contention, at P threads: the whole process's CPU time per pair, ns
+    /// (the callers and every thread of the subject, until a settling
+    /// pause after the last thread's end): work deferred to the subject's
+    /// own threads counts.
+    CpuPerPair = "cpu_per_pair", NsPerPair, Lower;
+    /// Contention, at P threads: schedule + cancel pairs done (every cancel
+    /// stopped its timer; a run where one did not fails).
+    Pairs = "pairs", Count, Neither;
+    /// Contention, at P threads: the calling threads' CPU time over the
+    /// wall time, how many of them ran at once on average (at most P and
+    /// the cores; about 1 when they took turns, on a loaded machine or
+    /// behind a lock that lets one thread run on while the others sleep).
+    Parallelism = "parallelism", Ratio, Neither;
 }
 
 impl Metric {
@@ -298,6 +332,29 @@ impl Metric {
         (Metric::JitterP999, 0.999),
         (Metric::JitterMax, 1.0),
     ];
+
+    /// True if this metric's size is a thread count (contention), not a
+    /// pending count (sweeps).
+    pub fn sized_by_threads(self) -> bool {
+        matches!(
+            self,
+            Metric::PairsPerS
+                | Metric::CallerCpuPerPair
+                | Metric::CpuPerPair
+                | Metric::Pairs
+                | Metric::Parallelism
+        )
+    }
+
+    /// How a figure's size reads after its label: `@1e6` (pending timers)
+    /// or `@P=8` (threads).
+    pub fn size_label(self, size: u64) -> String {
+        if self.sized_by_threads() {
+            format!("@P={size}")
+        } else {
+            format!("@{}", crate::spec::format_count(size))
+        }
+    }
 
     /// True if a lower value is better.
     pub fn lower_is_better(self) -> bool {
@@ -425,6 +482,12 @@ mod test {
             "idle round trips/s per shard"
         );
         assert_eq!(Metric::DrainJobsPerS.unit().as_str(), "jobs/s");
+        assert_eq!(Metric::PairsPerS.label(), "pairs/s");
+        assert_eq!(Metric::ContendedPairsPerS.label(), "contended pairs/s");
+        assert_eq!(Metric::CpuPerPair.label(), "cpu per pair");
+        assert_eq!(Metric::PairsPerS.size_label(8), "@P=8");
+        assert_eq!(Metric::Memory.size_label(1_000_000), "@1e6");
+        assert!(Metric::PairsPerS.is_better(2e6, 1e6));
         assert!(!Metric::FiresPerS.lower_is_better());
         assert!(Metric::FiresPerS.is_better(2.0, 1.0));
         assert!(Metric::Drift.is_better(0.01, 0.03));

@@ -141,6 +141,11 @@ pub struct RunInfo {
     pub load: f64,
     /// How long it took, seconds.
     pub seconds: f64,
+    /// Seconds spent before it starting the subject (its runner and the
+    /// discarded warm-up run): on a subject's first run of a repeat, else 0.
+    /// The default selection's time budget and the progress estimate read it.
+    #[serde(default)]
+    pub start: f64,
 }
 
 /// Where and when a run happened.
@@ -236,6 +241,29 @@ pub struct Results {
     pub runs: Vec<RunInfo>,
     /// Things the reader should know: skipped peers, failures, scaling.
     pub notes: Vec<String>,
+    /// Which subjects ran on which workloads, and how to run the rest
+    /// (absent in files written before the default selection).
+    #[serde(default)]
+    pub selection: Option<SelectionInfo>,
+    /// Repeats of every (subject, workload) finished so far: a partial
+    /// file with one or more holds a first verdict over every workload.
+    #[serde(default)]
+    pub repeats_done: usize,
+}
+
+/// The selection a run measured, as the page and the terminal state it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectionInfo {
+    /// `default`, `all` or `chosen` (subjects named on the command line).
+    pub name: String,
+    /// The rule, in one paragraph.
+    pub rule: String,
+    /// One line per workload: who ran it and why (the default selection).
+    pub lines: Vec<String>,
+    /// The subjects that did not run at all.
+    pub left_out: Vec<String>,
+    /// The command that runs the rest, with its expected duration.
+    pub rest: String,
 }
 
 impl Results {
@@ -255,6 +283,8 @@ impl Results {
             records: Vec::new(),
             runs: Vec::new(),
             notes: Vec::new(),
+            selection: None,
+            repeats_done: 0,
         }
     }
 

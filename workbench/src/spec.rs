@@ -4,7 +4,9 @@
 //! **timeline** (one or more `[[group]]`s of timers, each with its arrival
 //! process, delay distribution, and optional cancels and resets, executed
 //! in real time) or a **sweep** (`[sweep]`: schedule, reset and cancel cost
-//! and memory per timer at a list of pending counts). Every random choice
+//! and memory per timer at a list of pending counts), durable jobs
+//! (`[distributed]`, [`Distributed`]) or threads sharing one subject
+//! (`[contention]`, [`Contention`]). Every random choice
 //! comes from `seed`, so the same spec gives the same operations in the same
 //! order on every run and every subject.
 //!
@@ -81,6 +83,9 @@ pub struct Workload {
     /// Durable jobs on the Redis scheduler (instead of groups).
     #[serde(default)]
     pub distributed: Option<Distributed>,
+    /// Threads sharing one subject (instead of groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Contention>,
     /// The figures the report's verdict ranks subjects by on this workload,
     /// one row each: one metric or a list (default: lateness p99 for a
     /// timeline, batch schedule cost for a sweep, drain jobs/s and paced p99
@@ -106,7 +111,48 @@ pub enum WorkloadKind {
     Sweep,
     /// `[distributed]` jobs on Redis, run by worker processes.
     Distributed,
+    /// `[contention]`: threads sharing one subject.
+    Contention,
 }
+
+/// Threads sharing one subject (`[contention]`), as a server's I/O threads
+/// set and clear request timeouts: at each thread count P of `threads`, a
+/// fresh subject and P threads, each scheduling `pairs` one-shot timeouts
+/// (delays from `delay`, far enough that none fires) with a 16-byte closure
+/// (an id and an `Arc` of the thread's own connection), each cancelled
+/// `window` requests after it was set (a ring of `window` live timeouts per
+/// thread; the last ones are cancelled at the end), all threads started at
+/// once. Thread `k` draws its delays from stream `k + 1` of the seed, at
+/// every P. See [`crate::runner::contention`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contention {
+    /// Thread counts, ascending.
+    pub threads: Vec<u64>,
+    /// Schedule + cancel pairs per thread.
+    pub pairs: u64,
+    /// Live timeouts per thread: each is cancelled this many requests later.
+    #[serde(default = "thousand")]
+    pub window: u64,
+    /// The timeouts' delays.
+    pub delay: Dist,
+    /// Untimed pairs per thread on the fresh subject before the threads
+    /// start together (at most `pairs`): thread start-up, first allocations
+    /// and a JIT are not in the figures.
+    #[serde(default = "twenty_thousand")]
+    pub warm: u64,
+}
+
+fn thousand() -> u64 {
+    1000
+}
+
+fn twenty_thousand() -> u64 {
+    20_000
+}
+
+/// The most threads a contention workload starts.
+pub const MAX_THREADS: u64 = 256;
 
 /// Durable jobs on a Redis-backed scheduler, run by worker processes (the
 /// subject says how many, and whose: ours or BullMQ), in two shapes measured
@@ -504,12 +550,13 @@ impl Workload {
             !self.groups.is_empty(),
             self.sweep.is_some(),
             self.distributed.is_some(),
+            self.contention.is_some(),
         ];
         match kinds.iter().filter(|k| **k).count() {
             0 => {
                 return Err(SpecError::field(
                     "group",
-                    "a workload needs [[group]]s, a [sweep] or [distributed]",
+                    "a workload needs [[group]]s, a [sweep], [distributed] or [contention]",
                 ))
             }
             1 => {}
@@ -517,10 +564,12 @@ impl Workload {
                 return Err(SpecError::field(
                     if self.sweep.is_some() {
                         "sweep"
-                    } else {
+                    } else if self.distributed.is_some() {
                         "distributed"
+                    } else {
+                        "contention"
                     },
-                    "a workload has one of [[group]]s, a [sweep] or [distributed], not several",
+                    "a workload has one of [[group]]s, a [sweep], [distributed] or [contention], not several",
                 ))
             }
         }
@@ -534,6 +583,9 @@ impl Workload {
                     "drain, paced, threads, shards, window and idle must be above zero",
                 ));
             }
+        }
+        if let Some(c) = &self.contention {
+            c.check()?;
         }
         if let Some(sweep) = &self.sweep {
             check_sizes("sweep.sizes", &sweep.sizes)?;
@@ -591,6 +643,9 @@ impl Workload {
             d.paced = ((d.paced as f64 * c).round() as u64).max(1);
             d.window = d.window.scaled(t);
         }
+        if let Some(x) = &mut w.contention {
+            x.pairs = ((x.pairs as f64 * c).round() as u64).max(1);
+        }
         w
     }
 
@@ -600,6 +655,8 @@ impl Workload {
             WorkloadKind::Sweep
         } else if self.distributed.is_some() {
             WorkloadKind::Distributed
+        } else if self.contention.is_some() {
+            WorkloadKind::Contention
         } else {
             WorkloadKind::Timeline
         }
@@ -614,6 +671,7 @@ impl Workload {
             WorkloadKind::Timeline => vec![Metric::LatenessP99],
             WorkloadKind::Sweep => vec![Metric::ScheduleBatch],
             WorkloadKind::Distributed => vec![Metric::DrainJobsPerS, Metric::PacedP99],
+            WorkloadKind::Contention => vec![Metric::ContendedPairsPerS, Metric::PairsPerS],
         }
     }
 
@@ -636,6 +694,9 @@ impl Workload {
             d.paced = ((d.paced as f64 * f).round() as u64).max(1);
             d.window = d.window.scaled(f);
         }
+        if let Some(x) = &mut w.contention {
+            x.pairs = ((x.pairs as f64 * f).round() as u64).max(1);
+        }
         w
     }
 
@@ -646,6 +707,27 @@ impl Workload {
 
     /// One line per group (or the sweep) giving its effective parameters.
     pub fn summary(&self) -> Vec<String> {
+        if let Some(c) = &self.contention {
+            let threads: Vec<String> = c.threads.iter().map(u64::to_string).collect();
+            return vec![
+                format!(
+                    "P = {} threads sharing one fresh subject, each {} schedule + cancel pairs: a one-shot timeout (delay {}) with a 16-byte \
+                     closure (an id and an Arc of the thread's own connection), cancelled {} requests later (the last {} at the end); \
+                     {} untimed pairs per thread first",
+                    threads.join(", "),
+                    format_count(c.pairs),
+                    c.delay,
+                    format_count(c.window),
+                    format_count(c.window.min(c.pairs)),
+                    format_count(c.warm.min(c.pairs)),
+                ),
+                "pairs/s: every thread's pairs / (last thread's end − the moment the last thread was ready) · caller cpu/pair: \
+                 the calling threads' own CPU per pair · cpu/pair: the whole process's CPU (getrusage; Java: every thread's \
+                 schedstat) from the start to 100 ms after the last thread's end, per pair: what the subject's own threads do \
+                 counts · contended pairs/s: the least pairs/s at any P ≥ 2"
+                    .to_owned(),
+            ];
+        }
         if let Some(d) = &self.distributed {
             return vec![
                 format!(
@@ -738,6 +820,31 @@ fn check_sizes(field: &str, sizes: &[u64]) -> Result<(), SpecError> {
         return Err(SpecError::field(field, "must be strictly ascending"));
     }
     Ok(())
+}
+
+impl Contention {
+    fn check(&self) -> Result<(), SpecError> {
+        let t = &self.threads;
+        if t.is_empty() || t.contains(&0) || t.iter().any(|p| *p > MAX_THREADS) {
+            return Err(SpecError::field(
+                "contention.threads",
+                format!("needs at least one thread count, each from 1 to {MAX_THREADS}"),
+            ));
+        }
+        if t.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(SpecError::field(
+                "contention.threads",
+                "must be strictly ascending",
+            ));
+        }
+        if self.pairs == 0 || self.window == 0 {
+            return Err(SpecError::field(
+                "contention",
+                "pairs and window must be above zero",
+            ));
+        }
+        self.delay.check("contention.delay")
+    }
 }
 
 impl Group {
@@ -937,6 +1044,54 @@ mod test {
             "{dist}\n[sweep]\nsizes = [1]\ndelay = {{ dist = \"fixed\", value = \"1h\" }}\n"
         );
         assert_eq!(err(&both).field, "sweep");
+    }
+
+    #[test]
+    fn contention_workloads_are_checked_and_shrunk() {
+        let c = r#"
+            name = "c"
+            description = "d"
+            seed = 1
+            [contention]
+            threads = [1, 2, 4, 8]
+            pairs = 1_000_000
+            delay = { dist = "uniform", min = "10s", max = "30s" }
+            [quick]
+            count = 0.2
+        "#;
+        let w = Workload::parse(c).unwrap();
+        assert_eq!(w.kind(), WorkloadKind::Contention);
+        assert_eq!(
+            w.verdict_metrics(),
+            [Metric::ContendedPairsPerS, Metric::PairsPerS]
+        );
+        let x = w.contention.as_ref().unwrap();
+        assert_eq!((x.window, x.warm), (1000, 20_000));
+        assert_eq!(w.quick().contention.unwrap().pairs, 200_000);
+        assert_eq!(w.resized(0.01).contention.unwrap().pairs, 10_000);
+        assert!(w.summary()[0].starts_with("P = 1, 2, 4, 8 threads"));
+        for (from, to, field) in [
+            ("[1, 2, 4, 8]", "[2, 1]", "contention.threads"),
+            ("[1, 2, 4, 8]", "[0, 1]", "contention.threads"),
+            ("[1, 2, 4, 8]", "[1, 512]", "contention.threads"),
+            ("[1, 2, 4, 8]", "[]", "contention.threads"),
+            ("pairs = 1_000_000", "pairs = 0", "contention"),
+            ("pairs = 1_000_000", "pairs = 1\nwindow = 0", "contention"),
+        ] {
+            assert_eq!(err(&c.replace(from, to)).field, field, "{to}");
+        }
+        let both =
+            format!("{c}\n[sweep]\nsizes = [1]\ndelay = {{ dist = \"fixed\", value = \"1h\" }}\n");
+        assert_eq!(err(&both).field, "sweep");
+        // The Java harness reads the table from the JSON; other workloads
+        // carry no `contention` key at all.
+        let json = serde_json::to_value(&w).unwrap();
+        assert_eq!(
+            json["contention"]["threads"],
+            serde_json::json!([1, 2, 4, 8])
+        );
+        let timeline = serde_json::to_value(Workload::parse(OK).unwrap()).unwrap();
+        assert!(timeline.get("contention").is_none());
     }
 
     #[test]

@@ -16,8 +16,9 @@ use schedulers::{
 };
 
 use crate::record::SubjectKind;
+use crate::runner::contention::{self, Request, Shared};
 use crate::runner::{
-    drive_threaded, App, Fire, OwnLateness, Refused, Subject, Timers, TimersFactory,
+    drive_threaded, App, Fire, OwnLateness, Refused, RunError, Subject, Timers, TimersFactory,
 };
 use crate::spec::Kind;
 
@@ -95,7 +96,14 @@ pub fn all() -> Vec<Subject> {
                 let scheduler = make().unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
                 Box::new(SchedulerTimers::new(scheduler, capacity)) as Box<dyn Timers>
             });
-            Subject::in_process(a.name, SubjectKind::Algorithm, a.about, timers)
+            let subject = Subject::in_process(a.name, SubjectKind::Algorithm, a.about, timers);
+            // The contention workload's threads share one `Arc<dyn Scheduler>`.
+            let shared = contention::runner(move |_threads| {
+                make()
+                    .map(Arc::<dyn Scheduler>::from)
+                    .map_err(|e| RunError::Child(format!("cannot start {name}: {e}")))
+            });
+            contention::with(subject, shared)
         })
         .collect();
     v.extend(crate::distributed::subjects());
@@ -187,6 +195,27 @@ impl Timers for SchedulerTimers {
         drop(scheduler.shutdown_now());
         let _ = scheduler.await_termination(Duration::from_secs(30));
         drop(handles);
+    }
+}
+
+/// Any [`Scheduler`] as the contention workload's threads share it: one
+/// `Arc<dyn Scheduler>`; a timeout is `submit(delay, Task::once(..))`
+/// whose closure holds the 16-byte request, cleared by `TaskHandle::cancel`.
+impl Shared for dyn Scheduler {
+    type Handle = TaskHandle;
+
+    fn schedule(&self, delay: Duration, request: Request) -> Result<TaskHandle, Refused> {
+        self.submit(delay, Task::once(move || request.timed_out()))
+            .map_err(|e| Refused(Box::new(e)))
+    }
+
+    fn cancel(&self, handle: TaskHandle) -> bool {
+        handle.cancel()
+    }
+
+    fn shutdown(&self) {
+        drop(self.shutdown_now());
+        let _ = self.await_termination(Duration::from_secs(30));
     }
 }
 

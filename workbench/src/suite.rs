@@ -1,16 +1,22 @@
 //! A suite: every chosen subject × every workload it runs × repeats, into
 //! one [`Results`], handed out after every finished run so that a run
 //! stopped midway keeps what it measured.
+//!
+//! Progress shows the time left ([`crate::estimate::Eta`]): first guessed
+//! from the workloads' sizes, then learnt from the runs that finished.
 
 use std::io::IsTerminal;
+use std::sync::Mutex;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::estimate::{self, Eta};
 use crate::record::{
     Environment, Measurement, Metric, Results, RunInfo, RunStatus, Samples, WorkloadInfo,
 };
 use crate::runner::Subject;
 use crate::runner::{measure, RunContext, Runner};
+use crate::selection::Selection;
 use crate::spec::{Workload, WorkloadKind};
 
 /// What to run.
@@ -30,6 +36,24 @@ pub struct Suite {
     pub progress: bool,
     /// Notes to carry into the report (how the sizes were chosen).
     pub notes: Vec<String>,
+    /// Which of the pairs the subjects' kinds allow run
+    /// ([`Selection::all`]: every one).
+    pub selection: Selection,
+}
+
+/// The running suite's progress bars, so that a line printed meanwhile
+/// ([`println`]) goes above them instead of through them.
+static BARS: Mutex<Option<MultiProgress>> = Mutex::new(None);
+
+/// Prints a line to stderr, above the progress bars of a running suite.
+pub fn println(line: &str) {
+    let bars = BARS.lock().map(|b| b.clone()).unwrap_or(None);
+    match bars {
+        Some(m) if !m.is_hidden() => {
+            let _ = m.println(line);
+        }
+        _ => eprintln!("{line}"),
+    }
 }
 
 /// A selection that runs nothing.
@@ -43,12 +67,56 @@ pub struct NothingToRun {
 }
 
 impl Suite {
+    /// Whether `s` runs `w`: its kinds allow it and the selection has it.
+    pub fn runs(&self, s: &Subject, w: &Workload) -> bool {
+        s.runs(w) && self.selection.includes(s.name, &w.name)
+    }
+
     /// The (subject, workload) pairs that will run.
     pub fn pairs(&self) -> usize {
         self.subjects
             .iter()
-            .map(|s| self.workloads.iter().filter(|w| s.runs(w)).count())
+            .map(|s| self.workloads.iter().filter(|w| self.runs(s, w)).count())
             .sum()
+    }
+
+    /// The first guess of the whole run's time, from the workloads' sizes
+    /// and durations ([`estimate::run_seconds`]).
+    pub fn guess(&self) -> std::time::Duration {
+        self.eta().left()
+    }
+
+    /// The last (subject, workload) of a repeat among the subjects not
+    /// skipped: its run ends the repeat.
+    fn last_pair(&self, skipped: &Skipped) -> Option<(&'static str, String)> {
+        self.subjects
+            .iter()
+            .filter(|s| !skipped.contains(s.name))
+            .flat_map(|s| {
+                self.workloads
+                    .iter()
+                    .filter(|w| self.runs(s, w))
+                    .map(|w| (s.name, w.name.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .last()
+    }
+
+    fn eta(&self) -> Eta {
+        let plan = self.subjects.iter().flat_map(|s| {
+            self.workloads
+                .iter()
+                .filter(move |w| self.runs(s, w))
+                .map(move |w| {
+                    (
+                        s.name,
+                        s.timers.is_none(),
+                        w.name.as_str(),
+                        estimate::run_seconds(w),
+                    )
+                })
+        });
+        Eta::new(plan, self.repeats)
     }
 
     /// Checks that the selection runs something.
@@ -90,6 +158,7 @@ impl Suite {
                 timing_overhead_ns: measure::timing_overhead(),
                 workloads: self.workloads.iter().map(info).collect(),
                 notes: self.notes.clone(),
+                selection: Some(self.selection.info.clone()),
                 ..Results::new(self.run_id.clone(), self.env.clone(), self.repeats)
             },
             samples: Samples::default(),
@@ -100,13 +169,18 @@ impl Suite {
         } else {
             ProgressDrawTarget::hidden()
         });
+        if let Ok(mut bars) = BARS.lock() {
+            *bars = Some(multi.clone());
+        }
         let lines = self.progress && !tty;
         let total = (self.repeats * self.pairs()) as u64;
+        let mut eta = self.eta();
         let overall = multi.add(ProgressBar::new(total));
         overall.set_style(style(
-            "{prefix:>14} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ~{eta} left {msg}",
+            "{prefix:>14} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, {msg}",
         ));
         overall.set_prefix("suite");
+        overall.set_message(format!("~{} left", estimate::human(eta.left())));
         let current = multi.add(ProgressBar::new(1));
         current.set_style(style("{prefix:>14} [{bar:30}] {msg}"));
         let ctx = RunContext {
@@ -116,16 +190,21 @@ impl Suite {
         let mut skipped = Skipped::default();
         let mut done = 0u64;
         for rep in 0..self.repeats {
+            let mut last = self.last_pair(&skipped);
+            let mut told = false;
             for s in &self.subjects {
                 let workloads: Vec<&Workload> =
-                    self.workloads.iter().filter(|w| s.runs(w)).collect();
+                    self.workloads.iter().filter(|w| self.runs(s, w)).collect();
                 if workloads.is_empty() || skipped.contains(s.name) {
                     continue;
                 }
+                let t0 = measure::now();
                 let mut runner = match (s.runner)() {
                     Ok(r) => r,
                     Err(why) => {
                         skipped.note(&mut state.results.notes, s.name, &why.to_string());
+                        eta.skipped(s.name);
+                        last = self.last_pair(&skipped);
                         done += workloads.len() as u64;
                         overall.set_position(done);
                         continue;
@@ -135,6 +214,7 @@ impl Suite {
                     state.results.subjects.push(s.info());
                 }
                 warm_up(s, runner.as_mut(), &ctx);
+                let mut start = measure::now().duration_since(t0).as_secs_f64();
                 for w in workloads {
                     current.set_prefix(s.name);
                     current.set_message(format!(
@@ -146,12 +226,16 @@ impl Suite {
                     let t0 = measure::now();
                     let outcome = runner.run(w, &ctx);
                     let seconds = measure::now().duration_since(t0).as_secs_f64();
-                    let info = state.record(s.name, w, rep, outcome, seconds);
+                    let info = state.record(s.name, w, rep, outcome, seconds, start);
+                    eta.finished(s.name, &w.name, seconds, start);
+                    start = 0.0;
                     done += 1;
                     overall.set_position(done);
+                    let left = format!("~{} left", estimate::human(eta.left()));
+                    overall.set_message(left.clone());
                     if lines {
                         eprintln!(
-                            "workbench: [{done}/{total}] {} on {} (repeat {}/{}): {} in {seconds:.1} s, load {:.2}",
+                            "workbench: [{done}/{total}] {} on {} (repeat {}/{}): {} in {seconds:.1} s, load {:.2}, {left}",
                             s.name,
                             w.name,
                             rep + 1,
@@ -162,12 +246,28 @@ impl Suite {
                     }
                     state.results.wall_seconds =
                         measure::now().duration_since(started).as_secs_f64();
+                    if last
+                        .as_ref()
+                        .is_some_and(|(a, b)| *a == s.name && *b == w.name)
+                    {
+                        state.results.repeats_done = rep + 1;
+                        told = true;
+                    }
                     update(&state.snapshot(&self.workloads));
                 }
+            }
+            if !told {
+                // The repeat's last subjects could not run here: its end
+                // still gets an update.
+                state.results.repeats_done = rep + 1;
+                update(&state.snapshot(&self.workloads));
             }
         }
         current.finish_and_clear();
         overall.finish_and_clear();
+        if let Ok(mut bars) = BARS.lock() {
+            *bars = None;
+        }
         state.results.wall_seconds = measure::now().duration_since(started).as_secs_f64();
         let mut results = state.snapshot(&self.workloads);
         results.partial = false;
@@ -223,6 +323,7 @@ impl State {
         repeat: usize,
         outcome: Result<Vec<Measurement>, crate::runner::RunError>,
         seconds: f64,
+        start: f64,
     ) -> RunInfo {
         let status = match &outcome {
             Ok(ms) => match ms
@@ -249,6 +350,7 @@ impl State {
             status,
             load: measure::load_average()[0],
             seconds,
+            start,
         };
         self.results.runs.push(info.clone());
         info

@@ -31,6 +31,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../workloads/periodic-fixed-delay.toml"),
     ),
     ("scale.toml", include_str!("../workloads/scale.toml")),
+    (
+        "contention.toml",
+        include_str!("../workloads/contention.toml"),
+    ),
     ("idle.toml", include_str!("../workloads/idle.toml")),
     (
         "distributed.toml",

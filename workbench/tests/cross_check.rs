@@ -11,6 +11,7 @@
 
 use workbench::record::{Metric, SubjectKind};
 use workbench::report;
+use workbench::selection::Selection;
 use workbench::spec::Workload;
 use workbench::subjects;
 use workbench::suite::Suite;
@@ -44,6 +45,7 @@ fn built_in_lateness_agrees_with_the_workbench_on_the_same_runs() {
         env: workbench::env::detect("test"),
         progress: false,
         notes: vec![],
+        selection: Selection::all(),
     }
     .run(&mut |_| {});
     for s in ["heap", "stpe", "wheel", "hier-kafka"] {

@@ -17,6 +17,7 @@ use workbench::distributed;
 use workbench::peers::bullmq;
 use workbench::record::{Metric, Results, RunStatus, SubjectKind};
 use workbench::report;
+use workbench::selection::Selection;
 use workbench::spec::Workload;
 use workbench::subjects;
 use workbench::suite::Suite;
@@ -64,6 +65,7 @@ fn run(names: &[&str]) -> Results {
         env: workbench::env::detect("test"),
         progress: false,
         notes: vec![],
+        selection: Selection::all(),
     };
     suite.check().unwrap();
     let mut updates = 0;

@@ -1,6 +1,7 @@
 //! End to end through the Java harness: every Java peer runs a small
 //! timeline (one-shots with cancels and resets, fixed-rate and fixed-delay
-//! tasks) and a small sweep in its own JVM, and every record it sends back
+//! tasks), a small sweep and a small contention run (threads sharing the
+//! peer) in its own JVM, and every record it sends back
 //! is checked: present, finite, in the right unit, and consistent with the
 //! operations the spec implies.
 //!
@@ -61,6 +62,18 @@ const SWEEP: &str = r#"
     delay = { dist = "uniform", min = "1h", max = "2h" }
 "#;
 
+const CONTENTION: &str = r#"
+    name = "java-contention"
+    description = "1 and 3 threads sharing the peer"
+    seed = 14
+    [contention]
+    threads = [1, 3]
+    pairs = 2000
+    window = 100
+    warm = 500
+    delay = { dist = "uniform", min = "10s", max = "30s" }
+"#;
+
 fn by_metric(ms: &[Measurement]) -> HashMap<(Metric, Option<u64>), f64> {
     ms.iter().map(|m| ((m.metric, m.size), m.value)).collect()
 }
@@ -109,6 +122,7 @@ fn every_java_peer_runs_the_specs_end_to_end() {
     let one = Workload::parse(ONE_SHOTS).unwrap();
     let per = Workload::parse(PERIODIC).unwrap();
     let sweep = Workload::parse(SWEEP).unwrap();
+    let contention = Workload::parse(CONTENTION).unwrap();
     let ctx = RunContext::quiet(0.0);
     // The figures the Rust runner reports for the same specs: a Java peer
     // must report the same ones, in the same units (plus its own timing
@@ -131,7 +145,7 @@ fn every_java_peer_runs_the_specs_end_to_end() {
             .map(|m| (m.metric, m.size))
             .collect()
     };
-    let expected: Vec<_> = [&one, &per, &sweep]
+    let expected: Vec<_> = [&one, &per, &sweep, &contention]
         .iter()
         .map(|w| keys(&rust.run(w, &ctx).unwrap()))
         .collect();
@@ -262,6 +276,37 @@ fn every_java_peer_runs_the_specs_end_to_end() {
                 "{p}: {b} bytes per pending timer at {size}"
             );
         }
+
+        // Contention: 1 and 3 Java threads, every pair done.
+        let ms = r.run(&contention, &ctx).unwrap();
+        assert_eq!(
+            keys(&ms),
+            expected[3],
+            "{p}: the Rust runner's figures for the contention workload"
+        );
+        let m = by_metric(&ms);
+        let w = "contention";
+        for threads in [1u64, 3] {
+            let at = Some(threads);
+            assert_eq!(
+                get(p, w, &m, Metric::Pairs, at),
+                2000.0 * threads as f64,
+                "{p}: every pair at P = {threads}"
+            );
+            for f in [
+                Metric::PairsPerS,
+                Metric::CallerCpuPerPair,
+                Metric::CpuPerPair,
+                Metric::Parallelism,
+            ] {
+                let v = get(p, w, &m, f, at);
+                assert!(v > 0.0, "{p}: {f} = {v} at P = {threads}");
+            }
+        }
+        assert_eq!(
+            get(p, w, &m, Metric::ContendedPairsPerS, None),
+            get(p, w, &m, Metric::PairsPerS, Some(3))
+        );
 
         // A bad workload is refused with the field named, and the JVM serves on.
         let mut bad = one.clone();

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use workbench::record::{Metric, Results, RunStatus, SubjectKind};
 use workbench::report;
+use workbench::selection::Selection;
 use workbench::spec::Workload;
 use workbench::subjects;
 use workbench::suite::Suite;
@@ -54,6 +55,19 @@ const SWEEP: &str = r#"
     delay = { dist = "uniform", min = "1h", max = "2h" }
 "#;
 
+const CONTENTION: &str = r#"
+    name = "tiny-contention"
+    description = "1 and 2 threads sharing one subject"
+    models = "a test"
+    seed = 13
+    [contention]
+    threads = [1, 2]
+    pairs = 2000
+    window = 100
+    warm = 100
+    delay = { dist = "uniform", min = "10s", max = "30s" }
+"#;
+
 fn tiny_run() -> Results {
     // Memory per timer is measured in fresh child processes of the binary.
     let _ = workbench::runner::MEMORY_PROBE_EXE.set(PathBuf::from(env!("CARGO_BIN_EXE_workbench")));
@@ -69,12 +83,14 @@ fn tiny_run() -> Results {
         workloads: vec![
             Workload::parse(TIMELINE).unwrap(),
             Workload::parse(SWEEP).unwrap(),
+            Workload::parse(CONTENTION).unwrap(),
         ],
         repeats: 2,
         run_id: "test".into(),
         env: workbench::env::detect("test"),
         progress: false,
         notes: vec![],
+        selection: Selection::all(),
     }
     .run(&mut |r| {
         // After every finished run: the results so far, marked partial.
@@ -225,7 +241,12 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
     }
     for r in &results.records {
         assert_eq!(r.env, results.env);
-        assert_eq!(r.seed, if r.workload == "tiny-mix" { 11 } else { 12 });
+        let seed = match r.workload.as_str() {
+            "tiny-mix" => 11,
+            "tiny-scale" => 12,
+            _ => 13,
+        };
+        assert_eq!(r.seed, seed, "{}", r.workload);
     }
 
     let dir = scratch("report");
@@ -239,6 +260,8 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
         "tiny-scale-schedule_batch",
         "tiny-scale-memory",
         "jitter",
+        "tiny-contention-pairs",
+        "tiny-contention-cpu",
     ] {
         assert!(ids.contains(&want), "no chart {want}: {ids:?}");
     }
@@ -248,8 +271,8 @@ fn a_tiny_run_renders_every_chart_and_table_in_a_browser() {
             .as_ref()
             .unwrap_or_else(|e| panic!("{} not drawn: {e}", c.id));
         assert_eq!(
-            &std::fs::read_to_string(dir.join(format!("{}.svg", c.id))).unwrap(),
-            svg
+            std::fs::read_to_string(dir.join(format!("{}.svg", c.id))).unwrap(),
+            svg.svg
         );
     }
 

@@ -25,7 +25,9 @@
 //! lateness from the deadline the peer's API was given, and |jitter|, in
 //! HdrHistogram; whole-process CPU in ns from every thread's
 //! `/proc/self/task/N/schedstat`; memory per pending timer from the heap
-//! after full collections).
+//! after full collections). A contention workload runs P Java threads
+//! sharing the peer, the loop of [`crate::runner::contention`]
+//! (`Contention.java`).
 //!
 //! # Skipping
 //!
@@ -76,6 +78,10 @@ use crate::spec::WorkloadKind;
 
 /// The harness sources, compiled into the binary so it runs from anywhere.
 const SOURCES: &[(&str, &str)] = &[
+    (
+        "Contention.java",
+        include_str!("../../java/Contention.java"),
+    ),
     ("Dist.java", include_str!("../../java/Dist.java")),
     ("Harness.java", include_str!("../../java/Harness.java")),
     ("Json.java", include_str!("../../java/Json.java")),
@@ -117,7 +123,11 @@ pub fn subjects() -> Vec<Subject> {
                 name: peer.name,
                 kind: SubjectKind::Peer,
                 about: peer.about,
-                workloads: &[WorkloadKind::Timeline, WorkloadKind::Sweep],
+                workloads: &[
+                    WorkloadKind::Timeline,
+                    WorkloadKind::Sweep,
+                    WorkloadKind::Contention,
+                ],
                 runner: Arc::new(move || {
                     JavaRunner::start(peer).map(|r| Box::new(r) as Box<dyn Runner>)
                 }),

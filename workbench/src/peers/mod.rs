@@ -15,6 +15,9 @@
 //!   `ScheduledThreadPoolExecutor`.
 //! - [`java`]: the Java originals (JDK `Timer`, `ScheduledThreadPoolExecutor`,
 //!   Netty's `HashedWheelTimer`), each in a child JVM running the same specs.
+//! - [`contention`]: the Rust peers shared between threads on the
+//!   contention workload (`stp` and `stp-2` as they are; tokio's timer in
+//!   the runtime's workers; nexus-timer and `DelayQueue` behind a mutex).
 //! - [`bullmq`]: BullMQ, the peer of the Redis scheduler
 //!   ([`crate::distributed`]) on the distributed workload, through a Node
 //!   harness that reports as our load benchmark does.
@@ -22,6 +25,7 @@
 //! A peer joins with one line in [`all`].
 
 pub mod bullmq;
+pub mod contention;
 pub mod delay_queue;
 pub mod java;
 pub mod nexus;
@@ -49,6 +53,8 @@ pub fn all() -> Vec<Subject> {
         peer("stp-2", stp::ABOUT_2, stp::factory(2)),
     ]
     .into_iter()
+    .map(contention::extend) // stp, stp-2 also run the contention workload
+    .chain(contention::subjects()) // the contention workload's shared peers
     .chain(java::subjects()) // the Java originals, each in a child JVM
     .chain(bullmq::subjects()) // the Redis scheduler's peer
     .collect()

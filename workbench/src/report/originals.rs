@@ -20,6 +20,65 @@ pub struct Original {
     pub differences: &'static [&'static str],
 }
 
+impl Original {
+    /// Which of `algorithms` (name, description) is this algorithm: by its
+    /// usual short names, else the one whose description names the type.
+    pub fn algorithm<'a>(&self, algorithms: &[(&'a str, &str)]) -> Option<&'a str> {
+        let by_name = self
+            .names
+            .iter()
+            .find_map(|n| algorithms.iter().find(|(name, _)| name == n));
+        by_name
+            .or_else(|| {
+                algorithms.iter().find(|(_, about)| {
+                    about
+                        .split(|c: char| !c.is_alphanumeric())
+                        .any(|w| w == self.ours)
+                })
+            })
+            .map(|(name, _)| *name)
+    }
+}
+
+/// The algorithms of a run as (name, description), the form
+/// [`Original::algorithm`] looks them up in.
+pub fn algorithms_of(results: &Results) -> Vec<(&str, &str)> {
+    results
+        .subjects
+        .iter()
+        .filter(|s| s.kind == SubjectKind::Algorithm)
+        .map(|s| (s.name.as_str(), s.about.as_str()))
+        .collect()
+}
+
+/// Our algorithms as the originals table names them, one per type and in
+/// its order (`heap`, `stpe`, `wheel`, `hier`): the four the default
+/// selection runs and every chart draws; the variants (`heap-slack50`,
+/// `wheel-tick`, …) are left to `--all` and the tables.
+pub fn principal<'a>(algorithms: &[(&'a str, &str)]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for o in ORIGINALS {
+        if let Some(a) = o.algorithm(algorithms) {
+            if !out.contains(&a) {
+                out.push(a);
+            }
+        }
+    }
+    out
+}
+
+/// The originals of `algorithm` (one of [`principal`]'s), one list per
+/// row of the originals table that names it (a row's several
+/// configurations of one original, such as the JDK executor's four); a
+/// row whose original is "the best Java peer" gives none.
+pub fn originals_of(algorithm: &str, algorithms: &[(&str, &str)]) -> Vec<&'static [&'static str]> {
+    ORIGINALS
+        .iter()
+        .filter(|o| o.algorithm(algorithms) == Some(algorithm))
+        .filter_map(|o| o.originals)
+        .collect()
+}
+
 /// Each algorithm of the `schedulers` crate with its original.
 pub const ORIGINALS: &[Original] = &[
     Original {
@@ -84,6 +143,7 @@ pub const PAIRED_METRICS: &[Metric] = &[
     Metric::LatenessP99,
     Metric::JitterP99,
     Metric::Memory,
+    Metric::ContendedPairsPerS,
 ];
 
 /// One row of the pairing table: our algorithm against its original on one
@@ -118,28 +178,11 @@ pub struct Pair {
 pub fn pairs(results: &Results) -> Vec<Pair> {
     let mut out = Vec::new();
     let all_java: Vec<&str> = JAVA_PEERS.iter().map(|p| p.name).collect();
+    let algorithms = algorithms_of(results);
     for o in ORIGINALS {
-        let algorithms = || {
-            results
-                .subjects
-                .iter()
-                .filter(|s| s.kind == SubjectKind::Algorithm)
-        };
-        // By its usual short names, else by its type name in the subject's description.
-        let by_name = o
-            .names
-            .iter()
-            .find_map(|n| algorithms().find(|s| s.name == *n));
-        let Some(subject) = by_name.or_else(|| {
-            algorithms().find(|s| {
-                s.about
-                    .split(|c: char| !c.is_alphanumeric())
-                    .any(|w| w == o.ours)
-            })
-        }) else {
+        let Some(subject) = o.algorithm(&algorithms) else {
             continue;
         };
-        let subject = subject.name.as_str();
         let candidates: &[&str] = o.originals.unwrap_or(&all_java);
         for w in &results.workloads {
             for &m in PAIRED_METRICS {

@@ -9,7 +9,6 @@ use super::originals::{pairs, ORIGINALS};
 use super::verdict::{picks, verdicts, Verdict};
 use super::Chart;
 use crate::record::{Metric, Record, Results, RunStatus, SubjectKind};
-use crate::spec::format_count;
 
 /// A number with three significant figures, thousands as `k`/`M` above 1e5.
 pub fn fmt_num(v: f64) -> String {
@@ -44,9 +43,9 @@ pub fn fmt_ratio(r: f64) -> String {
     }
 }
 
-fn with_size(label: String, size: Option<u64>) -> String {
+fn with_size(metric: Metric, label: String, size: Option<u64>) -> String {
     match size {
-        Some(n) => format!("{label} @{}", format_count(n)),
+        Some(n) => format!("{label} {}", metric.size_label(n)),
         None => label,
     }
 }
@@ -92,7 +91,7 @@ impl VerdictRow {
         };
         VerdictRow {
             workload: v.workload.clone(),
-            figure: with_size(v.metric.label(), v.size),
+            figure: with_size(v.metric, v.metric.label(), v.size),
             ours: v.ours.as_ref().map_or_else(|| "–".into(), show),
             best: v.best().map_or_else(|| "–".into(), show),
             best_is_peer: v
@@ -122,15 +121,26 @@ struct SubjectRow {
     name: String,
     kind: &'static str,
     about: String,
-    color: String,
+    /// Our four's fixed colour and marker; a peer's are its chart's.
+    color: Option<(String, char)>,
 }
 
-/// A chart on the page.
+/// A chart on the page, with every subject's figures beneath.
 struct ChartView {
     id: String,
     title: String,
     svg: Option<String>,
     error: Option<String>,
+    columns: Vec<String>,
+    rows: Vec<ChartRow>,
+}
+
+/// One subject in the table beneath a chart.
+struct ChartRow {
+    name: String,
+    role: String,
+    color: Option<(String, char)>,
+    cells: Vec<String>,
 }
 
 /// One cell of a workload's table.
@@ -201,6 +211,8 @@ struct Page {
     run_id: String,
     partial: bool,
     repeats: usize,
+    repeats_done: usize,
+    selection: Option<crate::record::SelectionInfo>,
     style: &'static str,
     check: &'static str,
     verdicts: Vec<VerdictRow>,
@@ -244,10 +256,13 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
     let [l1, l5, l15] = results.load_start;
     let loads: Vec<f64> = results.runs.iter().map(|r| r.load).collect();
     let load_max = loads.iter().copied().fold(0.0, f64::max);
+    let four = super::originals::principal(&super::originals::algorithms_of(results));
     Page {
         run_id: results.run_id.clone(),
         partial: results.partial,
         repeats: results.repeats,
+        repeats_done: results.repeats_done,
+        selection: results.selection.clone(),
         style: STYLE,
         check: CHECK,
         picks: picks(results, &v)
@@ -346,29 +361,47 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
         subjects: results
             .subjects
             .iter()
-            .enumerate()
-            .map(|(i, s)| SubjectRow {
+            .map(|s| SubjectRow {
                 name: s.name.clone(),
                 kind: match s.kind {
                     SubjectKind::Algorithm => "ours",
                     SubjectKind::Peer => "peer",
                 },
                 about: s.about.clone(),
-                color: super::charts::color_hex(i),
+                color: four.iter().position(|a| *a == s.name).map(|slot| {
+                    (
+                        super::charts::color_hex(slot),
+                        super::charts::marker(slot).glyph(),
+                    )
+                }),
             })
             .collect(),
         originals: originals(results),
         charts: charts
             .iter()
-            .map(|c| ChartView {
-                id: c.id.clone(),
-                title: c.title.clone(),
-                svg: c
-                    .svg
-                    .as_ref()
-                    .ok()
-                    .map(|s| s.find("<svg").map_or(s.as_str(), |i| &s[i..]).to_owned()),
-                error: c.svg.as_ref().err().map(ToString::to_string),
+            .map(|c| {
+                let table = c.svg.as_ref().map(|d| d.table.clone()).unwrap_or_default();
+                ChartView {
+                    id: c.id.clone(),
+                    title: c.title.clone(),
+                    svg: c
+                        .svg
+                        .as_ref()
+                        .ok()
+                        .map(|d| d.svg.find("<svg").map_or(d.svg.as_str(), |i| &d.svg[i..]).to_owned()),
+                    error: c.svg.as_ref().err().map(ToString::to_string),
+                    columns: table.columns,
+                    rows: table
+                        .rows
+                        .into_iter()
+                        .map(|r| ChartRow {
+                            name: r.name,
+                            role: r.role,
+                            color: r.drawn.map(|(c, m)| (c, m.glyph())),
+                            cells: r.cells,
+                        })
+                        .collect(),
+                }
             })
             .collect(),
         workloads: results
@@ -423,7 +456,7 @@ fn originals(results: &Results) -> Vec<OriginalGroup> {
                             && (p.ratio < 1.0) == p.metric.lower_is_better();
                         OriginalRow {
                             workload: p.workload.clone(),
-                            metric: with_size(p.metric.label(), p.size),
+                            metric: with_size(p.metric, p.metric.label(), p.size),
                             ours: format!("{} {}", fmt_num(p.value), p.unit),
                             original: format!("{} {}", fmt_num(p.original_value), p.unit),
                             peer: p.original.clone(),
@@ -460,7 +493,7 @@ fn table(results: &Results, workload: &str) -> Vec<TableRow> {
                 .then(|| results.best_peer(workload, m, size))
                 .flatten();
             TableRow {
-                label: with_size(format!("{} ({})", m.label(), m.unit()), size),
+                label: with_size(m, format!("{} ({})", m.label(), m.unit()), size),
                 cells: subjects
                     .iter()
                     .map(|s| cell(results.get(s, workload, m, size), best))

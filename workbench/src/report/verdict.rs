@@ -4,7 +4,7 @@
 //! and a "pick it when" table computed from those wins. Pure functions of
 //! [`Results`].
 
-use crate::record::{Metric, Record, Results, SubjectKind};
+use crate::record::{Metric, Results, SubjectKind, WorkloadInfo};
 
 /// A subject's figure.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,7 +24,8 @@ pub struct Verdict {
     pub workload: String,
     /// The figure it is judged by.
     pub metric: Metric,
-    /// The pending count, for sweeps (the largest every subject reached).
+    /// The size, for figures that have one (the largest every subject
+    /// reached): a sweep's pending count, a contention run's threads.
     pub size: Option<u64>,
     /// The best of our algorithms.
     pub ours: Option<Entry>,
@@ -54,7 +55,7 @@ impl Verdict {
 }
 
 /// The largest size at which every subject that has `metric` on `workload`
-/// has it (sweeps), else `None`.
+/// has it (sweeps, contention), else `None` (figures without a size).
 fn common_size(results: &Results, workload: &str, metric: Metric) -> Option<u64> {
     let recs = || {
         results
@@ -76,20 +77,88 @@ fn common_size(results: &Results, workload: &str, metric: Metric) -> Option<u64>
         .and_then(|v| v.into_iter().min())
 }
 
-fn best_of<'a>(metric: Metric, recs: impl Iterator<Item = &'a Record>) -> Option<Entry> {
-    recs.filter(|r| r.value.is_finite())
-        .reduce(|a, b| {
-            if metric.is_better(b.value, a.value) {
-                b
-            } else {
-                a
-            }
+/// Every subject ranked on one figure of one workload, best first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ranking {
+    /// The size, as in [`Verdict::size`].
+    pub size: Option<u64>,
+    /// Every subject with a figure, best first, with whether it is ours.
+    pub entries: Vec<(Entry, SubjectKind)>,
+    /// Subjects left out because they fire before their deadline (on a
+    /// lateness figure: a timer that may run early is not "less late").
+    pub fires_early: Vec<String>,
+}
+
+impl Ranking {
+    /// The best entry of one kind.
+    pub fn best(&self, kind: SubjectKind) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .find(|(_, k)| *k == kind)
+            .map(|(e, _)| e)
+    }
+}
+
+/// Ranks every subject of `workload` on `metric`, as the verdict does:
+/// at the largest size every subject reached (sweeps), subjects that fire
+/// early left out of a lateness ranking, best first.
+pub fn ranking(results: &Results, workload: &WorkloadInfo, metric: Metric) -> Ranking {
+    let w = workload;
+    // Sweeps at the largest pending count, contention at the largest
+    // thread count every subject reached; None for figures without a size.
+    let size = common_size(results, &w.name, metric);
+    let lateness = Metric::LATENESS.iter().any(|(m, _)| *m == metric);
+    let early = |subject: &str| {
+        lateness
+            && results
+                .value(subject, &w.name, Metric::Early, None)
+                .is_some_and(|e| e > 0.0)
+    };
+    let fires_early: Vec<String> = results
+        .subjects
+        .iter()
+        .filter(|s| early(&s.name))
+        .map(|s| s.name.clone())
+        .collect();
+    let mut entries: Vec<(Entry, SubjectKind)> = results
+        .records
+        .iter()
+        .filter(|r| {
+            r.workload == w.name
+                && r.metric == metric
+                && r.size == size
+                && r.value.is_finite()
+                && !early(&r.scheduler)
         })
-        .map(|r| Entry {
-            subject: r.scheduler.clone(),
-            value: r.value,
-            spread: r.spread,
+        .filter_map(|r| {
+            let kind = results
+                .subjects
+                .iter()
+                .find(|s| s.name == r.scheduler)?
+                .kind;
+            let entry = Entry {
+                subject: r.scheduler.clone(),
+                value: r.value,
+                spread: r.spread,
+            };
+            Some((entry, kind))
         })
+        .collect();
+    // Stable: equal figures keep the results' order.
+    entries.sort_by(|(a, _), (b, _)| {
+        if metric.is_better(a.value, b.value) {
+            std::cmp::Ordering::Less
+        } else if metric.is_better(b.value, a.value) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
+    Ranking {
+        size,
+        entries,
+        fires_early,
+    }
 }
 
 /// The verdict on every workload, in the results' order: one per figure
@@ -101,47 +170,9 @@ pub fn verdicts(results: &Results) -> Vec<Verdict> {
         .iter()
         .flat_map(|w| w.verdict.iter().map(move |m| (w, *m)))
         .map(|(w, metric)| {
-            let size = if w.sweep {
-                common_size(results, &w.name, metric)
-            } else {
-                None
-            };
-            let lateness = Metric::LATENESS.iter().any(|(m, _)| *m == metric);
-            let early = |subject: &str| {
-                lateness
-                    && results
-                        .value(subject, &w.name, Metric::Early, None)
-                        .is_some_and(|e| e > 0.0)
-            };
-            let fires_early: Vec<String> = results
-                .subjects
-                .iter()
-                .filter(|s| early(&s.name))
-                .map(|s| s.name.clone())
-                .collect();
-            let recs = || {
-                results.records.iter().filter(move |r| {
-                    r.workload == w.name
-                        && r.metric == metric
-                        && r.size == size
-                        && !early(&r.scheduler)
-                })
-            };
-            let kind = |r: &&Record| {
-                results
-                    .subjects
-                    .iter()
-                    .find(|s| s.name == r.scheduler)
-                    .map(|s| s.kind)
-            };
-            let ours = best_of(
-                metric,
-                recs().filter(|r| kind(r) == Some(SubjectKind::Algorithm)),
-            );
-            let peer = best_of(
-                metric,
-                recs().filter(|r| kind(r) == Some(SubjectKind::Peer)),
-            );
+            let rank = ranking(results, w, metric);
+            let ours = rank.best(SubjectKind::Algorithm).cloned();
+            let peer = rank.best(SubjectKind::Peer).cloned();
             let (factor, ours_ahead, beyond_noise) = match (&ours, &peer) {
                 (Some(o), Some(p)) => {
                     let ahead = !metric.is_better(p.value, o.value);
@@ -163,13 +194,13 @@ pub fn verdicts(results: &Results) -> Vec<Verdict> {
             Verdict {
                 workload: w.name.clone(),
                 metric,
-                size,
+                size: rank.size,
                 ours,
                 peer,
                 factor,
                 ours_ahead,
                 beyond_noise,
-                fires_early,
+                fires_early: rank.fires_early,
             }
         })
         .collect()
