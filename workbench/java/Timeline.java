@@ -30,7 +30,7 @@ import org.HdrHistogram.Histogram;
  * stores its time into a preallocated slot. After the last operation the
  * driver waits until every timer that should fire has fired, at most until
  * the last deadline plus {@code grace}; then lateness, jitter, drift and
- * counts are computed from the slots exactly as the Rust runner does.
+ * counts are computed from the cells exactly as the Rust runner does.
  *
  * <p><b>Sweep</b> ({@code sweep}), as {@code runner::sweep}: for each
  * pending count {@code n} (stream {@code Rng(seed, k)} for the k-th size):
@@ -310,7 +310,7 @@ final class Timeline {
 
     /**
      * Where fires land, as the Rust runner's {@code Probe}: one slot per
-     * one-shot timer (its fire time), a row of {@code cap} slots per periodic
+     * one-shot timer (its fire time), a row of {@code cap} cells per periodic
      * timer (its start times) and a run counter; all allocated before the run.
      */
     static final class Probe extends Peer.Sink {

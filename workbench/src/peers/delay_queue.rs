@@ -34,7 +34,7 @@ pub fn factory() -> TimersFactory {
 
 /// What the application keeps per timer besides its key: read when the
 /// timer expires, never by a cancel or a reset.
-struct Slot {
+struct Timer {
     fire: Fire,
     every: Option<(Kind, Duration)>,
     at: Instant,
@@ -47,7 +47,7 @@ struct Dq {
     /// The key of each pending timer, dense as a user keeps them: all that
     /// a cancel or reset reads.
     keys: Vec<Option<Key>>,
-    slots: Vec<Option<Slot>>,
+    timers: Vec<Option<Timer>>,
 }
 
 impl Dq {
@@ -58,13 +58,13 @@ impl Dq {
             .unwrap_or_else(|e| panic!("cannot start a tokio runtime: {e}"));
         let mut keys = Vec::with_capacity(capacity);
         keys.resize_with(capacity, || None);
-        let mut slots = Vec::with_capacity(capacity);
-        slots.resize_with(capacity, || None);
+        let mut timers = Vec::with_capacity(capacity);
+        timers.resize_with(capacity, || None);
         Dq {
             rt: Some(rt),
             q: DelayQueue::new(),
             keys,
-            slots,
+            timers,
         }
     }
 
@@ -83,13 +83,13 @@ impl Dq {
     fn insert(&mut self, id: usize, at: Instant, fire: Fire, every: Option<(Kind, Duration)>) {
         self.in_context(|dq| {
             dq.keys[id] = Some(dq.q.insert_at(id, at));
-            dq.slots[id] = Some(Slot { fire, every, at });
+            dq.timers[id] = Some(Timer { fire, every, at });
         });
     }
 
     fn expired(&mut self, id: usize) {
         self.keys[id] = None;
-        let Some(s) = self.slots[id].as_mut() else {
+        let Some(s) = self.timers[id].as_mut() else {
             return;
         };
         s.fire.hit();
@@ -156,7 +156,7 @@ impl Timers for Dq {
             Some(key) => {
                 let at = Instant::now() + delay;
                 dq.q.reset_at(key, at);
-                if let Some(s) = dq.slots[id].as_mut() {
+                if let Some(s) = dq.timers[id].as_mut() {
                     s.at = at;
                 }
                 true
@@ -178,8 +178,13 @@ impl Timers for Dq {
     }
 
     fn shutdown(self: Box<Self>) {
-        let Dq { rt, q, keys, slots } = *self;
-        drop((q, keys, slots));
+        let Dq {
+            rt,
+            q,
+            keys,
+            timers,
+        } = *self;
+        drop((q, keys, timers));
         if let Some(rt) = rt {
             rt.shutdown_timeout(Duration::from_secs(10));
         }

@@ -108,8 +108,8 @@ pub const PEERS: &[JavaPeer] = &[
     JavaPeer { name: "jdk-stpe-1-roc", netty: false, about: "JDK ScheduledThreadPoolExecutor, 1 thread, removeOnCancel on (child JVM)" },
     JavaPeer { name: "jdk-stpe-2", netty: false, about: "JDK ScheduledThreadPoolExecutor, 2 threads, removeOnCancel off (child JVM)" },
     JavaPeer { name: "jdk-stpe-2-roc", netty: false, about: "JDK ScheduledThreadPoolExecutor, 2 threads, removeOnCancel on (child JVM)" },
-    JavaPeer { name: "netty-1ms", netty: true, about: "Netty 4.1 HashedWheelTimer, 1 ms tick, 512 slots (child JVM)" },
-    JavaPeer { name: "netty-100ms", netty: true, about: "Netty 4.1 HashedWheelTimer, 100 ms tick (Netty's default), 512 slots (child JVM)" },
+    JavaPeer { name: "netty-1ms", netty: true, about: "Netty 4.1 HashedWheelTimer, 1 ms tick, 512 buckets (child JVM)" },
+    JavaPeer { name: "netty-100ms", netty: true, about: "Netty 4.1 HashedWheelTimer, 100 ms tick (Netty's default), 512 buckets (child JVM)" },
 ];
 
 /// The Java subjects, for [`crate::peers::all`]. Cheap: nothing is looked

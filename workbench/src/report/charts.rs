@@ -4,8 +4,8 @@
 //! nothing here unwraps.
 //!
 //! A chart draws the series marked [`Series::drawn`] (at most
-//! [`MAX_LINES`]), each in the colour and with the marker of its slot: ten
-//! colours far apart (Tableau's ten) and ten marker shapes, slot `i`
+//! [`MAX_LINES`]), each in the colour and with the marker of its style: ten
+//! colours far apart (Tableau's ten) and ten marker shapes, style `i`
 //! taking colour `i` and marker `i`, so no two lines of a chart share
 //! either. Every series, drawn or not, is in [`Drawn::table`]. Log axes are
 //! labelled with 1-2-5 steps, or every integer multiple of a power of ten
@@ -23,7 +23,7 @@ pub const SIZE: (u32, u32) = (1000, 440);
 /// The most lines (or sets of bars) one chart draws.
 pub const MAX_LINES: usize = 10;
 
-/// Ten colours far apart (Tableau's ten): slot `i` draws in colour `i`.
+/// Ten colours far apart (Tableau's ten): style `i` draws in colour `i`.
 const PALETTE: [RGBColor; MAX_LINES] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -37,7 +37,7 @@ const PALETTE: [RGBColor; MAX_LINES] = [
     RGBColor(23, 190, 207),
 ];
 
-/// A marker shape: slot `i` draws with marker `i`.
+/// A marker shape: style `i` draws with marker `i`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Marker {
     /// ●
@@ -62,7 +62,7 @@ pub enum Marker {
     HollowDiamond,
 }
 
-/// The markers by slot.
+/// The markers by style.
 pub const MARKERS: [Marker; MAX_LINES] = [
     Marker::Circle,
     Marker::Square,
@@ -137,18 +137,18 @@ macro_rules! draw_marker {
     }};
 }
 
-/// The colour of slot `i`.
+/// The colour of style `i`.
 pub fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-/// The colour of slot `i` as CSS (`#1f77b4`).
+/// The colour of style `i` as CSS (`#1f77b4`).
 pub fn color_hex(i: usize) -> String {
     let RGBColor(r, g, b) = color(i);
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
-/// The marker of slot `i`.
+/// The marker of style `i`.
 pub fn marker(i: usize) -> Marker {
     MARKERS[i % MARKERS.len()]
 }
@@ -158,7 +158,7 @@ pub fn marker(i: usize) -> Marker {
 pub struct Series {
     /// Legend text.
     pub name: String,
-    /// Its slot: colour and marker (see [`color`], [`marker`]).
+    /// Its style: colour and marker (see [`color`], [`marker`]).
     pub color: usize,
     /// Peers are drawn dashed (lines) or paler (bars).
     pub peer: bool,

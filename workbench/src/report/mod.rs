@@ -198,8 +198,8 @@ fn series_for(
 /// Peers drawn for being the strongest on a chart, at most.
 const STRONGEST_PER_CHART: usize = 2;
 
-/// Which series a chart draws, and in which slot (colour and marker): our
-/// four algorithms (the originals table's, always in slots 0-3; on a chart
+/// Which series a chart draws, and in which style (colour and marker): our
+/// four algorithms (the originals table's, always in styles 0-3; on a chart
 /// none of them is on, the algorithms that win most of its points); the
 /// peers that are best on the most points (up to
 /// [`STRONGEST_PER_CHART`]); each drawn algorithm's original (the one of
@@ -260,9 +260,9 @@ fn choose(results: &Results, series: &mut [Series], metrics: &[Metric], unranked
         v
     };
     let mut chosen: Vec<(usize, Option<usize>, String)> = Vec::new();
-    for (slot, a) in four.iter().enumerate() {
+    for (style, a) in four.iter().enumerate() {
         if let Some(k) = index(a) {
-            chosen.push((k, Some(slot), "ours".into()));
+            chosen.push((k, Some(style), "ours".into()));
         }
     }
     if chosen.is_empty() {
@@ -297,18 +297,18 @@ fn choose(results: &Results, series: &mut [Series], metrics: &[Metric], unranked
         }
     }
     chosen.truncate(charts::MAX_LINES);
-    // Our four keep slots 0-3 on every chart, present or not.
+    // Our four keep styles 0-3 on every chart, present or not.
     let reserved = if chosen.iter().any(|c| c.1.is_some()) {
         four.len()
     } else {
         0
     };
     let mut free = reserved..charts::MAX_LINES;
-    for (k, slot, role) in chosen.iter().cloned() {
+    for (k, style, role) in chosen.iter().cloned() {
         let s = &mut series[k];
         s.drawn = true;
         s.role = role;
-        s.color = slot.or_else(|| free.next()).unwrap_or(0);
+        s.color = style.or_else(|| free.next()).unwrap_or(0);
     }
     for s in series.iter_mut().filter(|s| !s.drawn) {
         s.role = "in the table only".into();
@@ -736,14 +736,14 @@ mod test {
                 c.id,
                 legend.len()
             );
-            for (slot, name) in ["heap", "stpe", "wheel", "hier"].iter().enumerate() {
+            for (style, name) in ["heap", "stpe", "wheel", "hier"].iter().enumerate() {
                 let e = legend
                     .iter()
                     .find(|e| e.name == *name)
                     .unwrap_or_else(|| panic!("{}: no {name}", c.id));
                 assert_eq!(
                     (e.color.clone(), e.marker),
-                    (color_hex(slot), marker(slot)),
+                    (color_hex(style), marker(style)),
                     "{}",
                     c.id
                 );

@@ -113,7 +113,7 @@ pub const ORIGINALS: &[Original] = &[
         differences: &[
             "periodic tasks, reset and typed results are native (Netty has one-shot timeouts only; its users re-arm from the task, as the harness does)",
             "deadlines round up to the tick, so never early; timers of one tick run in submission order, even after a reset",
-            "a default tick of 1 ms and a larger wheel (Netty: 100 ms, 512 slots); ticks down to 1 µs (Netty raises anything under 1 ms to 1 ms)",
+            "a default tick of 1 ms and a larger wheel (Netty: 100 ms, 512 buckets); ticks down to 1 µs (Netty raises anything under 1 ms to 1 ms)",
             "a panicking task is reported on its handle (Netty logs it); shutdown keeps pending one-shots by default (Netty's stop returns them unrun)",
         ],
     },

@@ -368,10 +368,10 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
                     SubjectKind::Peer => "peer",
                 },
                 about: s.about.clone(),
-                color: four.iter().position(|a| *a == s.name).map(|slot| {
+                color: four.iter().position(|a| *a == s.name).map(|style| {
                     (
-                        super::charts::color_hex(slot),
-                        super::charts::marker(slot).glyph(),
+                        super::charts::color_hex(style),
+                        super::charts::marker(style).glyph(),
                     )
                 }),
             })

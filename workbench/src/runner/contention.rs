@@ -348,8 +348,8 @@ fn pass<S: Shared + ?Sized>(
             j = 0;
         }
     }
-    for slot in ring.iter_mut() {
-        if let Some(h) = slot.take() {
+    for entry in ring.iter_mut() {
+        if let Some(h) = entry.take() {
             stopped += u64::from(s.cancel(h));
         }
     }

@@ -17,9 +17,9 @@
 //!
 //! # Honest measurement
 //!
-//! - A firing task does one thing: it stores the time into a slot of
+//! - A firing task does one thing: it stores the time into a cell of
 //!   preallocated memory ([`Fire::hit`]); the lateness histogram is built
-//!   after the run from those slots.
+//!   after the run from those cells.
 //! - Timelines time each call alone with two clock reads (`*_call`
 //!   metrics); the cost of that timing loop is measured on its own
 //!   ([`measure::timing_overhead`]), subtracted, and reported. Sweeps time
@@ -27,7 +27,7 @@
 //! - Whole-process CPU per timer counts what a subject defers to its own
 //!   threads (`cpu_per_timer`).
 //! - Application-side storage (the vector of handles, the probe, the fire
-//!   slots handed to the subject) is allocated and touched before memory is
+//!   cells handed to the subject) is allocated and touched before memory is
 //!   measured, and stays allocated until after the second reading.
 //! - A subject is driven the way its users drive it ([`Timers::drive`]).
 
@@ -277,7 +277,7 @@ impl Runner for InProcess {
     }
 }
 
-/// Where firing tasks write: one slot per one-shot timer, a ring of slots
+/// Where firing tasks write: one cell per one-shot timer, a ring of cells
 /// per periodic timer, allocated before the run.
 #[derive(Debug)]
 pub struct Probe {
@@ -307,20 +307,20 @@ impl Probe {
         })
     }
 
-    /// The [`Fire`] for one-shot slot `slot`.
-    pub fn once(self: &Arc<Self>, slot: usize) -> Fire {
+    /// The [`Fire`] for one-shot cell `cell`.
+    pub fn once(self: &Arc<Self>, cell: usize) -> Fire {
         Fire {
             probe: self.clone(),
-            slot: slot as u32,
+            cell: cell as u32,
             periodic: false,
         }
     }
 
-    /// The [`Fire`] for periodic slot `slot`.
-    pub fn periodic(self: &Arc<Self>, slot: usize) -> Fire {
+    /// The [`Fire`] for periodic cell `cell`.
+    pub fn periodic(self: &Arc<Self>, cell: usize) -> Fire {
         Fire {
             probe: self.clone(),
-            slot: slot as u32,
+            cell: cell as u32,
             periodic: true,
         }
     }
@@ -335,19 +335,19 @@ impl Probe {
         self.fired.sum()
     }
 
-    /// When one-shot `slot` fired, in ns since the epoch.
-    pub fn fired_at(&self, slot: usize) -> Option<u64> {
-        match self.once[slot].load(Relaxed) {
+    /// When one-shot `cell` fired, in ns since the epoch.
+    pub fn fired_at(&self, cell: usize) -> Option<u64> {
+        match self.once[cell].load(Relaxed) {
             0 => None,
             t => Some(t - 1),
         }
     }
 
-    /// How many times periodic `slot` ran, and the recorded start times.
-    pub fn runs(&self, slot: usize) -> (u32, Vec<u64>) {
-        let n = self.runs[slot].load(Relaxed);
+    /// How many times periodic `cell` ran, and the recorded start times.
+    pub fn runs(&self, cell: usize) -> (u32, Vec<u64>) {
+        let n = self.runs[cell].load(Relaxed);
         let kept = (n as usize).min(self.cap);
-        let base = slot * self.cap;
+        let base = cell * self.cap;
         (
             n,
             (0..kept)
@@ -357,11 +357,11 @@ impl Probe {
     }
 }
 
-/// What a firing task calls: stores the time into its preallocated slot.
+/// What a firing task calls: stores the time into its preallocated cell.
 #[derive(Clone, Debug)]
 pub struct Fire {
     probe: Arc<Probe>,
-    slot: u32,
+    cell: u32,
     periodic: bool,
 }
 
@@ -374,14 +374,14 @@ impl Fire {
         let p = &*self.probe;
         let t = u64::try_from(measure::now().saturating_duration_since(p.epoch).as_nanos())
             .unwrap_or(u64::MAX - 1);
-        let slot = self.slot as usize;
+        let cell = self.cell as usize;
         if self.periodic {
-            let k = p.runs[slot].fetch_add(1, Relaxed) as usize;
+            let k = p.runs[cell].fetch_add(1, Relaxed) as usize;
             if k < p.cap {
-                p.times[slot * p.cap + k].store(t, Relaxed);
+                p.times[cell * p.cap + k].store(t, Relaxed);
             }
         } else {
-            p.once[slot].store(t + 1, Relaxed);
+            p.once[cell].store(t + 1, Relaxed);
             p.fired.add(1);
         }
     }

@@ -55,7 +55,7 @@ impl Plan {
     }
 }
 
-/// The fires handed to the subject, one slot each, allocated and touched
+/// The fires handed to the subject, one cell each, allocated and touched
 /// before the first memory reading and kept allocated until after the
 /// second: a consumed `Vec` would be freed between the readings and hide
 /// 16 bytes per timer.
@@ -327,7 +327,7 @@ pub fn memory_probe(
 
 /// Resident-set growth per timer when `plan`'s timers are scheduled on a
 /// fresh subject in this process. Everything of the runner's own (delays,
-/// probe, fire slots, handle storage) is allocated and touched before the
+/// probe, fire cells, handle storage) is allocated and touched before the
 /// first reading and still allocated at the second. The subject is given
 /// a moment first, so that its threads have started and touched their
 /// stacks: start-up is not a cost per timer; what it allocates for its

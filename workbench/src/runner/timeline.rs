@@ -8,7 +8,7 @@
 //! a threaded subject's driver sleeps, an event-loop subject polls its
 //! timers. Afterwards it waits until every timer that should fire has fired
 //! (or the last deadline plus the workload's grace has passed), then
-//! computes lateness, |jitter| and |drift| from the probe's slots and the
+//! computes lateness, |jitter| and |drift| from the probe's cells and the
 //! whole process's CPU time per timer.
 
 use std::time::{Duration, Instant};
@@ -40,11 +40,11 @@ struct Event {
     op: Op,
 }
 
-/// Per timer: its group, and its slot in the probe.
+/// Per timer: its group, and its cell in the probe.
 #[derive(Clone, Copy, Debug)]
 struct Meta {
     group: u16,
-    slot: u32,
+    cell: u32,
 }
 
 struct Plan {
@@ -86,7 +86,7 @@ fn plan(w: &Workload) -> Plan {
             if g.kind.is_periodic() {
                 meta.push(Meta {
                     group: gi as u16,
-                    slot: periodic as u32,
+                    cell: periodic as u32,
                 });
                 periodic += 1;
                 events.push(Event {
@@ -106,7 +106,7 @@ fn plan(w: &Workload) -> Plan {
             }
             meta.push(Meta {
                 group: gi as u16,
-                slot: once as u32,
+                cell: once as u32,
             });
             once += 1;
             let op = if g.anchor == Anchor::Start {
@@ -321,7 +321,7 @@ impl Driver<'_> {
             self.w.groups[m.group as usize].kind.is_periodic()
                 || self.cancelled[id]
                 || self.deadline[id] == u64::MAX
-                || self.probe.fired_at(m.slot as usize).is_some()
+                || self.probe.fired_at(m.cell as usize).is_some()
         })
     }
 
@@ -402,9 +402,9 @@ pub fn run(
         .iter()
         .map(|m| {
             Some(if w.groups[m.group as usize].kind.is_periodic() {
-                probe.periodic(m.slot as usize)
+                probe.periodic(m.cell as usize)
             } else {
-                probe.once(m.slot as usize)
+                probe.once(m.cell as usize)
             })
         })
         .collect();
@@ -535,7 +535,7 @@ fn one_shot_figures(d: &Driver<'_>, own: Option<OwnLateness>, out: &mut Vec<Meas
         if d.w.groups[m.group as usize].kind.is_periodic() {
             continue;
         }
-        if let Some(t) = d.probe.fired_at(m.slot as usize) {
+        if let Some(t) = d.probe.fired_at(m.cell as usize) {
             fired += 1;
             first = first.min(t);
             last = last.max(t);
@@ -585,7 +585,7 @@ fn periodic_figures(d: &Driver<'_>, offset: u64, out: &mut Vec<Measurement>) {
         }
         let period = g.period.map_or(1, |p| p.nanos().max(1));
         let end = g.run_for.map_or(0, |d| d.nanos()) + offset;
-        let (n, times) = d.probe.runs(m.slot as usize);
+        let (n, times) = d.probe.runs(m.cell as usize);
         runs += u64::from(n);
         let first = d.deadline[id];
         nominal += if end > first {
