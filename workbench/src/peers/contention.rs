@@ -15,7 +15,7 @@
 //!   runtime with P workers, P tasks each running the loop on its worker,
 //!   each timeout a `sleep(delay)` polled once with the task's own waker
 //!   and dropped 1,000 requests later. The timeouts live in place in pinned
-//!   slots reused per thread (as a request's future holds its `Sleep`
+//!   places reused per thread (as a request's future holds its `Sleep`
 //!   inline), so no allocation per timeout. Spawning a task per timeout
 //!   from other threads (`Handle::spawn` + `abort`, the `tokio-sleep`
 //!   subjects) is not how a request timeout is set; tokio 1.54's default
@@ -228,14 +228,14 @@ struct TokioTimeout {
 }
 
 /// A pinned place for one `Sleep`, reused from request to request.
-type Slot = Pin<Box<Option<Sleep>>>;
+type Place = Pin<Box<Option<Sleep>>>;
 
 thread_local! {
     /// The waker of the task this worker runs (set around the loop), as a
     /// request's `timeout(..).await` registers it.
     static TASK_WAKER: std::cell::RefCell<Option<Waker>> = const { std::cell::RefCell::new(None) };
-    /// This thread's free slots.
-    static SLOTS: std::cell::RefCell<Vec<Slot>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// This thread's free places.
+    static PLACES: std::cell::RefCell<Vec<Place>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl TokioTimeout {
@@ -254,28 +254,28 @@ impl TokioTimeout {
 }
 
 impl Shared for TokioTimeout {
-    type Handle = (Slot, Request);
+    type Handle = (Place, Request);
 
     fn schedule(&self, delay: Duration, request: Request) -> Result<Self::Handle, Refused> {
-        let mut slot = SLOTS
+        let mut place = PLACES
             .with_borrow_mut(Vec::pop)
             .unwrap_or_else(|| Box::pin(None));
-        slot.set(Some(tokio::time::sleep(delay)));
+        place.set(Some(tokio::time::sleep(delay)));
         let polled = TASK_WAKER.with_borrow(|w| {
             let waker = w.as_ref().unwrap_or(Waker::noop());
             let mut cx = std::task::Context::from_waker(waker);
-            slot.as_mut().as_pin_mut().map(|s| s.poll(&mut cx))
+            place.as_mut().as_pin_mut().map(|s| s.poll(&mut cx))
         });
         match polled {
-            Some(Poll::Pending) => Ok((slot, request)),
+            Some(Poll::Pending) => Ok((place, request)),
             _ => Err(Refused::because("a timeout seconds away elapsed when set")),
         }
     }
 
-    fn cancel(&self, (mut slot, request): Self::Handle) -> bool {
-        let live = slot.as_ref().as_pin_ref().is_some_and(|s| !s.is_elapsed());
-        slot.set(None); // deregisters it from the runtime's timer
-        SLOTS.with_borrow_mut(|v| v.push(slot));
+    fn cancel(&self, (mut place, request): Self::Handle) -> bool {
+        let live = place.as_ref().as_pin_ref().is_some_and(|s| !s.is_elapsed());
+        place.set(None); // deregisters it from the runtime's timer
+        PLACES.with_borrow_mut(|v| v.push(place));
         drop(request);
         live
     }
@@ -289,7 +289,7 @@ impl Shared for TokioTimeout {
                         TASK_WAKER.set(Some(cx.waker().clone()));
                         b(k);
                         TASK_WAKER.set(None);
-                        SLOTS.with_borrow_mut(Vec::clear);
+                        PLACES.with_borrow_mut(Vec::clear);
                         Poll::Ready(())
                     })
                     .await;
