@@ -1,5 +1,5 @@
 //! `nexus-timer`'s `Wheel` (a slab-backed hierarchical wheel without
-//! per-timer allocation: 1 ms tick, 64 slots per level, 8× per level, 7
+//! per-timer allocation: 1 ms tick, 64 buckets per level, 8× per level, 7
 //! levels, as the crate's defaults), driven as its users drive it: one
 //! thread owns the wheel, schedules, cancels and reschedules on it, and
 //! polls it (`poll_and_rebalance`, the crate's recommended poll) in its
@@ -37,7 +37,7 @@ const CHUNK: usize = 4096;
 
 /// What the application keeps per timer besides its handle: read when the
 /// timer fires, never by a cancel or a reset.
-struct Slot {
+struct Timer {
     fire: Option<Fire>,
     every: Option<(Kind, Duration)>,
     at: Instant,
@@ -48,7 +48,7 @@ struct Nexus {
     /// The handle of each pending timer, dense (8 B) as a user keeps them:
     /// all that a cancel reads.
     handles: Vec<Option<TimerHandle<usize>>>,
-    slots: Vec<Slot>,
+    timers: Vec<Timer>,
     fired: Vec<usize>,
 }
 
@@ -57,8 +57,8 @@ impl Nexus {
         let now = measure::now();
         let mut handles = Vec::with_capacity(capacity);
         handles.resize_with(capacity, || None);
-        let mut slots = Vec::with_capacity(capacity);
-        slots.resize_with(capacity, || Slot {
+        let mut timers = Vec::with_capacity(capacity);
+        timers.resize_with(capacity, || Timer {
             fire: None,
             every: None,
             at: now,
@@ -66,14 +66,14 @@ impl Nexus {
         Nexus {
             wheel: Wheel::unbounded(CHUNK, now),
             handles,
-            slots,
+            timers,
             fired: Vec::with_capacity(1024),
         }
     }
 
     fn insert(&mut self, id: usize, at: Instant, fire: Fire, every: Option<(Kind, Duration)>) {
         self.handles[id] = Some(self.wheel.schedule(at, id));
-        self.slots[id] = Slot {
+        self.timers[id] = Timer {
             fire: Some(fire),
             every,
             at,
@@ -88,7 +88,7 @@ impl Nexus {
             if let Some(h) = self.handles[id].take() {
                 self.wheel.free(h); // fired: release the entry
             }
-            let s = &mut self.slots[id];
+            let s = &mut self.timers[id];
             if let Some(f) = &s.fire {
                 f.hit();
             }
@@ -136,7 +136,7 @@ impl Timers for Nexus {
             Some(h) => {
                 let at = measure::now() + delay;
                 self.handles[id] = Some(self.wheel.reschedule(h, at));
-                self.slots[id].at = at;
+                self.timers[id].at = at;
                 true
             }
             None => false,
