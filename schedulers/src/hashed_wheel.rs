@@ -58,27 +58,32 @@
 //!
 //! Netty's defaults (100 ms tick, 512 buckets) suit network timeouts that
 //! tolerate 100 ms of lateness. An application scheduler is also asked for
-//! short delays, so the tick here defaults to **1 ms**: a timer is at most
-//! 1 ms plus wake-up latency late. The price is a worker that wakes up to
-//! 1000 times a second while timers are pending (see Costs).
+//! short delays, so the tick here defaults to **1 ms**: in tick mode a
+//! timer is at most 1 ms plus wake-up latency late. The worker wakes only
+//! for a tick with a timer due: up to 1000 times a second when every tick
+//! has one, never for an empty tick.
 //!
-//! The wheel defaults to **16 384 buckets** rather than 512 or 1024, because
-//! a flat wheel reads every pending timer once per revolution, and with a
-//! 1 ms tick a small ring turns fast. Measured idle cost with 10^6 timers
-//! pending 1 to 2 hours out (`examples/wheel_lateness.rs`, 1 ms tick):
+//! The wheel defaults to **16 384 buckets** rather than 512 or 1024. The
+//! worker never wakes for an empty tick, nor for a bucket whose timers are
+//! all rounds away; but once a bucket holds a timer due this revolution it
+//! is visited, and its other timers are read again every revolution until
+//! they are due, so with a 1 ms tick a small ring reads far timers often.
+//! Measured with a million timers spread evenly over the next hour (278
+//! fires a second; `cargo run --release -p schedulers --example
+//! wheel_idle`, 10 s windows, load average 0.5, 2-core VM, 2026-11-26):
 //!
-//! | buckets | revolution | bucket table | CPU, one core |
-//! |---|---|---|---|
-//! | 1 024 | 1 s | 8 KB | 22 % |
-//! | 4 096 | 4 s | 32 KB | 11 % |
-//! | **16 384** | **16 s** | **128 KB** | **4.6 %** |
-//! | 65 536 | 66 s | 512 KB | 1.6 % (the wake-up cost alone) |
+//! | buckets | revolution | bucket table | wake-ups/s | CPU, one core (exact / tick mode) |
+//! |---|---|---|---|---|
+//! | 1 024 | 1 s | 16 KB | 278 | 1.0 % / 0.8 % |
+//! | 4 096 | 4 s | 64 KB | 278 | 0.5 % / 0.3 % |
+//! | **16 384** | **16 s** | **256 KB** | **278** | **0.2 % / 0.2 %** |
+//! | 65 536 | 66 s | 1 MB | 278 | 0.1 % / 0.1 % |
 //!
-//! 16 384 buckets keep that cost small for a million far timers at 128 KB per
-//! timer instance, and one revolution (16 s) covers request, ack and idle
-//! timeouts, so the common timer is never revisited before it fires.
-//! Programs with many instances or few timers can pick a smaller ring;
-//! programs with 10^7 long timers a larger one (or a hierarchical wheel).
+//! 16 384 buckets keep that cost small at 256 KB per timer instance, and
+//! one revolution (16 s) covers request, ack and idle timeouts, so the
+//! common timer is never revisited before it fires. Programs with many
+//! instances or few timers can pick a smaller ring; programs with 10^7
+//! long timers a larger one (or a hierarchical wheel).
 //!
 //! # Differences from Netty's `HashedWheelTimer`
 //!
