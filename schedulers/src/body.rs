@@ -33,7 +33,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::task::{Repeat, Rule, TaskContext};
+use crate::rule::{Repeat, Rule, TaskContext};
 
 /// The most bytes a task's closure may capture (at an alignment of at most
 /// 8) and still be stored in the scheduler's slot with no allocation; a

@@ -199,6 +199,7 @@ mod histogram;
 mod lanes;
 mod metrics;
 pub mod observe;
+mod rule;
 mod scheduler;
 mod shared;
 mod slab;
@@ -220,8 +221,9 @@ pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
 pub use histogram::Histogram;
 pub use metrics::{Metrics, NamedMetrics, PendingByKind, MAX_NAMES};
+pub use rule::{TaskContext, DEFAULT_MISSED_RUN_TOLERANCE};
 pub use scheduler::{Scheduler, SchedulerExt};
-pub use task::{Task, TaskContext, DEFAULT_MISSED_RUN_TOLERANCE};
+pub use task::Task;
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};
 
 /// The README's examples, compiled and run as doctests.

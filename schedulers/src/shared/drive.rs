@@ -10,12 +10,14 @@ use std::time::Duration;
 
 use super::{Claimed, DriverState, Queue, Shared};
 use crate::body::Body;
+use crate::body::Ran;
 use crate::calendar::jiff::Timestamp;
 use crate::calendar::MissedRuns;
 use crate::clock::NEVER;
 use crate::core::{Expired, Key};
+use crate::rule::Repeat;
 use crate::state::{self, Claim};
-use crate::task::{self, Ran, Repeat};
+use crate::task;
 
 /// How a claimed run went, for [`Shared::finish`].
 pub(crate) struct Finished {
