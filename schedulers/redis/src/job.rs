@@ -6,8 +6,12 @@ use schedulers::calendar::{Calendar, MissedRuns, OnPanic};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::plan::ZONE_WITHOUT_NAME;
 use crate::Error;
+
+/// Why a calendar in a zone without an IANA name is refused: a worker
+/// must read the zone back by its name.
+pub(crate) const ZONE_WITHOUT_NAME: &str =
+    "a calendar job's time zone must have an IANA name (such as Europe/Berlin), for workers to read it back";
 
 /// The longest job id accepted, in bytes.
 pub const MAX_ID_LEN: usize = 512;

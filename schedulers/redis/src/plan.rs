@@ -19,7 +19,7 @@ use std::time::Duration;
 use schedulers::calendar::jiff::Timestamp;
 use schedulers::calendar::{Calendar, MissedRuns, OnPanic};
 
-use crate::job::Job;
+use crate::job::{Job, ZONE_WITHOUT_NAME};
 use crate::Error;
 
 /// The lateness tolerance of a periodic job that sets none
@@ -39,11 +39,6 @@ pub(crate) struct Schedule {
     pub(crate) tolerance_ms: u64,
     pub(crate) calendar: Option<Calendar>,
 }
-
-/// Why a calendar in a zone without an IANA name is refused: a worker
-/// must read the zone back by its name.
-pub(crate) const ZONE_WITHOUT_NAME: &str =
-    "a calendar job's time zone must have an IANA name (such as Europe/Berlin), for workers to read it back";
 
 /// What a settle tells the script about a fire the worker planned: the time
 /// the plan is based on (the fire's first claim, which the script checks
