@@ -2,12 +2,8 @@
 //! the next civil (wall-clock) time they match.
 
 use std::fmt;
-use std::str::FromStr;
 
 use jiff::civil::{Date, DateTime};
-
-use super::error::CalendarError;
-use super::parse;
 
 /// Which syntax an expression was written in, told apart by its number of
 /// fields.
@@ -226,35 +222,6 @@ impl Civil {
 }
 
 impl Cron {
-    /// Parses a cron expression: five fields (Unix), six or seven (Quartz),
-    /// or a macro (`@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`,
-    /// `@midnight`, `@hourly`). The [`calendar`](super) module docs have the
-    /// syntax table.
-    ///
-    /// # Errors
-    ///
-    /// A [`CalendarError`] that [`is_syntax`](CalendarError::is_syntax) for
-    /// a malformed expression, naming the field, its text and why; one that
-    /// [`is_never_fires`](CalendarError::is_never_fires) for a well-formed
-    /// expression that matches no date (`0 0 30 2 *`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use schedulers::calendar::{Cron, Field};
-    ///
-    /// assert!(Cron::parse("0 0 12 ? * MON#2").is_ok()); // noon, the second Monday
-    /// let err = Cron::parse("0 0 12 ? * MON#6").unwrap_err();
-    /// assert_eq!(err.field(), Some(Field::DayOfWeek));
-    /// ```
-    pub fn parse(text: &str) -> Result<Cron, CalendarError> {
-        let cron = parse::parse(text)?;
-        if cron.first_ever().is_none() {
-            return Err(CalendarError::never_fires(&cron.text));
-        }
-        Ok(cron)
-    }
-
     /// The syntax the expression was written in.
     pub fn dialect(&self) -> Dialect {
         self.dialect
@@ -404,21 +371,13 @@ impl Cron {
     /// Some civil time the expression names, if there is any: the Gregorian
     /// calendar repeats its weekdays and leap years every 400 years, so
     /// without a year field one cycle decides.
-    fn first_ever(&self) -> Option<DateTime> {
+    pub(super) fn first_ever(&self) -> Option<DateTime> {
         let (from, until) = match &self.years {
             Some(years) => (years.next(Years::FIRST)?, years.last()? + 1),
             None => (2000, 2400),
         };
         let at = |year| DateTime::new(year, 1, 1, 0, 0, 0, 0).ok();
         self.next_civil(at(from)?, Some(at(until)?))
-    }
-}
-
-impl FromStr for Cron {
-    type Err = CalendarError;
-
-    fn from_str(text: &str) -> Result<Cron, CalendarError> {
-        Cron::parse(text)
     }
 }
 

@@ -1,6 +1,8 @@
 //! From text to field sets: the Unix and Quartz grammars, and the errors
 //! that name the field.
 
+use std::str::FromStr;
+
 use super::cron::{Cron, Days, Dialect, Years};
 use super::error::{CalendarError, Field};
 
@@ -412,4 +414,45 @@ fn value(field: Field, text: &str, dialect: Dialect) -> Option<u32> {
         .iter()
         .position(|&n| n == text)
         .map(|i| i as u32 + first)
+}
+
+/// Reading an expression is this module's: [`Cron::parse`] checks what
+/// the grammar read for a date it matches.
+impl Cron {
+    /// Parses a cron expression: five fields (Unix), six or seven (Quartz),
+    /// or a macro (`@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`,
+    /// `@midnight`, `@hourly`). The [`calendar`](super) module docs have the
+    /// syntax table.
+    ///
+    /// # Errors
+    ///
+    /// A [`CalendarError`] that [`is_syntax`](CalendarError::is_syntax) for
+    /// a malformed expression, naming the field, its text and why; one that
+    /// [`is_never_fires`](CalendarError::is_never_fires) for a well-formed
+    /// expression that matches no date (`0 0 30 2 *`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schedulers::calendar::{Cron, Field};
+    ///
+    /// assert!(Cron::parse("0 0 12 ? * MON#2").is_ok()); // noon, the second Monday
+    /// let err = Cron::parse("0 0 12 ? * MON#6").unwrap_err();
+    /// assert_eq!(err.field(), Some(Field::DayOfWeek));
+    /// ```
+    pub fn parse(text: &str) -> Result<Cron, CalendarError> {
+        let cron = parse(text)?;
+        if cron.first_ever().is_none() {
+            return Err(CalendarError::never_fires(&cron.text));
+        }
+        Ok(cron)
+    }
+}
+
+impl FromStr for Cron {
+    type Err = CalendarError;
+
+    fn from_str(text: &str) -> Result<Cron, CalendarError> {
+        Cron::parse(text)
+    }
 }
