@@ -225,10 +225,8 @@ mod stress {
         clock.advance(Duration::from_millis(20));
         // Stop the periodic tasks, then let everything settle.
         for (rec, h) in &all {
-            if rec.periodic {
-                if h.cancel() {
-                    rec.runs_at_cancel.store(rec.runs.load(SeqCst), SeqCst);
-                }
+            if rec.periodic && h.cancel() {
+                rec.runs_at_cancel.store(rec.runs.load(SeqCst), SeqCst);
             }
         }
         clock.advance(Duration::from_secs(1));
