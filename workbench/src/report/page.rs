@@ -5,29 +5,11 @@
 
 use askama::Template;
 
+use super::charts::fmt_num;
 use super::originals::{pairs, ORIGINALS};
 use super::verdict::{picks, verdicts, Verdict};
 use super::Chart;
 use crate::record::{Metric, Record, Results, RunStatus, SubjectKind};
-
-/// A number with three significant figures, thousands as `k`/`M` above 1e5.
-pub fn fmt_num(v: f64) -> String {
-    if !v.is_finite() {
-        return "–".into();
-    }
-    let a = v.abs();
-    if a >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if a >= 1e5 {
-        format!("{:.0}k", v / 1e3)
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
 
 /// Two significant digits below 1 (0.0046 stays visible), else two decimals.
 pub fn fmt_ratio(r: f64) -> String {
