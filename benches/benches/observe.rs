@@ -2,8 +2,10 @@
 //! batch of trivial tasks due at one instant (from the first run's start to
 //! the last one's), on `HeapTimer`'s timer thread (one clock read per run
 //! and the histograms, in batches) and on a one-worker
-//! `ScheduledThreadPool` (two reads per run, one lock round trip each).
-//! Beside them, the clock read itself.
+//! `ScheduledThreadPool` (two reads per run, one lock round trip each);
+//! each beside the same scheduler built with `run_figures(false)` (no
+//! clock read and no histogram for a run: `-untimed`), so one run gives the
+//! cost. Beside them, the clock read itself.
 //!
 //! Build it with and without the facades to see what they add:
 //! `cargo bench -p benches --bench observe` (no facade),
@@ -64,14 +66,24 @@ fn runs(c: &mut Criterion) {
     let mut g = c.benchmark_group("observe");
     g.throughput(Throughput::Elements(1));
     g.bench_function("clock_read", |b| b.iter(|| SystemClock.now()));
-    let heap = HeapTimer::new().expect("a timer");
-    g.bench_function("run_in_batch/heap", |b| {
-        b.iter_custom(|iters| per_run(&heap, iters))
-    });
-    let pool = ScheduledThreadPool::new(1).expect("a pool");
-    g.bench_function("run_one_by_one/stpe-1", |b| {
-        b.iter_custom(|iters| per_run(&pool, iters))
-    });
+    for timed in [true, false] {
+        let suffix = if timed { "" } else { "-untimed" };
+        let heap = HeapTimer::builder()
+            .run_figures(timed)
+            .build()
+            .expect("a timer");
+        g.bench_function(format!("run_in_batch/heap{suffix}"), |b| {
+            b.iter_custom(|iters| per_run(&heap, iters))
+        });
+        let pool = ScheduledThreadPool::builder()
+            .pool_size(1)
+            .run_figures(timed)
+            .build()
+            .expect("a pool");
+        g.bench_function(format!("run_one_by_one/stpe-1{suffix}"), |b| {
+            b.iter_custom(|iters| per_run(&pool, iters))
+        });
+    }
     g.finish();
 }
 

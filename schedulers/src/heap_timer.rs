@@ -175,6 +175,7 @@ impl HeapTimerBuilder {
         crate::builder::check_periodic_slack(self.periodic_slack)?;
         let shared = Shared::new(Config {
             name: self.common.thread_name.clone(),
+            run_figures: self.common.run_figures,
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
             executor: Executor::inline(),

@@ -267,6 +267,7 @@ impl HierarchicalWheelTimerBuilder {
             .map_err(|e| Error::invalid(Setting::WheelSize, e.to_string()))?;
         let shared = Shared::new(Config {
             name: self.common.thread_name.clone(),
+            run_figures: self.common.run_figures,
             clock: self.common.clock.clone(),
             queue: Queue::Hier(wheels),
             executor: self.executor,

@@ -11,6 +11,7 @@ use schedulers::{Executor, HashedWheelTimer, Runnable};
 fn wheel(o: crate::conformance::Opts, executor: Executor) -> Box<dyn schedulers::Scheduler> {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
+        .run_figures(o.run_figures)
         .wheel_size(64)
         .executor(executor);
     if let Some(limit) = o.pending_limit {

@@ -14,6 +14,7 @@ const TICK: Duration = Duration::from_millis(1);
 crate::conformance!(conformance, Duration::ZERO, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
+        .run_figures(o.run_figures)
         .tick(TICK)
         .wheel_size(512);
     if let Some(limit) = o.pending_limit {
@@ -25,6 +26,7 @@ crate::conformance!(conformance, Duration::ZERO, |o| {
 crate::conformance!(conformance_busy_single_worker, Duration::ZERO, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
+        .run_figures(o.run_figures)
         .tick(TICK)
         .wheel_size(64)
         .executor(Executor::pool(1).unwrap());
@@ -37,6 +39,7 @@ crate::conformance!(conformance_busy_single_worker, Duration::ZERO, |o| {
 crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
+        .run_figures(o.run_figures)
         .tick(TICK)
         .wheel_size(64)
         .executor(Executor::pool(4).unwrap());
@@ -49,6 +52,7 @@ crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
 crate::conformance!(conformance_tick_mode, TICK, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
+        .run_figures(o.run_figures)
         .precise(false)
         .tick(TICK)
         .wheel_size(512);

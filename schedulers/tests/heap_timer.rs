@@ -6,7 +6,9 @@ use std::time::Duration;
 use schedulers::HeapTimer;
 
 crate::conformance!(conformance, Duration::ZERO, |o| {
-    let mut b = HeapTimer::builder().clock(o.clock);
+    let mut b = HeapTimer::builder()
+        .clock(o.clock)
+        .run_figures(o.run_figures);
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }

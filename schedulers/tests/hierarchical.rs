@@ -13,6 +13,7 @@ const TICK: Duration = Duration::from_millis(1);
 crate::conformance!(conformance_busy_single_worker, Duration::ZERO, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
+        .run_figures(o.run_figures)
         .tick(TICK)
         .executor(Executor::pool(1).unwrap());
     if let Some(limit) = o.pending_limit {
@@ -26,6 +27,7 @@ crate::conformance!(conformance_busy_single_worker, Duration::ZERO, |o| {
 crate::conformance!(conformance_tiny_wheels_inline, Duration::ZERO, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
+        .run_figures(o.run_figures)
         .tick(TICK)
         .wheel_size(2)
         .executor(Executor::inline());
@@ -38,6 +40,7 @@ crate::conformance!(conformance_tiny_wheels_inline, Duration::ZERO, |o| {
 crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
+        .run_figures(o.run_figures)
         .tick(TICK)
         .executor(Executor::pool(4).unwrap());
     if let Some(limit) = o.pending_limit {
@@ -49,6 +52,7 @@ crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
 crate::conformance!(conformance_tick_mode, TICK, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
+        .run_figures(o.run_figures)
         .precise(false)
         .tick(TICK);
     if let Some(limit) = o.pending_limit {

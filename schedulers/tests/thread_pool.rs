@@ -8,7 +8,10 @@ use std::time::Duration;
 use schedulers::ScheduledThreadPool;
 
 crate::conformance!(conformance, Duration::ZERO, |o| {
-    let mut b = ScheduledThreadPool::builder().pool_size(1).clock(o.clock);
+    let mut b = ScheduledThreadPool::builder()
+        .pool_size(1)
+        .clock(o.clock)
+        .run_figures(o.run_figures);
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
@@ -23,7 +26,8 @@ mod remove_on_cancel {
         let mut b = ScheduledThreadPool::builder()
             .pool_size(1)
             .remove_on_cancel(true)
-            .clock(o.clock);
+            .clock(o.clock)
+            .run_figures(o.run_figures);
         if let Some(limit) = o.pending_limit {
             b = b.pending_limit(limit);
         }
@@ -37,7 +41,10 @@ mod multi_worker {
     use super::*;
 
     crate::conformance_multi_worker!(conformance, Duration::ZERO, |o| {
-        let mut b = ScheduledThreadPool::builder().pool_size(3).clock(o.clock);
+        let mut b = ScheduledThreadPool::builder()
+            .pool_size(3)
+            .clock(o.clock)
+            .run_figures(o.run_figures);
         if let Some(limit) = o.pending_limit {
             b = b.pending_limit(limit);
         }

@@ -65,10 +65,13 @@ impl Series {
     }
 
     #[inline]
-    pub(super) fn run(&self, lateness: u64, run: u64, panicked: bool) {
+    /// A run ended; `timed`: its lateness and run time, if measured.
+    pub(super) fn run(&self, timed: Option<(u64, u64)>, panicked: bool) {
         self.runs.increment(1);
-        self.lateness.record(seconds(lateness));
-        self.run_time.record(seconds(run));
+        if let Some((lateness, run)) = timed {
+            self.lateness.record(seconds(lateness));
+            self.run_time.record(seconds(run));
+        }
         if panicked {
             self.panics.increment(1);
         }

@@ -12,7 +12,7 @@ impl Series {
     }
 
     #[inline(always)]
-    pub(super) fn run(&self, _: u64, _: u64, _: bool) {}
+    pub(super) fn run(&self, _: Option<(u64, u64)>, _: bool) {}
 
     pub(super) fn skipped(&self, _: u64) {}
 

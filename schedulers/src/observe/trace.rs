@@ -10,18 +10,21 @@ pub(super) struct Span(tracing::span::EnteredSpan);
 
 impl Span {
     #[inline]
-    pub(super) fn enter(scheduler: &str, task: Option<&str>, lateness: u64) -> Span {
+    pub(super) fn enter(scheduler: &str, task: Option<&str>, lateness: Option<u64>) -> Span {
         let span = tracing::debug_span!(
             target: "schedulers::run",
             "run",
             scheduler,
             task = Empty,
-            lateness_ns = lateness,
+            lateness_ns = Empty,
             run_ns = Empty,
             outcome = Empty,
         );
         if let Some(task) = task {
             span.record("task", task);
+        }
+        if let Some(lateness) = lateness {
+            span.record("lateness_ns", lateness);
         }
         Span(span.entered())
     }
@@ -31,10 +34,12 @@ impl Span {
     }
 
     #[inline]
-    pub(super) fn end(self, run: u64, panicked: bool) {
+    pub(super) fn end(self, run: Option<u64>, panicked: bool) {
         let span = self.0;
         if !span.is_disabled() {
-            span.record("run_ns", run);
+            if let Some(run) = run {
+                span.record("run_ns", run);
+            }
             span.record("outcome", if panicked { "panicked" } else { "ok" });
         }
     }

@@ -141,12 +141,16 @@ impl Shared {
         self.run_claimed_at(claimed, None).0
     }
 
-    /// As [`Shared::run_claimed`]; also returns when the run ended. The
-    /// run starts at `start` (ticks: the end of the run before it in a
-    /// batch, read by the caller), or, if `None`, when this reads the clock
-    /// just before it. Its lateness and run time go to the scheduler's
-    /// figures.
-    pub(crate) fn run_claimed_at(&self, claimed: Claimed, start: Option<u64>) -> (Finished, u64) {
+    /// As [`Shared::run_claimed`]; also returns when the run ended, if the
+    /// scheduler times its runs (`run_figures`). The run starts at `start`
+    /// (ticks: the end of the run before it in a batch, read by the
+    /// caller), or, if `None`, when this reads the clock just before it.
+    /// Its lateness and run time go to the scheduler's figures.
+    pub(crate) fn run_claimed_at(
+        &self,
+        claimed: Claimed,
+        start: Option<u64>,
+    ) -> (Finished, Option<u64>) {
         // SAFETY: this thread claimed the task (RUNNING): its body is ours
         // until the run is finished.
         unsafe {
@@ -163,11 +167,11 @@ impl Shared {
                 // Only a named task pays for its name (a reference count).
                 let name = body.name().cloned();
                 self.observer.skipped(name.as_ref(), skipped);
-                let start = start.unwrap_or_else(|| self.now());
+                let start = start.or_else(|| self.run_figures.then(|| self.now()));
                 if !run_now {
                     return (finished, start);
                 }
-                let lateness = start.saturating_sub(claimed.scheduled);
+                let lateness = start.map(|start| start.saturating_sub(claimed.scheduled));
                 let run = self.observer.start_run(name.as_ref(), lateness);
                 finished.ran = match task::run(body) {
                     Ran::Panicked(error) if body.rule().is_some_and(|r| r.on_panic.repeats()) => {
@@ -185,9 +189,12 @@ impl Shared {
                     }
                     ran => ran,
                 };
-                let end = self.now();
-                run.end(end.saturating_sub(start), finished.panicked);
-                (finished, end)
+                let end = start.map(|start| (start, self.now()));
+                run.end(
+                    end.map(|(start, end)| end.saturating_sub(start)),
+                    finished.panicked,
+                );
+                (finished, end.map(|(_, end)| end))
             })
         }
     }
@@ -281,7 +288,7 @@ impl Shared {
                         due,
                     };
                     let (finished, end) = self.run_claimed_at(claimed, chained);
-                    chained = Some(end);
+                    chained = end;
                     match finished.ran {
                         Ran::Done if !state::is_periodic(word.load(Acquire)) => {
                             let (prev, last) = state::finish(word, state::DONE);

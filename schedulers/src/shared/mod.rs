@@ -100,6 +100,8 @@ pub(crate) struct Config {
     pub(crate) periodic_slack: Duration,
     /// The scheduler's name in its figures (its thread name).
     pub(crate) name: String,
+    /// Whether the driver times every run (see `run_figures`).
+    pub(crate) run_figures: bool,
 }
 
 /// A pool's leader and deputy (the JDK's leader/follower, see
@@ -198,6 +200,8 @@ pub(crate) struct Shared {
     timer_slack: Duration,
     /// Nanoseconds a periodic run may start late: see [`Shared::next_wake`].
     periodic_slack: u64,
+    /// Whether the driver times every run (see `run_figures`).
+    run_figures: bool,
     /// How late the driver itself may start a periodic run (the periodic
     /// slack, a wheel's tick): added to a task's missed-run tolerance.
     grace: u64,
@@ -267,6 +271,7 @@ impl Shared {
                 / 1_000_000_000) as u64,
             timer_slack: config.timer_slack,
             periodic_slack: nanos(config.periodic_slack),
+            run_figures: config.run_figures,
             grace,
             executor: config.executor,
             wake_at: AtomicU64::new(0),

@@ -12,6 +12,7 @@ use crate::task::Task;
 fn threadless(periodic_slack: Duration) -> Arc<Shared> {
     Shared::new(Config {
         name: "test".into(),
+        run_figures: true,
         clock: Arc::new(crate::ManualClock::new()),
         queue: Queue::Heap(IndexedHeap::new()),
         executor: Executor::inline(),

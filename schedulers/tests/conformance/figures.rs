@@ -139,6 +139,38 @@ pub fn figures_match_a_known_schedule(h: &Harness) {
     assert!(far.lateness.is_empty());
 }
 
+/// `run_figures(false)`: the driver does not time its runs, so the
+/// lateness and run-time histograms (overall and by name) stay empty, and
+/// every count is kept: fired, panicked, cancelled, by name too.
+pub fn untimed_runs_keep_every_count_and_no_histogram(h: &Harness) {
+    let s = h.untimed_scheduler();
+    let ran = Arc::new(AtomicU64::new(0));
+    for k in 1..=5 {
+        let ran = ran.clone();
+        let task = Task::once(move || _ = ran.fetch_add(1, SeqCst)).named("tick");
+        s.submit(ms(10 * k), task).unwrap();
+    }
+    let boom = Task::once(|| panic!("boom")).named("boom");
+    let boom = s.submit(ms(20), boom).unwrap();
+    let gone = s.schedule(ms(30), || ()).unwrap();
+    assert!(gone.handle().cancel());
+    let every = Task::fixed_rate(ms(10), || ()).unwrap();
+    let every = s.submit(ms(10), every).unwrap();
+    h.advance_past(ms(55));
+    assert!(every.cancel());
+    let m = s.metrics();
+    assert_eq!(ran.load(SeqCst), 5);
+    assert!(boom.is_done());
+    // Five ticks, the panic, and the fixed-rate task at 10 to 50 ms.
+    assert_eq!((m.fired, m.panicked, m.cancelled), (11, 1, 2));
+    assert!(m.lateness.is_empty() && m.run_time.is_empty(), "{m:?}");
+    let tick = named(&m, "tick");
+    assert_eq!((tick.fired, tick.panicked), (5, 0));
+    assert!(tick.lateness.is_empty() && tick.run_time.is_empty());
+    let boom = named(&m, "boom");
+    assert_eq!((boom.fired, boom.panicked), (1, 1));
+}
+
 /// Many tasks at scattered deadlines, the clock moved in uneven steps: the
 /// lateness histogram holds, bucket for bucket, each run's start (the
 /// first advance that reached its deadline) minus its deadline.

@@ -31,6 +31,8 @@ pub struct Opts {
     /// timed wait).
     pub clock: Arc<dyn Clock>,
     pub pending_limit: Option<usize>,
+    /// Whether the driver times its runs (`run_figures`; default yes).
+    pub run_figures: bool,
 }
 
 /// One scheduler under test.
@@ -73,6 +75,16 @@ impl Harness {
         (self.make)(Opts {
             clock: Arc::new(self.clock.clone()),
             pending_limit,
+            run_figures: true,
+        })
+    }
+
+    /// A scheduler that does not time its runs (`run_figures(false)`).
+    pub fn untimed_scheduler(&self) -> Box<dyn Scheduler> {
+        (self.make)(Opts {
+            clock: Arc::new(self.clock.clone()),
+            pending_limit: None,
+            run_figures: false,
         })
     }
 
@@ -82,6 +94,7 @@ impl Harness {
         (self.make)(Opts {
             clock: Arc::new(SystemClock),
             pending_limit: None,
+            run_figures: true,
         })
     }
 
@@ -313,6 +326,7 @@ macro_rules! conformance_shared_cases {
             cases::metrics_count_pending_fired_cancelled,
             figures::figures_match_a_known_schedule,
             figures::lateness_is_start_minus_deadline_for_every_run,
+            figures::untimed_runs_keep_every_count_and_no_histogram,
             figures::wakeups_count_the_driver_waking,
             cases::works_as_a_trait_object,
             drops::every_closure_and_value_is_dropped_exactly_once,
