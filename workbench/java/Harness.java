@@ -52,7 +52,9 @@ public final class Harness {
         try {
             probe = Peer.create(name);
         } catch (ClassNotFoundException | NoClassDefFoundError e) {
-            skip(name, "Netty's HashedWheelTimer is not on the classpath (install libnetty-java)");
+            skip(name, name.startsWith("quartz")
+                ? "Quartz is not on the classpath (install libquartz2-java)"
+                : "Netty's HashedWheelTimer is not on the classpath (install libnetty-java)");
             return;
         }
         if (probe == null) {
@@ -80,7 +82,12 @@ public final class Harness {
             }
             Timeline.Spec spec;
             try {
-                spec = new Timeline.Spec(map(Json.parse(line), "workload"), "workload");
+                Map<String, Object> w = map(Json.parse(line), "workload");
+                if (w.get("calendar") != null) {
+                    calendar(name, w);
+                    continue;
+                }
+                spec = new Timeline.Spec(w, "workload");
             } catch (IllegalArgumentException e) {
                 OUT.println("{\"type\":\"error\",\"message\":" + Json.quote(e.getMessage()) + "}");
                 OUT.flush();
@@ -102,6 +109,29 @@ public final class Harness {
             System.gc();
             System.err.printf("java-peers: %s: %s in %.1f s%n", name, spec.name, (System.nanoTime() - t) / 1e9);
         }
+    }
+
+    /**
+     * Answers a calendar workload: {@code {"type":"result","workload":..,
+     * "measurements":[],"calendar":{..}}}, the run's fires and costs, from
+     * which the Rust side computes the figures.
+     */
+    private static void calendar(String name, Map<String, Object> w) throws Exception {
+        String workload = str(w, "name", "workload");
+        long t = System.nanoTime();
+        String answer;
+        try {
+            String body = Peer.create(name).calendar(w);
+            answer = "{\"type\":\"result\",\"workload\":" + Json.quote(workload) + ",\"measurements\":[],\"calendar\":" + body + "}";
+        } catch (Exception | OutOfMemoryError e) {
+            answer = "{\"type\":\"error\",\"message\":" + Json.quote(name + " on " + workload + ": " + e) + "}";
+        } finally {
+            Peer.stopAll();
+        }
+        OUT.println(answer);
+        OUT.flush();
+        System.gc();
+        System.err.printf("java-peers: %s: %s in %.1f s%n", name, workload, (System.nanoTime() - t) / 1e9);
     }
 
     /**

@@ -707,11 +707,29 @@ final class Timeline {
     private static final int TIMED_PER_SIZE = 2_500_000;
     private static final int MAX_CYCLES = 50;
 
+    /**
+     * The heap a sweep cycle of {@code n} timers needs at {@code perTimer}
+     * bytes each: the timers, as much again for those a reset replaced
+     * until they are collected, and the cycle's own arrays. The Rust side
+     * ({@code peers::java::notes}) explains a size skipped by this rule.
+     */
+    static double heapNeeded(long n, double perTimer) {
+        return n * (2 * perTimer + 64);
+    }
+
     static String sweep(String peer, Spec s) throws Exception {
         Out out = new Out();
+        double perTimer = 0;
         for (int k = 0; k < s.sizes.length; k++) {
             long size = s.sizes[k];
             int n = (int) size;
+            long max = Runtime.getRuntime().maxMemory();
+            if (perTimer > 0 && heapNeeded(size, perTimer) > max) {
+                // Measured at the size before: this one cannot fit, nor any larger.
+                System.err.printf("java-peers: %s: %s at %d: %.0f B per timer need %.1f GB of heap, beyond %.1f GB (-Xmx); not run%n",
+                    peer, s.name, size, perTimer, heapNeeded(size, perTimer) / 1e9, max / 1e9);
+                break;
+            }
             Dist.Rng rng = new Dist.Rng(s.seed, k);
             long[] d = new long[n];
             long[] moves = new long[n];
@@ -749,6 +767,7 @@ final class Timeline {
             out.at("cpu_per_timer", size, (double) first[3] / n, "ns/timer");
             // Heap after full collections: what the pending timers hold.
             out.at("memory", size, (double) first[4] / n, "B/timer");
+            perTimer = (double) first[4] / n;
         }
         return out.json();
     }

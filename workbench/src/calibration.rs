@@ -4,6 +4,11 @@
 //! the comparison of a run against them. `workbench/README.md` explains
 //! each difference beyond 30%.
 //!
+//! Quartz is not in that harness: its figures come from a standalone Java
+//! main with the same definitions (`workbench/java/QuartzCalibrate.java`,
+//! none of the workbench's code), run by `workbench calibrate` beside the
+//! workbench's own run ([`quartz`]).
+//!
 //! | harness | workbench |
 //! |---|---|
 //! | W1 ack-timeout, 1e6, schedule / cancel ns (loops), B/timer | `ack-batch` (full size): `schedule_batch`, `cancel_batch`, `memory` at 1e6 |
@@ -143,9 +148,56 @@ pub const REFERENCE: &[Reference] = &[
     },
 ];
 
-/// The subjects `workbench calibrate` runs.
+/// The subjects `workbench calibrate` runs: the harness's peers and Quartz.
 pub fn peers() -> Vec<&'static str> {
-    REFERENCE.iter().map(|r| r.peer).collect()
+    REFERENCE.iter().map(|r| r.peer).chain([QUARTZ]).collect()
+}
+
+/// The Quartz peer's name.
+pub const QUARTZ: &str = "quartz";
+
+/// Quartz's figures by the harness's definitions, measured now by the
+/// standalone main (a fresh JVM per workload, each after a warm-up at a
+/// tenth of its size, the medians of `repeats` runs): W1 at 1e6, W2 at
+/// 1e5 over 2 s (its p50 with early fires as 0, as the workbench counts
+/// them; the main also prints the signed one), W3 with 1,000 tasks.
+///
+/// # Errors
+///
+/// Quartz or a JVM is missing, or a run failed.
+pub fn quartz(repeats: usize) -> Result<Reference, crate::subjects::Unavailable> {
+    let mut runs: [Vec<f64>; 5] = Default::default();
+    for _ in 0..repeats.max(1) {
+        for (workload, fields) in [
+            ("w1", &["schedule_ns", "cancel_ns", "bytes_per_timer"][..]),
+            ("w2", &["p50_clamped_us"][..]),
+            ("w3", &["p99_us"][..]),
+        ] {
+            let v = crate::peers::quartz::calibrate(workload, &[])?;
+            for f in fields {
+                let k = [
+                    "schedule_ns",
+                    "cancel_ns",
+                    "bytes_per_timer",
+                    "p50_clamped_us",
+                    "p99_us",
+                ]
+                .iter()
+                .position(|x| x == f)
+                .unwrap_or(0);
+                runs[k].push(v[*f].as_f64().ok_or_else(|| {
+                    crate::subjects::Unavailable(format!(
+                        "QuartzCalibrate {workload} lacks {f}: {v}"
+                    ))
+                })?);
+            }
+        }
+    }
+    Ok(Reference {
+        peer: QUARTZ,
+        harness_name: "QuartzCalibrate (standalone main, run now)",
+        figures: runs.map(|v| Some(crate::record::summarize(&v).0)),
+    })
 }
 
 /// One comparison: ours against the harness's.
@@ -175,11 +227,12 @@ impl Comparison {
     }
 }
 
-/// Every comparison for the peers that ran.
-pub fn compare(results: &Results) -> Vec<Comparison> {
+/// Every comparison for the peers that ran, against [`REFERENCE`] and the
+/// references measured now (`live`: [`quartz`]).
+pub fn compare(results: &Results, live: &[Reference]) -> Vec<Comparison> {
     let mut out = Vec::new();
     let ran = |p: &str| results.subjects.iter().any(|s| s.name == p);
-    for r in REFERENCE.iter().filter(|r| ran(r.peer)) {
+    for r in REFERENCE.iter().chain(live).filter(|r| ran(r.peer)) {
         for (k, &(workload, metric, size)) in FIGURES.iter().enumerate() {
             let Some(reference) = r.figures[k] else {
                 continue;
@@ -197,11 +250,11 @@ pub fn compare(results: &Results) -> Vec<Comparison> {
 }
 
 /// The comparison as Markdown.
-pub fn markdown(results: &Results) -> String {
+pub fn markdown(results: &Results, live: &[Reference]) -> String {
     let mut s = String::from(
         "| peer | figure | workbench | harness | ratio | within 30% |\n|---|---|---|---|---|---|\n",
     );
-    for c in compare(results) {
+    for c in compare(results, live) {
         let _ = std::fmt::Write::write_fmt(
             &mut s,
             format_args!(

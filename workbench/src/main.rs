@@ -331,6 +331,7 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
         workbench::runner::measure::load_average()[0],
         dir.display()
     );
+    let workloads = suite.workloads.clone();
     let mut write_error = None;
     let mut results = suite.run(&mut |r| {
         if let Err(e) = report::write_results(r, &dir) {
@@ -341,6 +342,8 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
         return Err(e).context("writing results.json during the run");
     }
     let notes = distributed::notes(&results);
+    results.notes.extend(notes);
+    let notes = workbench::peers::notes(&results, &workloads);
     results.notes.extend(notes);
     report::write(&results, &dir)?;
     report::point_latest(&root, &dir)
@@ -384,8 +387,18 @@ fn calibrate(repeats: usize, schedulers: Vec<String>, out: Option<PathBuf>) -> R
         out,
         ..RunArgs::default()
     })?;
-    println!("\nagainst shared/reference/peer-calibration.md (2026-11-23, quiet machine):\n");
-    println!("{}", calibration::markdown(&results));
+    // Quartz's reference is measured now, outside the workbench.
+    let mut live = Vec::new();
+    if results
+        .subjects
+        .iter()
+        .any(|s| s.name == calibration::QUARTZ)
+    {
+        eprintln!("workbench: running QuartzCalibrate (w1, w2, w3) {repeats} times");
+        live.push(calibration::quartz(repeats)?);
+    }
+    println!("\nagainst shared/reference/peer-calibration.md (2026-11-23, quiet machine) and QuartzCalibrate (now):\n");
+    println!("{}", calibration::markdown(&results, &live));
     Ok(())
 }
 

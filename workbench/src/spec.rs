@@ -81,6 +81,9 @@ pub struct Workload {
     /// Durable jobs on the Redis scheduler (instead of groups).
     #[serde(default)]
     pub distributed: Option<Distributed>,
+    /// Calendar (cron) schedules (instead of groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calendar: Option<Calendar>,
     /// The figures the report's verdict ranks subjects by on this workload,
     /// one row each: one metric or a list (default: lateness p99 for a
     /// timeline, batch schedule cost for a sweep, drain jobs/s and paced p99
@@ -106,6 +109,36 @@ pub enum WorkloadKind {
     Sweep,
     /// `[distributed]` jobs on Redis, run by worker processes.
     Distributed,
+    /// `[calendar]` cron schedules firing at wall-clock instants.
+    Calendar,
+}
+
+/// Calendar schedules (`[calendar]`): `schedules` cron schedules, schedule
+/// `k` firing every `every` seconds at second `k mod every` of the minute
+/// (cron `S/E * * * * *`; once a minute at second `k mod 60` when `every` is
+/// `60s`), in the IANA time zone `zone`, watched for `run_for` from a common
+/// start: lateness from the intended wall-clock instant, CPU per fire,
+/// memory per schedule (see [`crate::calendar`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calendar {
+    /// How many schedules.
+    pub schedules: u64,
+    /// Seconds between two fires of one schedule: a divisor of a minute.
+    pub every: Dur,
+    /// How long the fires are watched.
+    pub run_for: Dur,
+    /// The time zone the expressions are read in.
+    #[serde(default = "utc")]
+    pub zone: String,
+    /// Handler threads of the subjects that run jobs on a pool (a Quartz
+    /// cluster node's pool, BullMQ's `concurrency`).
+    #[serde(default = "four")]
+    pub threads: u64,
+}
+
+fn utc() -> String {
+    "UTC".to_owned()
 }
 
 /// Durable jobs on a Redis-backed scheduler, run by worker processes (the
@@ -504,12 +537,13 @@ impl Workload {
             !self.groups.is_empty(),
             self.sweep.is_some(),
             self.distributed.is_some(),
+            self.calendar.is_some(),
         ];
         match kinds.iter().filter(|k| **k).count() {
             0 => {
                 return Err(SpecError::field(
                     "group",
-                    "a workload needs [[group]]s, a [sweep] or [distributed]",
+                    "a workload needs [[group]]s, a [sweep], [distributed] or [calendar]",
                 ))
             }
             1 => {}
@@ -517,10 +551,12 @@ impl Workload {
                 return Err(SpecError::field(
                     if self.sweep.is_some() {
                         "sweep"
-                    } else {
+                    } else if self.distributed.is_some() {
                         "distributed"
+                    } else {
+                        "calendar"
                     },
-                    "a workload has one of [[group]]s, a [sweep] or [distributed], not several",
+                    "a workload has one of [[group]]s, a [sweep], [distributed] or [calendar], not several",
                 ))
             }
         }
@@ -534,6 +570,9 @@ impl Workload {
                     "drain, paced, threads, shards, window and idle must be above zero",
                 ));
             }
+        }
+        if let Some(c) = &self.calendar {
+            c.check()?;
         }
         if let Some(sweep) = &self.sweep {
             check_sizes("sweep.sizes", &sweep.sizes)?;
@@ -591,6 +630,12 @@ impl Workload {
             d.paced = ((d.paced as f64 * c).round() as u64).max(1);
             d.window = d.window.scaled(t);
         }
+        if let Some(cal) = &mut w.calendar {
+            cal.schedules = ((cal.schedules as f64 * c).round() as u64).max(1);
+            // Whole seconds: the window is a number of the schedules' seconds.
+            let secs = (cal.run_for.0.as_secs_f64() * t).round().max(1.0);
+            cal.run_for = Dur(Duration::from_secs(secs as u64));
+        }
         w
     }
 
@@ -600,6 +645,8 @@ impl Workload {
             WorkloadKind::Sweep
         } else if self.distributed.is_some() {
             WorkloadKind::Distributed
+        } else if self.calendar.is_some() {
+            WorkloadKind::Calendar
         } else {
             WorkloadKind::Timeline
         }
@@ -611,7 +658,7 @@ impl Workload {
             return self.verdict.clone();
         }
         match self.kind() {
-            WorkloadKind::Timeline => vec![Metric::LatenessP99],
+            WorkloadKind::Timeline | WorkloadKind::Calendar => vec![Metric::LatenessP99],
             WorkloadKind::Sweep => vec![Metric::ScheduleBatch],
             WorkloadKind::Distributed => vec![Metric::DrainJobsPerS, Metric::PacedP99],
         }
@@ -636,6 +683,9 @@ impl Workload {
             d.paced = ((d.paced as f64 * f).round() as u64).max(1);
             d.window = d.window.scaled(f);
         }
+        if let Some(c) = &mut w.calendar {
+            c.schedules = ((c.schedules as f64 * f).round() as u64).max(1);
+        }
         w
     }
 
@@ -646,6 +696,25 @@ impl Workload {
 
     /// One line per group (or the sweep) giving its effective parameters.
     pub fn summary(&self) -> Vec<String> {
+        if let Some(c) = &self.calendar {
+            let every = c.every.0.as_secs();
+            return vec![
+                format!(
+                    "{} cron schedules in {}, schedule k firing every {every} s at second k mod {every} (about {:.0} fires/s), watched for {} \
+                     from a common start; {} handler threads where a subject runs jobs on a pool",
+                    format_count(c.schedules),
+                    c.zone,
+                    c.schedules as f64 / every.max(1) as f64,
+                    c.run_for,
+                    c.threads
+                ),
+                "lateness: fire − the wall-clock instant the expression names (an early fire counts as 0 and in `early`) · \
+                 cpu_per_fire: the scheduler's processes over the window · store_cpu_per_fire: its database or Redis · \
+                 memory_per_schedule: what it holds per schedule (heap, RSS, Redis memory or database relations) · \
+                 schedule (batch): creating one schedule"
+                    .to_owned(),
+            ];
+        }
         if let Some(d) = &self.distributed {
             return vec![
                 format!(
@@ -738,6 +807,37 @@ fn check_sizes(field: &str, sizes: &[u64]) -> Result<(), SpecError> {
         return Err(SpecError::field(field, "must be strictly ascending"));
     }
     Ok(())
+}
+
+impl Calendar {
+    fn check(&self) -> Result<(), SpecError> {
+        let every = self.every.0;
+        let secs = every.as_secs();
+        if every.subsec_nanos() != 0 || secs == 0 || 60 % secs != 0 {
+            return Err(SpecError::field(
+                "calendar.every",
+                "whole seconds dividing a minute (1s, 2s, 3s, 4s, 5s, 6s, 10s, 12s, 15s, 20s, 30s, 60s)",
+            ));
+        }
+        if self.schedules == 0 || self.threads == 0 || self.run_for.0.is_zero() {
+            return Err(SpecError::field(
+                "calendar",
+                "schedules, threads and run_for must be above zero",
+            ));
+        }
+        let name_ok = !self.zone.is_empty()
+            && self
+                .zone
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/_+-".contains(c));
+        if !name_ok {
+            return Err(SpecError::field(
+                "calendar.zone",
+                "an IANA time zone name (UTC, Europe/Berlin)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Group {

@@ -12,21 +12,30 @@
 //!   mutex; one and two workers), the closest Rust peer of
 //!   `ScheduledThreadPoolExecutor`.
 //! - [`java`]: the Java originals (JDK `Timer`, `ScheduledThreadPoolExecutor`,
-//!   Netty's `HashedWheelTimer`), each in a child JVM running the same specs.
+//!   Netty's `HashedWheelTimer`) and Quartz in memory, each in a child JVM
+//!   running the same specs.
+//! - [`quartz`]: Quartz clustered on PostgreSQL (1, 2 and 4 nodes) on the
+//!   distributed workload, and on the calendar workload.
+//! - [`tokio_cron`]: `tokio-cron-scheduler` on the calendar workload.
+//! - [`bullmq_cron`]: BullMQ's job schedulers on the calendar workload.
 //! - [`crate::distributed::bullmq`]: BullMQ, the Redis scheduler's peer on
 //!   the distributed workload, through a Node harness.
 //!
 //! A peer joins with one line in [`all`].
 
+pub mod bullmq_cron;
 pub mod delay_queue;
 pub mod java;
 pub mod nexus;
+pub mod quartz;
 pub mod stp;
+pub mod tokio_cron;
 pub mod tokio_sleep;
 
 use std::sync::atomic::{AtomicU32, Ordering::AcqRel, Ordering::Acquire};
 
-use crate::record::SubjectKind;
+use crate::record::{Results, SubjectKind};
+use crate::spec::{Workload, WorkloadKind};
 use crate::subjects::Subject;
 
 /// Every peer. Add yours here.
@@ -47,7 +56,23 @@ pub fn all() -> Vec<Subject> {
     .into_iter()
     .chain(java::subjects()) // the Java originals, each in a child JVM
     .chain(crate::distributed::bullmq::subjects()) // the Redis scheduler's peer
+    .chain(quartz::subjects()) // Quartz clustered on PostgreSQL
+    .chain([
+        Subject {
+            workloads: &[WorkloadKind::Calendar],
+            ..peer("tokio-cron", tokio_cron::ABOUT, tokio_cron::factory())
+        },
+        bullmq_cron::subject(),
+    ])
     .collect()
+}
+
+/// What the reader should know about the peers' runs of `workloads`: sweep
+/// sizes a JVM could not hold, and what the Quartz cluster's figures say.
+pub fn notes(results: &Results, workloads: &[Workload]) -> Vec<String> {
+    let mut v = java::notes(results, workloads);
+    v.extend(quartz::notes(results, workloads));
+    v
 }
 
 /// Per-timer state shared by a peer's caller and its timer thread, for
