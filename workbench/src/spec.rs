@@ -3,8 +3,10 @@
 //! A spec is one TOML file in `workbench/workloads/`. It is either a
 //! **timeline** (one or more `[[group]]`s of timers, each with its arrival
 //! process, delay distribution, and optional cancels and resets, executed
-//! in real time) or a **sweep** (`[sweep]`: schedule, reset and cancel cost
-//! and memory per timer at a list of pending counts). Every random choice
+//! in real time), a **sweep** (`[sweep]`: schedule, reset and cancel cost
+//! and memory per timer at a list of pending counts), durable jobs
+//! (`[distributed]`, [`Distributed`]) or calendar schedules (`[calendar]`,
+//! [`Calendar`]). Every random choice
 //! comes from `seed`, so the same spec gives the same operations in the same
 //! order on every run and every subject.
 //!
@@ -728,8 +730,9 @@ impl Workload {
                     d.shards
                 ),
                 "drain jobs/s: first start to last ack · paced p50–max: start − due (ms resolution; ours on Redis's clock, \
-                 BullMQ's on the host's) · a fresh redis-server per measurement; Redis CPU and commands per job from INFO; \
-                 on redis-1w also the claim-script ceiling and an idle worker's round trips"
+                 BullMQ's and Quartz's on the host's) · a fresh redis-server per measurement; Redis CPU and commands per job from INFO; \
+                 on redis-1w also the claim-script ceiling and an idle worker's round trips · the Quartz cluster on a fresh \
+                 PostgreSQL per measurement: its CPU (/proc), transactions and sessions waiting for a lock per job"
                     .to_owned(),
             ];
         }
@@ -1035,6 +1038,48 @@ mod test {
         assert!(e.message.contains("jobs"), "{e}");
         let both = format!(
             "{dist}\n[sweep]\nsizes = [1]\ndelay = {{ dist = \"fixed\", value = \"1h\" }}\n"
+        );
+        assert_eq!(err(&both).field, "sweep");
+    }
+
+    #[test]
+    fn calendar_workloads_are_checked_and_shrunk_to_whole_seconds() {
+        let cal = r#"
+            name = "c"
+            description = "d"
+            seed = 1
+            [calendar]
+            schedules = 100_000
+            every = "60s"
+            run_for = "60s"
+            [quick]
+            count = 0.1
+            time = 0.3333
+        "#;
+        let w = Workload::parse(cal).unwrap();
+        assert_eq!(w.kind(), WorkloadKind::Calendar);
+        assert_eq!(w.verdict_metrics(), [Metric::LatenessP99]);
+        let c = w.calendar.as_ref().unwrap();
+        assert_eq!((c.zone.as_str(), c.threads), ("UTC", 4));
+        let q = w.quick().calendar.unwrap();
+        assert_eq!((q.schedules, q.run_for.nanos()), (10_000, 20_000_000_000));
+        assert_eq!(w.resized(0.5).calendar.unwrap().schedules, 50_000);
+        assert!(w.summary()[0].contains("1667 fires/s"), "{:?}", w.summary());
+        for (bad, field) in [
+            ("every = \"60s\"", "every = \"7s\""),
+            ("every = \"60s\"", "every = \"1.5s\""),
+        ] {
+            assert_eq!(err(&cal.replace(bad, field)).field, "calendar.every");
+        }
+        let e = err(&cal.replace(
+            "run_for = \"60s\"",
+            "run_for = \"60s\"\nzone = \"Mars; DROP\"",
+        ));
+        assert_eq!(e.field, "calendar.zone");
+        let e = err(&cal.replace("schedules = 100_000", "schedules = 0"));
+        assert_eq!(e.field, "calendar");
+        let both = format!(
+            "{cal}\n[sweep]\nsizes = [1]\ndelay = {{ dist = \"fixed\", value = \"1h\" }}\n"
         );
         assert_eq!(err(&both).field, "sweep");
     }

@@ -374,6 +374,55 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
                 svg: charts::bars(&title, "per job (log)", &names, &series),
             });
         }
+        let (names, series) = bars_of(&[
+            ("DB CPU µs\ndrain", Metric::DbCpuDrain),
+            ("DB CPU µs\npaced", Metric::DbCpuPaced),
+            ("transactions\ndrain", Metric::DbTransactionsDrain),
+            ("transactions\npaced", Metric::DbTransactionsPaced),
+            ("lock waiters\ndrain", Metric::DbLockWaitersDrain),
+            ("lock waiters\npaced", Metric::DbLockWaitersPaced),
+        ]);
+        if !names.is_empty() {
+            let title = format!(
+                "{w}: PostgreSQL's cost per job under the Quartz cluster (CPU, transactions; sessions waiting for a lock)"
+            );
+            out.push(Chart {
+                id: format!("{w}-db-cost"),
+                title: title.clone(),
+                svg: charts::bars(&title, "per job / sessions (log)", &names, &series),
+            });
+        }
+    }
+
+    // Calendar schedules: what a fire and a schedule cost.
+    for w in results
+        .workloads
+        .iter()
+        .filter(|w| has(results, &w.name, Metric::CpuPerFire))
+    {
+        let w = w.name.as_str();
+        let cats: Vec<(&str, Metric)> = [
+            ("CPU µs per fire\n(scheduler)", Metric::CpuPerFire),
+            ("CPU µs per fire\n(its store)", Metric::StoreCpuPerFire),
+            ("B per schedule", Metric::MemoryPerSchedule),
+            ("ns to create\na schedule", Metric::ScheduleBatch),
+        ]
+        .into_iter()
+        .filter(|(_, m)| has(results, w, *m))
+        .collect();
+        let series = subjects_series(results, |s, _| {
+            cats.iter()
+                .enumerate()
+                .map(|(i, (_, m))| (i as f64, results.value(s, w, *m, None)))
+                .collect()
+        });
+        let names: Vec<String> = cats.iter().map(|(n, _)| (*n).to_owned()).collect();
+        let title = format!("{w}: cost per fire and per schedule");
+        out.push(Chart {
+            id: format!("{w}-cost"),
+            title: title.clone(),
+            svg: charts::bars(&title, "value (log)", &names, &series),
+        });
     }
 
     // Periodic jitter.
