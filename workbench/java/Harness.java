@@ -44,6 +44,7 @@ public final class Harness {
             System.err.println("usage: java peers.Harness PEER [WARMUP_ROUNDS WARMUP_TIMERS]");
             System.exit(2);
         }
+        quietLogs();
         String name = args[0];
         int warmRounds = args.length == 3 ? Integer.parseInt(args[1]) : 3;
         int warmTimers = args.length == 3 ? Math.max(1, Integer.parseInt(args[2])) : 50_000;
@@ -176,6 +177,26 @@ public final class Harness {
         }
         OUT.println(b.append("]}"));
         OUT.flush();
+    }
+
+    /**
+     * Libraries that log through slf4j (here slf4j-simple: Netty, Quartz)
+     * and c3p0, which logs through java.util.logging, log at INFO by
+     * default: warnings and errors only, on stderr (the workbench keeps its
+     * tail). Before anything logs (the env line loads Netty); a setting given
+     * on the command line wins.
+     */
+    static void quietLogs() {
+        String[][] settings = {
+            {"org.slf4j.simpleLogger.defaultLogLevel", "warn"},
+            {"com.mchange.v2.log.MLog", "com.mchange.v2.log.FallbackMLog"},
+            {"com.mchange.v2.log.FallbackMLog.DEFAULT_CUTOFF_LEVEL", "WARNING"},
+        };
+        for (String[] kv : settings) {
+            if (System.getProperty(kv[0]) == null) {
+                System.setProperty(kv[0], kv[1]);
+            }
+        }
     }
 
     private static void skip(String name, String why) {

@@ -80,7 +80,7 @@ final class QuartzCalibrate {
     }
 
     public static void main(String[] args) throws Exception {
-        QuartzPeer.quietLogs();
+        Harness.quietLogs();
         if (args.length < 1) {
             System.err.println("usage: java peers.QuartzCalibrate w1|w2|w3 [N [MAX_MS|RUNS]]");
             System.exit(2);

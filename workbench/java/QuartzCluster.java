@@ -85,7 +85,7 @@ final class QuartzCluster {
     private static final PrintStream OUT = new PrintStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16), false, StandardCharsets.UTF_8);
 
     public static void main(String[] args) throws Exception {
-        QuartzPeer.quietLogs();
+        Harness.quietLogs();
         if (args.length < 1) {
             usage();
         }

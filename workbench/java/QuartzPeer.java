@@ -48,29 +48,6 @@ final class QuartzPeer extends Peer {
 
     private static final AtomicInteger INSTANCES = new AtomicInteger();
 
-    static {
-        quietLogs();
-    }
-
-    /**
-     * Quartz logs through slf4j (here slf4j-simple) and its JDBC pool c3p0
-     * through java.util.logging, both at INFO by default: warnings and
-     * errors only, on stderr (the workbench keeps its tail). Before either
-     * is first used; a setting given on the command line wins.
-     */
-    static void quietLogs() {
-        String[][] settings = {
-            {"org.slf4j.simpleLogger.defaultLogLevel", "warn"},
-            {"com.mchange.v2.log.MLog", "com.mchange.v2.log.FallbackMLog"},
-            {"com.mchange.v2.log.FallbackMLog.DEFAULT_CUTOFF_LEVEL", "WARNING"},
-        };
-        for (String[] kv : settings) {
-            if (System.getProperty(kv[0]) == null) {
-                System.setProperty(kv[0], kv[1]);
-            }
-        }
-    }
-
     private final Scheduler scheduler;
 
     QuartzPeer(String name) throws SchedulerException {
@@ -280,7 +257,10 @@ final class QuartzPeer extends Peer {
     @Override
     void shutdown() throws InterruptedException {
         try {
-            scheduler.shutdown(true);
+            // Not waiting: shutdown(true) joins the pool's threads, which poll
+            // every 500 ms, and sweeps make a scheduler per cycle (100 cycles
+            // cost 50 s). The threads end on their own within that, idle.
+            scheduler.shutdown(false);
         } catch (SchedulerException e) {
             throw new IllegalStateException(name + ": shutdown failed: " + e, e);
         }
