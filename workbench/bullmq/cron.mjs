@@ -131,16 +131,17 @@ async function drive(o) {
   const done = await ask(child, { stop: true }, 'stopped');
   const cpu = (done.cpu.user + done.cpu.system) - (cpu0.user + cpu0.system);
   const from = start * 1000 - 1000000;
-  console.log(JSON.stringify({
+  const line = JSON.stringify({
     start_us: start * 1000,
     schedule_ns: scheduleNs,
     cpu_us: cpu,
     store_cpu_us: (redis1 - redis0) * 1e6,
     bytes,
     fires: done.fires.filter(([, us]) => us >= from),
-  }));
+  });
   await queue.close();
-  process.exit(0);
+  // A pipe takes a long line in pieces: exit once all of it is written.
+  process.stdout.write(`${line}\n`, () => process.exit(0));
 }
 
 const [mode, ...rest] = process.argv.slice(2);

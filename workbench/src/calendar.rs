@@ -235,6 +235,15 @@ pub fn figures(w: &Workload, run: &CalendarRun) -> Result<Vec<Measurement>, RunE
     Ok(out)
 }
 
+/// The first 200 characters of a report line, for an error message (a
+/// report holds every fire).
+pub fn head(line: &str) -> String {
+    match line.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_owned(),
+    }
+}
+
 /// Unix µs of a wall-clock reading.
 pub fn unix_us(t: SystemTime) -> i64 {
     t.duration_since(UNIX_EPOCH)

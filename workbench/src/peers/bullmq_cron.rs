@@ -81,8 +81,12 @@ impl Runner for BullCron {
             .lines()
             .rfind(|l| l.starts_with('{'))
             .ok_or_else(|| RunError::Child("the BullMQ cron harness printed no result".into()))?;
-        let run: CalendarRun = serde_json::from_str(line)
-            .map_err(|e| RunError::Child(format!("the BullMQ cron report ({e}): {line}")))?;
+        let run: CalendarRun = serde_json::from_str(line).map_err(|e| {
+            RunError::Child(format!(
+                "the BullMQ cron report ({e}): {}",
+                crate::calendar::head(line)
+            ))
+        })?;
         ctx.progress.set_position(1);
         calendar::figures(workload, &run)
     }

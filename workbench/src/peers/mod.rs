@@ -67,11 +67,13 @@ pub fn all() -> Vec<Subject> {
     .collect()
 }
 
-/// What the reader should know about the peers' runs of `workloads`: sweep
-/// sizes a JVM could not hold, and what the Quartz cluster's figures say.
+/// What the reader should know about the runs of `workloads`: sweep sizes a
+/// JVM could not hold, what the Quartz cluster's figures say, and what each
+/// repeat that missed timers measured.
 pub fn notes(results: &Results, workloads: &[Workload]) -> Vec<String> {
     let mut v = java::notes(results, workloads);
     v.extend(quartz::notes(results, workloads));
+    v.extend(quartz::missed_notes(results, workloads));
     v
 }
 

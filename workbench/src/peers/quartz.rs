@@ -275,7 +275,8 @@ pub fn calendar(
     let line = driver(h, pg, "calendar", &args)?;
     serde_json::from_str(&line).map_err(|e| {
         RunError::Child(format!(
-            "the Quartz cluster's calendar report ({e}): {line}"
+            "the Quartz cluster's calendar report ({e}): {}",
+            crate::calendar::head(&line)
         ))
     })
 }
@@ -380,7 +381,7 @@ pub fn notes(results: &Results, workloads: &[Workload]) -> Vec<String> {
             .iter()
             .filter_map(|&(n, s, _)| Some((n, s, value(s, Metric::DrainJobsPerS)?)))
             .collect();
-        let Some(&(n0, s0, base)) = ran.first() else {
+        let Some(&(_, s0, base)) = ran.first() else {
             continue;
         };
         let list = |f: &dyn Fn(&str) -> Option<f64>, digits: usize| {
@@ -394,45 +395,20 @@ pub fn notes(results: &Results, workloads: &[Workload]) -> Vec<String> {
             .map(|(n, _, _)| n.to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        let (&(nk, _, best_more), more) = match ran[1..].iter().max_by(|a, b| a.2.total_cmp(&b.2)) {
-            Some(x) => (x, true),
-            None => (&ran[0], false),
-        };
         let waiters = |s: &str| value(s, Metric::DbLockWaitersDrain);
-        let (w0, wk) = (waiters(s0), ran.last().and_then(|(_, s, _)| waiters(s)));
         let cores =
             |s: &str| Some(value(s, Metric::DbCpuDrain)? * value(s, Metric::DrainJobsPerS)? / 1e6);
-        let verdict = if !more {
-            "one node only: no scaling to judge".to_owned()
-        } else {
-            let gain = best_more / base;
-            let waits_grow = matches!((w0, wk), (Some(a), Some(b)) if b > a + 0.1);
-            match (gain < 1.5, waits_grow) {
-                (true, true) => format!(
-                    "more nodes do not drain faster (the best, {nk} nodes, ×{gain:.2} of {n0}) while more sessions wait for \
-                     a lock (from {:.2} to {:.2} on average): the nodes take turns on the database's lock, as the seed says",
-                    w0.unwrap_or(0.0),
-                    wk.unwrap_or(0.0)
-                ),
-                (true, false) => format!(
-                    "more nodes do not drain faster (the best, {nk} nodes, ×{gain:.2} of {n0}), but no more sessions wait for \
-                     a lock: what limits them here is not the lock"
-                ),
-                (false, _) => format!(
-                    "more nodes drain faster ({nk} nodes ×{gain:.2} of {n0}): the database's lock did not serialize them at this load, \
-                     against the seed's claim"
-                ),
-            }
-        };
+        let verdict = claim(&ran, &waiters);
         out.push(format!(
             "{}: Quartz clustered on PostgreSQL drains {} jobs/s with {nodes} nodes: {verdict}. Per job the database ran {} \
-             transactions and used {} µs of CPU ({} of a core while draining); sessions waiting for a lock averaged {} \
-             (pg_stat_activity every 10 ms)",
+             transactions and used {} µs of CPU ({} of a core while draining, on a machine of {} cores the nodes share with it); \
+             sessions waiting for a lock averaged {} (pg_stat_activity every 10 ms)",
             w.name,
             list(&|s| value(s, Metric::DrainJobsPerS), 0),
             list(&|s| value(s, Metric::DbTransactionsDrain), 2),
             list(&|s| value(s, Metric::DbCpuDrain), 0),
             list(&cores, 2),
+            results.env.cores,
             list(&waiters, 2),
         ));
         let offered = d.paced as f64 / (d.window.nanos() as f64 / 1e9);
@@ -474,6 +450,91 @@ pub fn notes(results: &Results, workloads: &[Workload]) -> Vec<String> {
     out
 }
 
+/// What the drain figures say about the claim, from (nodes, subject,
+/// drain jobs/s) in node order and each subject's lock waiters: where
+/// capacity peaks, and whether more nodes past the peak only wait longer
+/// for the database's lock.
+fn claim(ran: &[(u64, &str, f64)], waiters: &dyn Fn(&str) -> Option<f64>) -> String {
+    let (Some(&(n0, _, base)), Some(&(nl, sl, last))) = (ran.first(), ran.last()) else {
+        return String::new();
+    };
+    if ran.len() < 2 {
+        return "one node only: no scaling to judge".to_owned();
+    }
+    let &(np, sp, peak) = ran
+        .iter()
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .unwrap_or(&ran[0]);
+    if np == nl {
+        return format!(
+            "capacity grows up to {np} nodes (×{:.2} of {n0}): the database's lock did not stop more nodes at this load, \
+             against the seed's claim",
+            peak / base
+        );
+    }
+    let (wp, wl) = (waiters(sp).unwrap_or(0.0), waiters(sl).unwrap_or(0.0));
+    let peak_at = format!(
+        "capacity peaks at {np} node{} ({peak:.0} jobs/s, ×{:.2} of {n0}) and {nl} nodes drain ×{:.2} of that",
+        if np == 1 { "" } else { "s" },
+        peak / base,
+        last / peak
+    );
+    if wl > wp + 0.1 {
+        format!(
+            "{peak_at}, while the sessions waiting for a lock rise from {wp:.2} to {wl:.2}: past {np} nodes they take turns \
+             on the database's lock, as the seed says"
+        )
+    } else {
+        format!(
+            "{peak_at}, but no more sessions wait for a lock ({wp:.2}, then {wl:.2}): what stops them is not the lock"
+        )
+    }
+}
+
+/// A note for every repeat that missed timers, jobs or calendar instants:
+/// how many, and what that repeat measured of the ones that came (its
+/// fires per second, its median lateness), so a left-out repeat says why.
+pub fn missed_notes(results: &Results, workloads: &[Workload]) -> Vec<String> {
+    results
+        .runs
+        .iter()
+        .filter_map(|run| {
+            let crate::record::RunStatus::Missed { missed } = run.status else {
+                return None;
+            };
+            let w = workloads.iter().find(|w| w.name == run.workload)?;
+            let sample = |m| {
+                results
+                    .get(&run.subject, &run.workload, m, None)?
+                    .samples
+                    .iter()
+                    .find(|s| s.repeat == run.repeat)
+                    .map(|s| s.value)
+            };
+            let (what, after) = match (&w.calendar, &w.distributed) {
+                (Some(_), _) => ("instants of its window", "the window's end"),
+                (_, Some(_)) => ("jobs", "the end of the run"),
+                _ => ("timers", "the last deadline"),
+            };
+            let of = sample(Metric::Fired).map_or(String::new(), |f| format!(" of {:.0}", f + missed as f64));
+            let mut s = format!(
+                "{}: {} missed {missed}{of} {what} in repeat {}: they had not fired {} after {after} (the workload's grace)",
+                run.workload,
+                run.subject,
+                run.repeat + 1,
+                w.grace
+            );
+            if let Some(f) = sample(Metric::FiresPerS) {
+                s.push_str(&format!("; it fired {f:.0} timers/s"));
+            }
+            if let Some(p) = sample(Metric::LatenessP50) {
+                s.push_str(&format!("; the fires that came were {:.1} ms late at the median", p / 1000.0));
+            }
+            Some(s)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -509,5 +570,30 @@ mod test {
             parse_bench(r#"{"shape":"storm"}"#),
             Err(BadReport::Shape { .. })
         ));
+    }
+    #[test]
+    fn the_claim_is_judged_from_where_capacity_peaks_and_who_waits_for_the_lock() {
+        let ran = [(1, "a", 125.0), (2, "b", 194.0), (4, "c", 155.0)];
+        let w = |s: &str| {
+            Some(match s {
+                "a" => 0.1,
+                "b" => 0.37,
+                _ => 1.9,
+            })
+        };
+        let v = claim(&ran, &w);
+        assert!(
+            v.contains("peaks at 2 nodes (194 jobs/s, ×1.55 of 1)"),
+            "{v}"
+        );
+        assert!(
+            v.contains("×0.80 of that") && v.contains("as the seed says"),
+            "{v}"
+        );
+        let flat = |_: &str| Some(0.2);
+        assert!(claim(&ran, &flat).contains("not the lock"));
+        let growing = [(1, "a", 100.0), (2, "b", 180.0), (4, "c", 300.0)];
+        assert!(claim(&growing, &w).contains("against the seed's claim"));
+        assert!(claim(&ran[..1], &w).contains("one node only"));
     }
 }
