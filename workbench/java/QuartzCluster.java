@@ -58,6 +58,9 @@ import org.quartz.impl.StdSchedulerFactory;
  *   java peers.QuartzCluster work --url JDBC --threads T --instance NAME [--record]
  * </pre>
  *
+ * <p>Each also takes {@code --set "key=value;…"}: Quartz properties set on
+ * every node and the producer on top of the above.
+ *
  * <p>{@code bench} prints one JSON line in the format of the distributed
  * workload's other harnesses: drain (N no-op jobs already due, then the
  * nodes start: jobs/s from the first start to the last end) or paced (N jobs
@@ -90,6 +93,7 @@ final class QuartzCluster {
             usage();
         }
         Map<String, String> o = options(Arrays.copyOfRange(args, 1, args.length));
+        overrides = o.getOrDefault("set", "");
         switch (args[0]) {
             case "work":
                 work(o);
@@ -146,6 +150,13 @@ final class QuartzCluster {
         return n;
     }
 
+    /**
+     * Quartz properties set on top of the cluster's, on every node and the
+     * producer: {@code --set "key=value;key=value"} (the workbench passes
+     * {@code WORKBENCH_QUARTZ_SET}), to measure a setting users change.
+     */
+    private static String overrides = "";
+
     /** A node's (or the producer's) properties: Quartz's defaults, the JDBC store, clustered. */
     static Properties properties(String url, String instance, int threads) {
         Properties p = QuartzPeer.defaults();
@@ -167,6 +178,14 @@ final class QuartzCluster {
         p.setProperty("org.quartz.dataSource.qds.URL", url);
         p.setProperty("org.quartz.dataSource.qds.user", "postgres");
         p.setProperty("org.quartz.dataSource.qds.password", "");
+        for (String kv : overrides.split(";")) {
+            int eq = kv.indexOf('=');
+            if (eq > 0) {
+                p.setProperty(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
+            } else if (!kv.isBlank()) {
+                throw new IllegalArgumentException("--set wants key=value;key=value, got " + kv);
+            }
+        }
         return p;
     }
 
@@ -365,6 +384,9 @@ final class QuartzCluster {
                     "peers.QuartzCluster", "work", "--url", url, "--threads", Integer.toString(threads), "--instance", "node-" + (i + 1)));
                 if (record) {
                     cmd.add("--record");
+                }
+                if (!overrides.isEmpty()) {
+                    cmd.addAll(List.of("--set", overrides));
                 }
                 Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
                 procs.add(p);

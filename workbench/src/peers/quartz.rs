@@ -20,6 +20,11 @@
 //!
 //! No PostgreSQL, JVM, Quartz or JDBC jars: the subjects are skipped with
 //! one note (`tests/quartz.rs` fails instead under CI).
+//!
+//! Knob (environment): `WORKBENCH_QUARTZ_SET="key=value;key=value"`:
+//! Quartz properties set on every node on top of the defaults, to measure a
+//! setting users change (`org.quartz.jobStore.acquireTriggersWithinLock=true`,
+//! `org.quartz.scheduler.batchTriggerAcquisitionMaxCount=10`).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -107,6 +112,13 @@ fn driver(
         .arg(h.classpath())
         .args(["peers.QuartzCluster", mode, "--url", &pg.jdbc_url()])
         .args(["--pg-pid", &pg.pid().to_string()])
+        .args(
+            std::env::var("WORKBENCH_QUARTZ_SET")
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| vec!["--set".to_owned(), v])
+                .unwrap_or_default(),
+        )
         .args(args)
         .output()
         .map_err(|e| RunError::Child(format!("running {}: {e}", h.toolchain.java.display())))?;
@@ -374,6 +386,18 @@ impl Runner for Cluster {
 /// beside it.
 pub fn notes(results: &Results, workloads: &[Workload]) -> Vec<String> {
     let mut out = Vec::new();
+    let ran_cluster = results
+        .subjects
+        .iter()
+        .any(|s| SUBJECTS.iter().any(|(_, n, _)| *n == s.name));
+    if let Some(set) = std::env::var("WORKBENCH_QUARTZ_SET")
+        .ok()
+        .filter(|v| ran_cluster && !v.trim().is_empty())
+    {
+        out.push(format!(
+            "The Quartz cluster ran with WORKBENCH_QUARTZ_SET={set:?}: these properties on top of Quartz's defaults"
+        ));
+    }
     for w in workloads {
         let Some(d) = &w.distributed else { continue };
         let value = |s: &str, m| results.value(s, &w.name, m, None);
