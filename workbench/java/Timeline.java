@@ -376,27 +376,44 @@ final class Timeline {
      * included), where Linux offers it; else the JVM's own figure, which on
      * some systems moves in 10 ms steps.
      */
-    static long cpuNanos() {
+    static synchronized long cpuNanos() {
         java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
         if (tasks != null) {
             long sum = 0;
             boolean any = false;
+            java.util.Map<String, Long> now = new java.util.HashMap<>();
             for (java.io.File t : tasks) {
                 try {
                     String line = new String(java.nio.file.Files.readAllBytes(new java.io.File(t, "schedstat").toPath()), java.nio.charset.StandardCharsets.US_ASCII);
                     int sp = line.indexOf(' ');
-                    sum += Long.parseLong(sp < 0 ? line.trim() : line.substring(0, sp));
+                    long ns = Long.parseLong(sp < 0 ? line.trim() : line.substring(0, sp));
+                    now.put(t.getName(), ns);
+                    sum += ns;
                     any = true;
                 } catch (java.io.IOException | NumberFormatException e) {
                     // A thread that ended between the listing and the read.
                 }
             }
             if (any) {
-                return sum;
+                // A thread that has ended keeps what it had used when last seen
+                // (a stopped Quartz pool's idle threads end during later runs),
+                // so the sum never goes back.
+                for (java.util.Map.Entry<String, Long> e : SEEN.entrySet()) {
+                    if (!now.containsKey(e.getKey())) {
+                        ended += e.getValue();
+                    }
+                }
+                SEEN.clear();
+                SEEN.putAll(now);
+                return sum + ended;
             }
         }
         return jvmCpuNanos();
     }
+
+    /** Each live thread's CPU when last read, and the sum of those that ended since. */
+    private static final java.util.Map<String, Long> SEEN = new java.util.HashMap<>();
+    private static long ended;
 
     private static long jvmCpuNanos() {
         java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();

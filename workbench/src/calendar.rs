@@ -260,18 +260,21 @@ pub fn whole_second_after(now_us: i64, lead: Duration) -> i64 {
 /// keeps every fire from creation to the window's end.
 const CREATION_ROOM: Duration = Duration::from_secs(120);
 
-/// Runs calendar workload `w` on an in-process subject: creates the
-/// schedules through [`Timers::schedule_cron`](crate::runner::Timers::schedule_cron)
-/// (resident memory measured before and after, in this process), then
-/// watches a window starting a whole second after the last one (the
+/// Runs calendar workload `w` on the in-process subject `name`: creates the
+/// schedules through [`Timers::schedule_cron`](crate::runner::Timers::schedule_cron),
+/// then watches a window starting a whole second after the last one (the
 /// process's CPU over it); fire times are monotonic readings mapped to the
-/// wall clock through one reading of both.
+/// wall clock through one reading of both. Memory per schedule is measured
+/// apart, in a fresh child process ([`memory_probe`]) where one is
+/// available ([`MEMORY_PROBE_EXE`](crate::runner::MEMORY_PROBE_EXE)): in
+/// this one, memory an earlier run freed would be reused and hide the cost.
 ///
 /// # Errors
 ///
 /// The subject refused a schedule (by default: [`NO_CALENDAR_API`]), or it
 /// fired more often than a schedule can.
 pub fn run(
+    name: &str,
     make: &TimersFactory,
     w: &Workload,
     c: &Calendar,
@@ -287,25 +290,9 @@ pub fn run(
     let probe = Probe::new(measure::now(), 0, n, cap);
     let mut fires: Vec<Option<Fire>> = (0..n).map(|k| Some(probe.periodic(k))).collect();
     let crons: Vec<Cron> = (0..n).map(|k| Cron::of(c, k)).collect();
-    let rss0 = measure::rss_bytes();
     let t0 = measure::now();
-    within(timers.as_mut(), |t| {
-        for (k, cron) in crons.iter().enumerate() {
-            let fire = fires[k].take().ok_or_else(|| {
-                RunError::Inconsistent(format!("calendar schedule {k} created twice"))
-            })?;
-            t.schedule_cron(k, cron, fire)
-                .map_err(|source| RunError::Refused {
-                    op: "schedule_cron",
-                    at: k,
-                    of: n,
-                    source,
-                })?;
-        }
-        Ok::<(), RunError>(())
-    })?;
+    within(timers.as_mut(), |t| create(t, &crons, &mut fires))?;
     let schedule_ns = measure::now().duration_since(t0).as_nanos() as f64 / n as f64;
-    let bytes = measure::rss_bytes().saturating_sub(rss0) as f64 / n as f64;
     ctx.progress.set_position(1);
 
     // One reading of both clocks maps the probe's monotonic times to the wall.
@@ -324,6 +311,10 @@ pub fn run(
     let cpu = measure::cpu_process().saturating_sub(cpu0.unwrap_or_default());
     ctx.progress.set_position(2);
     timers.shutdown();
+    let bytes = match crate::runner::MEMORY_PROBE_EXE.get() {
+        Some(exe) => child_memory(exe, name, c)?,
+        None => memory_probe(make, c)?,
+    };
 
     let epoch_us =
         wall - i64::try_from(mono.duration_since(probe.epoch()).as_micros()).unwrap_or(0);
@@ -352,6 +343,73 @@ pub fn run(
     }
     ctx.progress.set_position(3);
     figures(w, &run)
+}
+
+/// Creates schedule `k` of `crons` for every `k`, handing it its fire slot.
+fn create(
+    t: &mut dyn crate::runner::Timers,
+    crons: &[Cron],
+    fires: &mut [Option<Fire>],
+) -> Result<(), RunError> {
+    for (k, cron) in crons.iter().enumerate() {
+        let fire = fires[k].take().ok_or_else(|| {
+            RunError::Inconsistent(format!("calendar schedule {k} created twice"))
+        })?;
+        t.schedule_cron(k, cron, fire)
+            .map_err(|source| RunError::Refused {
+                op: "schedule_cron",
+                at: k,
+                of: crons.len(),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
+fn child_memory(exe: &std::path::Path, name: &str, c: &Calendar) -> Result<f64, RunError> {
+    let section = serde_json::to_string(c)
+        .map_err(|e| RunError::Child(format!("cannot encode the calendar: {e}")))?;
+    let out = std::process::Command::new(exe)
+        .args(["calendar-probe", name, &section])
+        .output()
+        .map_err(|e| RunError::Child(format!("calendar probe {}: {e}", exe.display())))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim().parse().map_err(|_| {
+        RunError::Child(format!(
+            "calendar probe for {name}: {} {}",
+            text.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    })
+}
+
+/// Resident-set growth per schedule when `c`'s schedules are created on a
+/// fresh subject in this process (the child's side of the measurement,
+/// `workbench calendar-probe`). The runner's own storage (fire slots, the
+/// expressions) is allocated before the first reading and kept past the
+/// second, and the subject gets a moment to start its threads first.
+///
+/// # Errors
+///
+/// The subject refused a schedule.
+pub fn memory_probe(make: &TimersFactory, c: &Calendar) -> Result<f64, RunError> {
+    let n = c.schedules as usize;
+    let mut timers = make(n);
+    let probe = Probe::new(measure::now(), 0, n, 2);
+    let mut fires: Vec<Option<Fire>> = (0..n).map(|k| Some(probe.periodic(k))).collect();
+    let crons: Vec<Cron> = (0..n).map(|k| Cron::of(c, k)).collect();
+    let until = measure::now() + Duration::from_millis(20);
+    timers.drive(&mut Steps(|_: &mut dyn crate::runner::Timers| {
+        (measure::now() < until).then_some(until)
+    }));
+    let r = within(timers.as_mut(), |t| {
+        let rss0 = measure::rss_bytes();
+        create(t, &crons, &mut fires)?;
+        Ok(measure::rss_bytes().saturating_sub(rss0) as f64 / n.max(1) as f64)
+    });
+    timers.shutdown();
+    drop((fires, crons));
+    r
 }
 
 #[cfg(test)]

@@ -78,6 +78,15 @@ enum Command {
         /// The delay distribution, as JSON.
         delay: String,
     },
+    /// (Internal) Measures memory per calendar schedule in this fresh
+    /// process and prints it: the calendar workload runs it as a child.
+    #[command(hide = true)]
+    CalendarProbe {
+        /// Subject name.
+        subject: String,
+        /// The workload's `[calendar]` section, as JSON.
+        calendar: String,
+    },
     /// (Internal) A worker process or the load benchmark of the Redis
     /// scheduler (`schedulers-redis-worker`'s command line): the
     /// distributed workload starts its worker processes as this binary.
@@ -210,6 +219,7 @@ fn main() -> ExitCode {
             step,
             delay,
         }) => memory_probe(&subject, size, seed, step, &delay),
+        Some(Command::CalendarProbe { subject, calendar }) => calendar_probe(&subject, &calendar),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -236,6 +246,17 @@ fn memory_probe(subject: &str, size: u64, seed: u64, step: usize, delay: &str) -
     let delay: workbench::random::Dist = serde_json::from_str(delay).context("the delay")?;
     let bytes = workbench::runner::sweep::memory_probe(&make, size, seed, step, &delay)?;
     println!("{bytes}");
+    Ok(())
+}
+
+fn calendar_probe(subject: &str, calendar: &str) -> Result<()> {
+    let s = subjects::find(subject).with_context(|| format!("unknown subject {subject:?}"))?;
+    let make = s
+        .timers
+        .with_context(|| format!("{subject} is not an in-process subject"))?;
+    let calendar: workbench::spec::Calendar =
+        serde_json::from_str(calendar).context("the calendar section")?;
+    println!("{}", workbench::calendar::memory_probe(&make, &calendar)?);
     Ok(())
 }
 

@@ -268,6 +268,7 @@ fn tokio_cron_scheduler_and_bullmq_run_the_calendar() {
     // A subject without a calendar API says so.
     let heap = subjects::find("heap").unwrap();
     let e = workbench::calendar::run(
+        "heap",
         heap.timers.as_ref().unwrap(),
         &w,
         w.calendar.as_ref().unwrap(),

@@ -475,11 +475,11 @@ pub fn notes(results: &Results, workloads: &[Workload]) -> Vec<String> {
 }
 
 /// What the drain figures say about the claim, from (nodes, subject,
-/// drain jobs/s) in node order and each subject's lock waiters: where
-/// capacity peaks, and whether more nodes past the peak only wait longer
-/// for the database's lock.
+/// drain jobs/s) in node order and each subject's lock waiters: whether
+/// more nodes drain faster (by more than [`SCALES`]), and if not, whether
+/// the extra nodes only wait longer for the database's lock.
 fn claim(ran: &[(u64, &str, f64)], waiters: &dyn Fn(&str) -> Option<f64>) -> String {
-    let (Some(&(n0, _, base)), Some(&(nl, sl, last))) = (ran.first(), ran.last()) else {
+    let (Some(&(n0, s0, base)), Some(&(nl, sl, last))) = (ran.first(), ran.last()) else {
         return String::new();
     };
     if ran.len() < 2 {
@@ -489,31 +489,42 @@ fn claim(ran: &[(u64, &str, f64)], waiters: &dyn Fn(&str) -> Option<f64>) -> Str
         .iter()
         .max_by(|a, b| a.2.total_cmp(&b.2))
         .unwrap_or(&ran[0]);
-    if np == nl {
-        return format!(
+    let lock = |from: &str, to: &str, said: &str| {
+        let (a, b) = (waiters(from).unwrap_or(0.0), waiters(to).unwrap_or(0.0));
+        if b > a + 0.1 {
+            format!(", while the sessions waiting for a lock rise from {a:.2} to {b:.2}: {said}, as the seed says")
+        } else {
+            format!(", but no more sessions wait for a lock ({a:.2}, then {b:.2}): what stops them is not the lock")
+        }
+    };
+    if peak / base < SCALES {
+        format!(
+            "more nodes do not drain faster (the best, {np} node{}, ×{:.2} of {n0}){}",
+            if np == 1 { "" } else { "s" },
+            peak / base,
+            lock(s0, sl, "the nodes take turns on the database's lock")
+        )
+    } else if np == nl {
+        format!(
             "capacity grows up to {np} nodes (×{:.2} of {n0}): the database's lock did not stop more nodes at this load, \
              against the seed's claim",
             peak / base
-        );
-    }
-    let (wp, wl) = (waiters(sp).unwrap_or(0.0), waiters(sl).unwrap_or(0.0));
-    let peak_at = format!(
-        "capacity peaks at {np} node{} ({peak:.0} jobs/s, ×{:.2} of {n0}) and {nl} nodes drain ×{:.2} of that",
-        if np == 1 { "" } else { "s" },
-        peak / base,
-        last / peak
-    );
-    if wl > wp + 0.1 {
-        format!(
-            "{peak_at}, while the sessions waiting for a lock rise from {wp:.2} to {wl:.2}: past {np} nodes they take turns \
-             on the database's lock, as the seed says"
         )
     } else {
         format!(
-            "{peak_at}, but no more sessions wait for a lock ({wp:.2}, then {wl:.2}): what stops them is not the lock"
+            "capacity peaks at {np} nodes ({peak:.0} jobs/s, ×{:.2} of {n0}) and {nl} nodes drain ×{:.2} of that{}",
+            peak / base,
+            last / peak,
+            lock(sp, sl, &format!("past {np} nodes they take turns on the database's lock"))
         )
     }
 }
+
+/// More nodes "drain faster" when the best of them drains this many times
+/// one node's jobs/s: below it, the difference is within what two runs of
+/// the same cluster on this shared machine differed by (125 and 178 jobs/s
+/// for one node).
+pub const SCALES: f64 = 1.5;
 
 /// A note for every repeat that missed timers, jobs or calendar instants:
 /// how many, and what that repeat measured of the ones that came (its
@@ -596,8 +607,7 @@ mod test {
         ));
     }
     #[test]
-    fn the_claim_is_judged_from_where_capacity_peaks_and_who_waits_for_the_lock() {
-        let ran = [(1, "a", 125.0), (2, "b", 194.0), (4, "c", 155.0)];
+    fn the_claim_is_judged_from_scaling_and_who_waits_for_the_lock() {
         let w = |s: &str| {
             Some(match s {
                 "a" => 0.1,
@@ -605,19 +615,31 @@ mod test {
                 _ => 1.9,
             })
         };
-        let v = claim(&ran, &w);
+        // Flat within ×1.5: the extra nodes only wait for the lock.
+        let flat = [(1, "a", 178.0), (2, "b", 149.0), (4, "c", 181.0)];
+        let v = claim(&flat, &w);
         assert!(
-            v.contains("peaks at 2 nodes (194 jobs/s, ×1.55 of 1)"),
+            v.contains("do not drain faster (the best, 4 nodes, ×1.02 of 1)"),
             "{v}"
         );
         assert!(
-            v.contains("×0.80 of that") && v.contains("as the seed says"),
+            v.contains("from 0.10 to 1.90") && v.contains("as the seed says"),
             "{v}"
         );
-        let flat = |_: &str| Some(0.2);
-        assert!(claim(&ran, &flat).contains("not the lock"));
+        assert!(claim(&flat, &|_| Some(0.2)).contains("not the lock"));
+        // A peak in the middle, then a fall while waiters rise.
+        let peak = [(1, "a", 100.0), (2, "b", 194.0), (4, "c", 155.0)];
+        let v = claim(&peak, &w);
+        assert!(
+            v.contains("peaks at 2 nodes (194 jobs/s, ×1.94 of 1)"),
+            "{v}"
+        );
+        assert!(
+            v.contains("×0.80 of that") && v.contains("past 2 nodes"),
+            "{v}"
+        );
         let growing = [(1, "a", 100.0), (2, "b", 180.0), (4, "c", 300.0)];
         assert!(claim(&growing, &w).contains("against the seed's claim"));
-        assert!(claim(&ran[..1], &w).contains("one node only"));
+        assert!(claim(&flat[..1], &w).contains("one node only"));
     }
 }

@@ -262,7 +262,9 @@ impl Runner for InProcess {
     fn run(&mut self, workload: &Workload, ctx: &RunContext) -> Result<Vec<Measurement>, RunError> {
         match (&workload.sweep, &workload.calendar) {
             (Some(sweep), _) => sweep::run(self.name, &self.make, workload.seed, sweep, ctx),
-            (None, Some(calendar)) => crate::calendar::run(&self.make, workload, calendar, ctx),
+            (None, Some(calendar)) => {
+                crate::calendar::run(self.name, &self.make, workload, calendar, ctx)
+            }
             (None, None) => timeline::run(&self.make, workload, ctx),
         }
     }
