@@ -810,6 +810,7 @@ final class Timeline {
         Peer p = Peer.create(peer);
         long before = full ? usedAfterGc() : 0;
         long cpu0 = cpuNanos();
+        long wall0 = System.nanoTime();
         long t0 = THREADS.getCurrentThreadCpuTime();
         for (int i = 0; i < n; i++) {
             h[i] = p.schedule(d[i], sink, i, 0);
@@ -848,10 +849,20 @@ final class Timeline {
             waitUntil(System.nanoTime() + 250_000_000L);
             cpu = (cpu1 - cpu0) + (cpuNanos() - cpu2);
         }
+        long wall = System.nanoTime() - wall0;
         p.shutdown();
         if (moved != resetOrder.length || stopped != cancelOrder.length) {
+            long shortest = Long.MAX_VALUE;
+            for (long x : d) {
+                shortest = Math.min(shortest, x);
+            }
+            // Say why when the cycle outlasted the shortest delay: timers fired.
+            String why = wall > shortest
+                ? String.format("; the cycle took %.1f s, longer than the shortest delay (%.1f s), so timers fired before their turn:"
+                    + " the sweep's figures need every timer still pending", wall / 1e9, shortest / 1e9)
+                : "";
             throw new IllegalStateException("at " + n + " pending: " + moved + " resets and " + stopped
-                + " cancels succeeded; expected " + resetOrder.length + " and " + cancelOrder.length);
+                + " cancels succeeded; expected " + resetOrder.length + " and " + cancelOrder.length + why);
         }
         return new long[] {t1 - t0, t3 - t2, t5 - t4, cpu, Math.max(0, after - before)};
     }

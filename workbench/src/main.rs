@@ -393,31 +393,61 @@ fn calibrate(repeats: usize, schedulers: Vec<String>, out: Option<PathBuf>) -> R
             );
         }
     }
-    let (results, _) = run(RunArgs {
-        schedulers: if schedulers.is_empty() {
-            peers.iter().map(|p| (*p).to_owned()).collect()
-        } else {
-            schedulers
-        },
-        workloads: calibration::WORKLOADS
-            .iter()
-            .map(|w| (*w).to_owned())
-            .collect(),
-        size: Size::Full,
-        repeats: repeats.max(1) as u64,
-        out,
-        ..RunArgs::default()
-    })?;
-    // Quartz's reference is measured now, outside the workbench.
+    let mut chosen: Vec<String> = if schedulers.is_empty() {
+        peers.iter().map(|p| (*p).to_owned()).collect()
+    } else {
+        schedulers
+    };
+    let quartz = chosen.iter().any(|s| s == calibration::QUARTZ);
+    chosen.retain(|s| s != calibration::QUARTZ);
+    let names = |v: &[&str]| v.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+    let calibrate_run = |schedulers: Vec<String>, workloads: Vec<String>, size| {
+        run(RunArgs {
+            schedulers,
+            workloads,
+            size,
+            repeats: repeats.max(1) as u64,
+            out: out.clone(),
+            ..RunArgs::default()
+        })
+        .map(|(r, _)| r)
+    };
+    let mut results = None;
+    if !chosen.is_empty() {
+        results = Some(calibrate_run(
+            chosen,
+            names(calibration::WORKLOADS),
+            Size::Full,
+        )?);
+    }
+    // Quartz: W2 and W3 at full size, W1 at its own size (see QUARTZ_W1),
+    // and its reference measured now, outside the workbench.
     let mut live = Vec::new();
-    if results
-        .subjects
-        .iter()
-        .any(|s| s.name == calibration::QUARTZ)
-    {
+    if quartz {
+        let q = vec![calibration::QUARTZ.to_owned()];
+        let mut r = calibrate_run(
+            q.clone(),
+            names(&["fire-lateness", "periodic-fixed-rate"]),
+            Size::Full,
+        )?;
+        let w1 = calibrate_run(q, names(&["ack-batch"]), Size::Quick)?;
+        r.records.extend(w1.records);
+        r.workloads.extend(w1.workloads);
+        r.runs.extend(w1.runs);
         eprintln!("workbench: running QuartzCalibrate (w1, w2, w3) {repeats} times");
         live.push(calibration::quartz(repeats)?);
+        results = Some(match results {
+            Some(mut all) => {
+                all.records.extend(r.records);
+                all.subjects.extend(r.subjects);
+                all
+            }
+            None => r,
+        });
     }
+    let Some(results) = results else {
+        bail!("no peer to calibrate");
+    };
     println!("\nagainst shared/reference/peer-calibration.md (2026-11-23, quiet machine) and QuartzCalibrate (now):\n");
     println!("{}", calibration::markdown(&results, &live));
     Ok(())
