@@ -33,7 +33,9 @@ import org.quartz.TriggerKey;
  * </pre>
  *
  * <p>Prints one JSON line: W1 schedule and cancel ns per call (wall time of
- * each loop / its count) and heap bytes per timer (after 3 full collections);
+ * each loop / its count, the harness's definition, and the calling thread's
+ * CPU time / its count, the workbench's, which a busy shared machine does not
+ * inflate) and heap bytes per timer (after 3 full collections);
  * W2 signed lateness p50, p99, min and max in µs from the clock read before
  * the schedule call plus the delay in whole ms, the p50 with early fires as
  * 0 (as the workbench counts them), how many fired and how many early; W3 the
@@ -136,6 +138,8 @@ final class QuartzCalibrate {
         TriggerKey[] keys = new TriggerKey[n];
         long before = heapAfterGc();
         long now = System.currentTimeMillis();
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        long c0 = threads.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         for (int i = 0; i < n; i++) {
             String name = "t" + i;
@@ -143,6 +147,7 @@ final class QuartzCalibrate {
             keys[i] = new TriggerKey(name);
         }
         long t1 = System.nanoTime();
+        long c1 = threads.getCurrentThreadCpuTime();
         long held = heapAfterGc() - before;
         Integer[] order = new Integer[n];
         for (int i = 0; i < n; i++) {
@@ -156,17 +161,21 @@ final class QuartzCalibrate {
             chosen[i] = perm.get(i);
         }
         int stopped = 0;
+        long c2 = threads.getCurrentThreadCpuTime();
         long t2 = System.nanoTime();
         for (int i : chosen) {
             stopped += s.unscheduleJob(keys[i]) ? 1 : 0;
         }
         long t3 = System.nanoTime();
+        long c3 = threads.getCurrentThreadCpuTime();
         s.shutdown(true);
         if (stopped != cancels) {
             throw new IllegalStateException("w1: " + stopped + " of " + cancels + " cancels stopped a timer");
         }
         return "{\"w1\":{\"n\":" + n + ",\"schedule_ns\":" + Json.number((double) (t1 - t0) / n)
             + ",\"cancel_ns\":" + Json.number((double) (t3 - t2) / cancels)
+            + ",\"schedule_cpu_ns\":" + Json.number((double) (c1 - c0) / n)
+            + ",\"cancel_cpu_ns\":" + Json.number((double) (c3 - c2) / cancels)
             + ",\"bytes_per_timer\":" + Json.number((double) held / n) + "}}";
     }
 
