@@ -376,9 +376,7 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
             ],
         );
         if !names.is_empty() {
-            let title = format!(
-                "{w}: PostgreSQL's cost per job under the Quartz cluster (CPU, transactions; sessions waiting for a lock)"
-            );
+            let title = format!("{w}: PostgreSQL's cost per job (Quartz cluster)");
             out.push(Chart {
                 id: format!("{w}-db-cost"),
                 title: title.clone(),
