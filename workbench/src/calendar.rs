@@ -26,7 +26,8 @@
 //!
 //! # Subjects, and how ours join
 //!
-//! An in-process subject joins through [`Timers::schedule_cron`] (the
+//! An in-process subject joins through
+//! [`Timers::schedule_cron`](crate::runner::Timers::schedule_cron) (the
 //! runner's [`crate::runner::InProcess`] runs this workload with [`run`]):
 //! `tokio-cron-scheduler` ([`crate::peers::tokio_cron`]) implements it; its
 //! default refuses with [`NO_CALENDAR_API`], and a subject whose
