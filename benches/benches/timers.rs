@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use workbench::runner::Subject;
 use workbench::runner::{measure, within, Probe, Steps, Timers, TimersFactory};
 use workbench::spec::Rng;
-use workbench::subjects::{self, Subject};
+use workbench::subjects;
 
 const SIZES: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
 /// Ids available beyond the pending set before the fixture is rebuilt.

@@ -169,9 +169,9 @@ pub(crate) fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Resul
 }
 
 /// A wheel's tick in nanoseconds, if it is at least `min` and one turn of
-/// `slots` ticks fits the time range (`u64` nanoseconds, 584 years): the
+/// `buckets` ticks fits the time range (`u64` nanoseconds, 584 years): the
 /// rule Netty applies (`tickDuration * ticksPerWheel` must fit a `long`).
-pub(crate) fn wheel_tick(tick: Duration, min: Duration, slots: usize) -> Result<u64, Error> {
+pub(crate) fn wheel_tick(tick: Duration, min: Duration, buckets: usize) -> Result<u64, Error> {
     if tick < min {
         return Err(Error::invalid(
             Setting::Tick,
@@ -180,11 +180,13 @@ pub(crate) fn wheel_tick(tick: Duration, min: Duration, slots: usize) -> Result<
     }
     u64::try_from(tick.as_nanos())
         .ok()
-        .filter(|&ns| ns.checked_mul(slots as u64).is_some())
+        .filter(|&ns| ns.checked_mul(buckets as u64).is_some())
         .ok_or_else(|| {
             Error::invalid(
                 Setting::Tick,
-                format!("{tick:?} times {slots} slots does not fit the time range of 584 years"),
+                format!(
+                    "{tick:?} times {buckets} buckets does not fit the time range of 584 years"
+                ),
             )
         })
 }

@@ -11,7 +11,7 @@
 use std::cell::Cell;
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::{Error, Kind};
 
@@ -23,6 +23,13 @@ use crate::error::{Error, Kind};
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
     /// The current time.
     fn now(&self) -> Instant;
+
+    /// The wall clock: what calendar schedules fire by. Unlike
+    /// [`Clock::now`] it may step (NTP, an operator) and jump forward
+    /// across a suspend, which the monotonic clock does not count.
+    fn wall_now(&self) -> SystemTime {
+        SystemTime::now()
+    }
 
     /// How long, in real time, a driver that waits for `deadline` should
     /// block: `None` means "until woken", which is what a virtual clock wants,
@@ -119,6 +126,11 @@ pub struct ManualClock {
 struct ManualInner {
     origin: Instant,
     elapsed: Mutex<Duration>,
+    /// The wall clock at the origin.
+    wall_origin: SystemTime,
+    /// How far the wall clock was stepped or jumped away from `origin +
+    /// elapsed`, in nanoseconds.
+    wall_shift: Mutex<i128>,
     drivers: Mutex<Vec<Weak<dyn Wakeable>>>,
     /// Counts idle reports so that `settle` can block between checks.
     progress: Mutex<u64>,
@@ -132,10 +144,34 @@ const SETTLE_LIMIT: Duration = Duration::from_secs(120);
 impl ManualClock {
     /// A clock at the current real time that moves only when advanced.
     pub fn new() -> ManualClock {
+        ManualClock::with_wall(SystemTime::now())
+    }
+
+    /// A clock whose wall clock starts at `wall` (a calendar test's "now");
+    /// its monotonic time starts at the current real time, as with
+    /// [`ManualClock::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use schedulers::{Clock, ManualClock};
+    ///
+    /// let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    /// let clock = ManualClock::with_wall(start);
+    /// clock.advance(Duration::from_secs(5));
+    /// assert_eq!(clock.wall_now(), start + Duration::from_secs(5));
+    /// clock.suspend(Duration::from_secs(60)); // the machine slept a minute
+    /// assert_eq!(clock.wall_now(), start + Duration::from_secs(65));
+    /// assert_eq!(clock.elapsed(), Duration::from_secs(5));
+    /// ```
+    pub fn with_wall(wall: SystemTime) -> ManualClock {
         ManualClock {
             inner: Arc::new(ManualInner {
                 origin: SystemClock.now(),
                 elapsed: Mutex::new(Duration::ZERO),
+                wall_origin: wall,
+                wall_shift: Mutex::new(0),
                 drivers: Mutex::new(Vec::new()),
                 progress: Mutex::new(0),
                 progressed: Condvar::new(),
@@ -182,6 +218,32 @@ impl ManualClock {
         }
     }
 
+    /// Sets the wall clock to `wall` (an operator's `date -s`, an NTP step),
+    /// forward or back; monotonic time does not move. Wakes every attached
+    /// scheduler and waits until they have reacted, as
+    /// [`ManualClock::advance`] does: a calendar task whose wall-clock time
+    /// has come runs before this returns.
+    pub fn set_wall(&self, wall: SystemTime) {
+        {
+            let now = self.wall_now();
+            let by = match wall.duration_since(now) {
+                Ok(ahead) => ahead.as_nanos() as i128,
+                Err(behind) => -(behind.duration().as_nanos() as i128),
+            };
+            *lock(&self.inner.wall_shift) += by;
+        }
+        self.advance(Duration::ZERO);
+    }
+
+    /// The machine sleeps for `d` and resumes: the wall clock moves on by
+    /// `d`, monotonic time does not (Linux's `CLOCK_MONOTONIC`, which
+    /// `Instant` reads, stops during a suspend). Wakes the schedulers as
+    /// [`ManualClock::set_wall`] does.
+    pub fn suspend(&self, d: Duration) {
+        *lock(&self.inner.wall_shift) += d.as_nanos() as i128;
+        self.advance(Duration::ZERO);
+    }
+
     /// Waits until every attached scheduler has finished reacting to the
     /// current time, without moving it.
     ///
@@ -199,7 +261,10 @@ impl ManualClock {
         loop {
             let seen = *lock(&self.inner.progress);
             let now = self.now();
-            if self.drivers().iter().all(|d| done(d.as_ref(), now)) {
+            // A task may move time while the drivers are looked at (an
+            // advance from inside it): what they did then is judged by the
+            // time they did it at, so look again if time moved meanwhile.
+            if self.drivers().iter().all(|d| done(d.as_ref(), now)) && self.now() == now {
                 return;
             }
             if SystemClock.now().duration_since(start) > SETTLE_LIMIT {
@@ -269,6 +334,19 @@ impl Clock for ManualClock {
         self.inner.origin + self.elapsed()
     }
 
+    fn wall_now(&self) -> SystemTime {
+        let shift = *lock(&self.inner.wall_shift);
+        let at = self.inner.wall_origin + self.elapsed();
+        let magnitude =
+            Duration::from_nanos(u64::try_from(shift.unsigned_abs()).unwrap_or(u64::MAX));
+        let moved = if shift >= 0 {
+            at.checked_add(magnitude)
+        } else {
+            at.checked_sub(magnitude)
+        };
+        moved.unwrap_or(at)
+    }
+
     fn wait_for(&self, _deadline: Instant) -> Option<Duration> {
         None
     }
@@ -286,6 +364,9 @@ impl Clock for ManualClock {
 impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now(&self) -> Instant {
         (**self).now()
+    }
+    fn wall_now(&self) -> SystemTime {
+        (**self).wall_now()
     }
     fn wait_for(&self, deadline: Instant) -> Option<Duration> {
         (**self).wait_for(deadline)
@@ -345,8 +426,7 @@ impl Timebase {
     /// Nanoseconds since the epoch: 0 for earlier instants, and at most one
     /// short of [`NEVER`], which time therefore never reaches.
     pub(crate) fn ticks(&self, t: Instant) -> u64 {
-        let ns = t.saturating_duration_since(self.epoch).as_nanos();
-        u64::try_from(ns).unwrap_or(u64::MAX).min(NEVER - 1)
+        nanos(t.saturating_duration_since(self.epoch)).min(NEVER - 1)
     }
 
     /// The instant `ticks` nanoseconds after the epoch, or `None` if it is
@@ -366,9 +446,7 @@ impl Timebase {
 
     /// The deadline `delay` after `now`, or a delay-overflow error.
     pub(crate) fn deadline(now: u64, delay: Duration) -> Result<u64, Error> {
-        u64::try_from(delay.as_nanos())
-            .ok()
-            .and_then(|d| now.checked_add(d))
+        now.checked_add(nanos(delay))
             .filter(|&t| t < NEVER)
             .ok_or_else(|| Error::new(Kind::DelayOverflow))
     }
@@ -379,8 +457,12 @@ impl Timebase {
 pub(crate) const NEVER: u64 = u64::MAX;
 
 /// A period as a signed count of nanoseconds, saturated to the range.
-pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+pub(crate) const fn nanos(d: Duration) -> u64 {
+    // In u64 (a u128 product costs a call on the submit path).
+    match d.as_secs().checked_mul(1_000_000_000) {
+        Some(secs) => secs.saturating_add(d.subsec_nanos() as u64),
+        None => u64::MAX,
+    }
 }
 
 /// Tells Linux how late it may wake this thread's timed waits: its default

@@ -23,6 +23,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Error {
     kind: Kind,
+    /// The name of the task it is about, if it has one ([`Task::named`](crate::Task::named)).
+    task: Option<Arc<str>>,
 }
 
 #[derive(Clone)]
@@ -39,6 +41,10 @@ pub(crate) enum Kind {
     Panicked(Arc<str>),
     Timeout,
     Abandoned,
+    /// A missed-run or panic policy on a task that does not repeat.
+    NotPeriodic(&'static str),
+    /// A calendar that cannot be used as asked (see the source).
+    Calendar(crate::calendar::CalendarError),
 }
 
 /// The settings a builder refuses rather than adjusts.
@@ -56,7 +62,40 @@ pub(crate) enum Setting {
 
 impl Error {
     pub(crate) fn new(kind: Kind) -> Error {
-        Error { kind }
+        Error { kind, task: None }
+    }
+
+    /// The same error, about the task named `name` (if any).
+    pub(crate) fn for_task(mut self, name: Option<&Arc<str>>) -> Error {
+        if let Some(name) = name {
+            self.task = Some(name.clone());
+        }
+        self
+    }
+
+    /// The name of the task the error is about, if the task has one
+    /// ([`Task::named`](crate::Task::named)): set on a named task's panic
+    /// and on its rejection. `Display` shows it too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::{HeapTimer, Scheduler, Task};
+    ///
+    /// let timer = HeapTimer::new()?;
+    /// timer.shutdown();
+    /// let task = Task::once(|| ()).named("flush-cache");
+    /// let rejected = timer.submit(Duration::from_secs(1), task).unwrap_err();
+    /// assert_eq!(rejected.error().task_name(), Some("flush-cache"));
+    /// assert_eq!(
+    ///     rejected.to_string(),
+    ///     "task rejected: task \"flush-cache\": the scheduler has been shut down"
+    /// );
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn task_name(&self) -> Option<&str> {
+        self.task.as_deref()
     }
 
     /// A setting refused, with why (shown by `Display`).
@@ -86,7 +125,7 @@ impl Error {
         self.is_setting(Setting::Tick)
     }
 
-    /// The number of slots or buckets per wheel is outside the range the
+    /// The number of buckets per wheel is outside the range the
     /// wheel supports.
     pub fn is_invalid_wheel_size(&self) -> bool {
         self.is_setting(Setting::WheelSize)
@@ -180,6 +219,29 @@ impl Error {
         matches!(self.kind, Kind::Abandoned)
     }
 
+    /// A missed-run or panic policy was set on a one-shot task, which has no
+    /// future runs to apply it to.
+    pub fn is_not_periodic(&self) -> bool {
+        matches!(self.kind, Kind::NotPeriodic(_))
+    }
+
+    /// A calendar task cannot be scheduled or set up as asked: its
+    /// calendar has no fire time left after the start, or it was given a
+    /// missed-run policy only fixed-rate tasks have
+    /// ([`MissedRuns::Delay`](crate::calendar::MissedRuns::Delay)).
+    /// [`Error::calendar_error`] says which.
+    pub fn is_calendar(&self) -> bool {
+        matches!(self.kind, Kind::Calendar(_))
+    }
+
+    /// The calendar's own error, for [`Error::is_calendar`].
+    pub fn calendar_error(&self) -> Option<&crate::calendar::CalendarError> {
+        match &self.kind {
+            Kind::Calendar(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The panic message of a task that panicked, if it was a string.
     pub fn panic_message(&self) -> Option<&str> {
         match &self.kind {
@@ -191,6 +253,9 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(name) = &self.task {
+            write!(f, "task {name:?}: ")?;
+        }
         match &self.kind {
             Kind::InvalidSetting(setting, why) => {
                 let name = match setting {
@@ -225,6 +290,13 @@ impl fmt::Display for Error {
             Kind::Abandoned => {
                 f.write_str("the task was removed by shutdown_now and will never run")
             }
+            Kind::NotPeriodic(what) => {
+                write!(
+                    f,
+                    "a one-shot task has no {what}: only periodic and calendar tasks do"
+                )
+            }
+            Kind::Calendar(e) => write!(f, "calendar: {e}"),
         }
     }
 }
@@ -235,7 +307,14 @@ impl fmt::Debug for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            Kind::Calendar(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// A task the scheduler did not take, handed back with the reason, so the
 /// caller can run it elsewhere (the JDK's `RejectedExecutionHandler` use
@@ -264,8 +343,9 @@ pub struct Rejected {
 
 impl Rejected {
     pub(crate) fn new(error: Error, task: Option<crate::Task>) -> Rejected {
+        let name = task.as_ref().and_then(|task| task.body.name());
         Rejected {
-            error,
+            error: error.for_task(name),
             task: std::sync::Mutex::new(task),
         }
     }

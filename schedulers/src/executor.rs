@@ -11,19 +11,19 @@ use crossbeam_channel::{unbounded, Sender};
 use crate::clock::{lock, Clock};
 use crate::error::{Error, Setting};
 
-/// One due task on its way to a thread: run it with [`Job::run`].
+/// One due task on its way to a thread: run it with [`Runnable::run`].
 ///
 /// What [`Executor::from_fn`] hands its function. The task is claimed when
-/// the job runs, not before, so until then it can still be cancelled, reset
-/// or abandoned (the job then does nothing). A job dropped without being
+/// the runnable runs, not before, so until then it can still be cancelled, reset
+/// or abandoned (the runnable then does nothing). A `Runnable` dropped without being
 /// run (a runtime shutting down, say) runs its task on the dropping thread
 /// instead: a task is never lost silently.
-pub struct Job {
+pub struct Runnable {
     work: Option<Box<dyn FnOnce() + Send>>,
     active: Arc<Active>,
 }
 
-impl Job {
+impl Runnable {
     /// Runs the task on the calling thread (catching its panic, which its
     /// handle reports).
     pub fn run(mut self) {
@@ -38,15 +38,15 @@ impl Job {
     }
 }
 
-impl Drop for Job {
+impl Drop for Runnable {
     fn drop(&mut self) {
         self.run_now();
     }
 }
 
-impl fmt::Debug for Job {
+impl fmt::Debug for Runnable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Job")
+        f.write_str("Runnable")
     }
 }
 
@@ -60,7 +60,7 @@ impl fmt::Debug for Job {
 ///   `rayon::ThreadPool`, for CPU-heavy tasks.
 /// - `Executor::tokio` (feature `tokio`): as blocking tasks on a tokio
 ///   runtime.
-/// - [`Executor::from_fn`]: through any function that runs a [`Job`].
+/// - [`Executor::from_fn`]: through any function that runs a [`Runnable`].
 ///
 /// Whatever the executor, the contract holds: a task is claimed when a
 /// thread starts it (so a task waiting for a busy executor can still be
@@ -79,8 +79,8 @@ impl fmt::Debug for Job {
 /// let pool = Executor::pool(4)?;
 /// assert!(!pool.is_inline());
 /// assert!(Executor::inline().is_inline());
-/// let custom = Executor::from_fn(|job| {
-///     std::thread::spawn(move || job.run());
+/// let custom = Executor::from_fn(|runnable| {
+///     std::thread::spawn(move || runnable.run());
 /// });
 /// assert!(!custom.is_inline());
 /// # Ok::<(), schedulers::Error>(())
@@ -90,12 +90,12 @@ pub struct Executor {
     kind: Kind,
 }
 
-type Spawn = Arc<dyn Fn(Job) + Send + Sync>;
+type Spawn = Arc<dyn Fn(Runnable) + Send + Sync>;
 
 #[derive(Clone)]
 enum Kind {
     Inline,
-    /// Every other kind: jobs go through a function, counted while out.
+    /// Every other kind: runnables go through a function, counted while out.
     Spawn {
         name: &'static str,
         spawn: Spawn,
@@ -153,21 +153,21 @@ impl Executor {
                 "0 workers would never run a task",
             ));
         }
-        let (sender, receiver) = unbounded::<Job>();
+        let (sender, receiver) = unbounded::<Runnable>();
         for i in 0..threads {
             let receiver = receiver.clone();
             crate::builder::spawn(format!("schedulers-worker-{i}"), move || {
-                receiver.iter().for_each(Job::run)
+                receiver.iter().for_each(Runnable::run)
             })?;
         }
         let sender = Mutex::new(sender);
         Ok(Executor::spawning(
             "pool",
-            Arc::new(move |job: Job| {
-                let sender: Sender<Job> = lock(&sender).clone();
+            Arc::new(move |runnable: Runnable| {
+                let sender: Sender<Runnable> = lock(&sender).clone();
                 // The workers hold the receiver for as long as the
                 // executor lives, so the send cannot fail.
-                if let Err(returned) = sender.send(job) {
+                if let Err(returned) = sender.send(runnable) {
                     returned.into_inner().run();
                 }
             }),
@@ -180,7 +180,7 @@ impl Executor {
     pub fn rayon(pool: Arc<rayon::ThreadPool>) -> Executor {
         Executor::spawning(
             "rayon",
-            Arc::new(move |job: Job| pool.spawn(move || job.run())),
+            Arc::new(move |runnable: Runnable| pool.spawn(move || runnable.run())),
         )
     }
 
@@ -191,15 +191,15 @@ impl Executor {
     pub fn tokio(handle: tokio::runtime::Handle) -> Executor {
         Executor::spawning(
             "tokio",
-            Arc::new(move |job: Job| {
-                drop(handle.spawn_blocking(move || job.run()));
+            Arc::new(move |runnable: Runnable| {
+                drop(handle.spawn_blocking(move || runnable.run()));
             }),
         )
     }
 
-    /// Runs tasks through `spawn`, which must run each [`Job`] once, on any
+    /// Runs tasks through `spawn`, which must run each [`Runnable`] once, on any
     /// thread, now or later.
-    pub fn from_fn(spawn: impl Fn(Job) + Send + Sync + 'static) -> Executor {
+    pub fn from_fn(spawn: impl Fn(Runnable) + Send + Sync + 'static) -> Executor {
         Executor::spawning("fn", Arc::new(spawn))
     }
 
@@ -221,7 +221,7 @@ impl Executor {
             Kind::Inline => work(),
             Kind::Spawn { spawn, active, .. } => {
                 active.count.fetch_add(1, AcqRel);
-                spawn(Job {
+                spawn(Runnable {
                     work: Some(Box::new(work)),
                     active: active.clone(),
                 });

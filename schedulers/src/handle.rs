@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -11,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::core::Key;
 use crate::error::{Error, Kind};
+use crate::lanes::{Spot, LANES};
 use crate::shared::{Shared, When};
-use crate::slot;
-use crate::task::Output;
+use crate::state;
 
 /// A handle to one scheduled task: cancel it, move it, ask about it, wait
 /// for it. Cloning gives another handle to the same task; dropping every
@@ -41,14 +42,57 @@ use crate::task::Output;
 /// # Ok::<(), schedulers::Error>(())
 /// ```
 pub struct TaskHandle {
-    shared: Arc<Shared>,
+    anchor: Arc<Anchor>,
     key: Key,
+    /// Where the task's submission may still wait for the driver.
+    spot: Spot,
+}
+
+/// What handles hold to reach their scheduler: one per lane, so that
+/// threads making and dropping handles at once do not share the reference
+/// count of one `Arc` (a cache line every handle would bounce between
+/// cores).
+#[repr(align(128))]
+pub(crate) struct Anchor {
+    shared: Arc<Shared>,
+}
+
+/// A scheduler's anchors, one per lane. Held by the scheduler, not by its
+/// `Shared` (which they keep alive).
+pub(crate) struct Anchors {
+    all: Box<[Arc<Anchor>]>,
+}
+
+impl Anchors {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Anchors {
+        Anchors {
+            all: (0..LANES)
+                .map(|_| {
+                    Arc::new(Anchor {
+                        shared: shared.clone(),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// A handle to the task under `key` (holding one of its references),
+    /// its entry waiting at `spot`, made on the calling thread.
+    pub(crate) fn handle(&self, key: Key, spot: Spot) -> TaskHandle {
+        let anchor = self.all[crate::lanes::mine()].clone();
+        TaskHandle { anchor, key, spot }
+    }
+}
+
+impl fmt::Debug for Anchors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Anchors").finish_non_exhaustive()
+    }
 }
 
 impl TaskHandle {
-    /// A handle that owns one of the slot's references.
-    pub(crate) fn new(shared: Arc<Shared>, key: Key) -> TaskHandle {
-        TaskHandle { shared, key }
+    fn shared(&self) -> &Shared {
+        &self.anchor.shared
     }
 
     /// Stops every future run of the task. Returns true iff this call
@@ -57,16 +101,17 @@ impl TaskHandle {
     /// A one-shot task that already started cannot be cancelled.
     ///
     /// A successful cancel drops the task's closure (and what it captured)
-    /// at once, unless the task is running.
+    /// at once, on this thread, unless the task is running (then when its
+    /// run ends). One CAS and no lock of the scheduler's.
     pub fn cancel(&self) -> bool {
-        self.shared.cancel(self.key)
+        self.shared().cancel(self.key, self.spot)
     }
 
     /// True if a cancel stopped the task.
     pub fn is_cancelled(&self) -> bool {
         matches!(
-            self.shared.state(self.key),
-            slot::CANCELLED | slot::RUNNING_CANCELLED
+            self.shared().state(self.key),
+            state::CANCELLED | state::RUNNING_CANCELLED
         )
     }
 
@@ -74,19 +119,19 @@ impl TaskHandle {
     /// was cancelled.
     pub fn is_done(&self) -> bool {
         matches!(
-            self.shared.state(self.key),
-            slot::DONE | slot::PANICKED | slot::CANCELLED
+            self.shared().state(self.key),
+            state::DONE | state::PANICKED | state::CANCELLED
         )
     }
 
     /// True while the task waits for its next run.
     pub fn is_pending(&self) -> bool {
-        self.shared.state(self.key) == slot::SCHEDULED
+        self.shared().state(self.key) == state::SCHEDULED
     }
 
     /// Time left until the next run: zero once it is due, running or over.
     pub fn remaining(&self) -> Duration {
-        self.shared.remaining(self.key)
+        self.shared().remaining(self.key)
     }
 
     /// Moves the next run to `delay` from now, earlier or later (go-zero's
@@ -99,7 +144,7 @@ impl TaskHandle {
     /// [`Error::is_delay_overflow`] if the new deadline does not fit the
     /// time range.
     pub fn reset(&self, delay: Duration) -> Result<bool, Error> {
-        self.shared.reset(self.key, When::After(delay))
+        self.shared().reset(self.key, When::After(delay))
     }
 
     /// As [`TaskHandle::reset`], to `deadline`, an instant of the
@@ -109,13 +154,13 @@ impl TaskHandle {
     ///
     /// [`Error::is_delay_overflow`] if `deadline` is beyond the time range.
     pub fn reset_at(&self, deadline: Instant) -> Result<bool, Error> {
-        self.shared.reset(self.key, When::At(deadline))
+        self.shared().reset(self.key, When::At(deadline))
     }
 
     /// The deadline of the next run, while the task waits for it; `None`
     /// once it is due, running or over.
     pub fn deadline(&self) -> Option<Instant> {
-        self.shared.deadline_instant(self.key)
+        self.shared().deadline_instant(self.key)
     }
 
     /// A guard that cancels the task when dropped, as tokio-util's
@@ -149,7 +194,7 @@ impl TaskHandle {
     /// [`Error::is_abandoned`] if it did not complete normally. A periodic
     /// task only ever ends with an error: cancelled or panicked.
     pub fn wait(&self) -> Result<(), Error> {
-        self.shared.wait_for_end(self.key, None)
+        self.shared().wait_for_end(self.key, None)
     }
 
     /// As [`TaskHandle::wait`], giving up after `timeout` of real time.
@@ -158,14 +203,14 @@ impl TaskHandle {
     ///
     /// As [`TaskHandle::wait`], or [`Error::is_timeout`].
     pub fn wait_timeout(&self, timeout: Duration) -> Result<(), Error> {
-        self.shared.wait_for_end(self.key, Some(timeout))
+        self.shared().wait_for_end(self.key, Some(timeout))
     }
 }
 
 /// Two handles are equal when they name the same task.
 impl PartialEq for TaskHandle {
     fn eq(&self, other: &TaskHandle) -> bool {
-        Arc::ptr_eq(&self.shared, &other.shared) && self.key == other.key
+        std::ptr::eq(self.shared(), other.shared()) && self.key == other.key
     }
 }
 
@@ -173,21 +218,25 @@ impl Eq for TaskHandle {}
 
 impl Hash for TaskHandle {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        (Arc::as_ptr(&self.shared) as usize).hash(state);
+        (self.shared() as *const Shared as usize).hash(state);
         self.key.hash(state);
     }
 }
 
 impl Clone for TaskHandle {
     fn clone(&self) -> TaskHandle {
-        self.shared.acquire(self.key);
-        TaskHandle::new(self.shared.clone(), self.key)
+        self.shared().acquire(self.key);
+        TaskHandle {
+            anchor: self.anchor.clone(),
+            key: self.key,
+            spot: self.spot,
+        }
     }
 }
 
 impl Drop for TaskHandle {
     fn drop(&mut self) {
-        self.shared.release(self.key);
+        self.shared().release(self.key);
     }
 }
 
@@ -195,7 +244,7 @@ impl fmt::Debug for TaskHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskHandle")
             .field("key", &self.key)
-            .field("state", &slot::name(self.shared.state(self.key)))
+            .field("state", &state::name(self.shared().state(self.key)))
             .finish()
     }
 }
@@ -250,12 +299,17 @@ impl Drop for CancelOnDrop {
 /// ```
 pub struct ScheduledFuture<T> {
     handle: TaskHandle,
-    output: Arc<Output<T>>,
+    /// The value waits in the task's slot (see `crate::body`).
+    value: PhantomData<fn() -> T>,
 }
 
 impl<T: Send + 'static> ScheduledFuture<T> {
-    pub(crate) fn new(handle: TaskHandle, output: Arc<Output<T>>) -> ScheduledFuture<T> {
-        ScheduledFuture { handle, output }
+    /// The future of a task made by `Task::with_output::<_, T>`.
+    pub(crate) fn new(handle: TaskHandle) -> ScheduledFuture<T> {
+        ScheduledFuture {
+            handle,
+            value: PhantomData,
+        }
     }
 
     /// The task's handle: cancel, reset, ask about it.
@@ -287,8 +341,9 @@ impl<T: Send + 'static> ScheduledFuture<T> {
 
     fn take(&self) -> Result<T, Error> {
         // A task that completed stored its value before it was marked done.
-        self.output
-            .take()
+        self.handle
+            .shared()
+            .take_output(self.handle.key)
             .ok_or_else(|| Error::new(Kind::Panicked("the value was already taken".into())))
     }
 
@@ -305,10 +360,7 @@ impl<T: Send + 'static> Future for ScheduledFuture<T> {
     type Output = Result<T, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Some(value) = self.output.take() {
-            return Poll::Ready(Ok(value));
-        }
-        match self.handle.shared.poll_end(self.handle.key, cx.waker()) {
+        match self.handle.shared().poll_end(self.handle.key, cx.waker()) {
             None => Poll::Pending,
             Some(Ok(())) => Poll::Ready(self.take()),
             Some(Err(e)) => Poll::Ready(Err(e)),

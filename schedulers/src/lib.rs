@@ -7,15 +7,43 @@
 //! | Scheduler | Original | Structure | schedule / cancel / expire | Pick it when |
 //! |---|---|---|---|---|
 //! | [`HeapTimer`] | `java.util.Timer` | one thread, indexed binary heap, tasks run inline | O(log n) / O(1) lazy / O(log n) | up to ~10^5 timers, short tasks, lowest lateness |
-//! | [`ScheduledThreadPool`] | `ScheduledThreadPoolExecutor` | N workers, indexed binary heap, one lock, leader/follower hand-off | O(log n) / O(1) lazy or O(log n) with `remove_on_cancel` / O(log n) | tasks that block or take long, several at once |
-//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker, a ring of slots (timers carry rounds) with an occupancy bitmap; fires at the exact deadline | O(1) / O(1) lazy / O(1) | many timers (10^4–10^6+), mostly cancelled or reset (I/O, ack and idle timeouts) |
+//! | [`ScheduledThreadPool`] | `ScheduledThreadPoolExecutor` | N workers, indexed binary heap, leader/follower hand-off | O(log n) / O(1) lazy or O(log n) with `remove_on_cancel` / O(log n) | tasks that block or take long, several at once |
+//! | [`HashedWheelTimer`] | Netty `HashedWheelTimer` | one worker, a ring of buckets (timers carry rounds) with an occupancy bitmap; fires at the exact deadline | O(1) / O(1) lazy / O(1) | many timers (10^4–10^6+), mostly cancelled or reset (I/O, ack and idle timeouts) |
 //! | [`HierarchicalWheelTimer`] | Kafka `SystemTimer` | timing wheels with lazy overflow levels, buckets in a delay queue; the driver sleeps until the next bucket | O(1) / O(1) lazy / O(levels) cascade | very many timers, mostly far away or cancelled; idle cost independent of their number |
 //!
-//! Timers live in their scheduler's slab: a handle is 16 bytes (the
-//! scheduler and a slot index), a pending timer 40–52 bytes, a cancel one
-//! CAS on the timer's state word, and a closure that captures nothing
-//! allocates nothing. The pure data structures are public in [`core`], for
-//! an event loop that drives its own timers.
+//! The pure data structures are public in [`core`], for an event loop that
+//! drives its own timers.
+//!
+//! # Many threads, no lock
+//!
+//! A scheduler is shared by the threads of a server, each setting and
+//! clearing timeouts, so none of them takes the scheduler's lock:
+//!
+//! - **schedule** reads the clock, takes a free slot from the calling
+//!   thread's own *lane* (16 per scheduler; a thread keeps its lane), writes
+//!   the closure into the slot and leaves the slot's key in the lane for the
+//!   driver. A closure that captures at most [`INLINE_BYTES`] (16: an id and
+//!   an `Arc`, say) is stored in the slot itself, so scheduling allocates
+//!   nothing; a larger one is boxed. The driver is woken only when the
+//!   deadline comes before its planned wake-up.
+//! - **cancel** is one CAS on the timer's 4-byte state word, and the
+//!   canceller drops the closure. Cancelled before the driver took the timer
+//!   in (a timeout cleared within a millisecond), the timer comes back out of
+//!   its lane and the driver never hears of it; after, the cancel also sets
+//!   a bit in a bitmap the driver sweeps to let the queue entry go.
+//! - **reset** is one CAS and an entry in a lane.
+//! - the **driver** sleeps until its next deadline, never past the
+//!   earliest one waiting in a lane, and callers wake it only for work due
+//!   before that (or when a lane holds 16 Ki entries): servers setting and
+//!   clearing far timeouts never wake it. Whenever it wakes it takes in what
+//!   the lanes hold: it queues new timers, moves reset ones, and lets go of
+//!   the entries of cancelled ones. It runs what comes due in batches, one
+//!   lock round trip per batch.
+//!
+//! A handle is 16 bytes. A pending timer costs 48 bytes on the wheels (a
+//! 4-byte state word, a 24-byte slot body, a 20-byte list node) and 56 on
+//! the heap-based schedulers (a 28-byte heap entry and position instead of
+//! the node), plus what its closure captures beyond 16 bytes.
 //!
 //! # Lateness and its CPU cost
 //!
@@ -40,10 +68,11 @@
 //! the runs due close together share one wake-up: `periodic_slack` on their
 //! builders, 50 µs on `HeapTimer` (the timer slack the JDK's threads run
 //! with) and 100 µs on `ScheduledThreadPool` (a batch wakes two of its
-//! threads). A one-shot due meanwhile still starts on time. In one
-//! full-size run (`20261125-235234-full`, two repeats each, medians), CPU
-//! per periodic run, start-time jitter p99, and the lateness of 1e5
-//! one-shots over 2 s:
+//! threads). A one-shot due meanwhile still starts on time. Measured
+//! with `cargo run --release -p workbench -- run --size full --repeats 2 -s heap
+//! -s stpe -s wheel -s hier -s jdk-stpe-2 -s jdk-stpe-1-roc -w periodic-fixed-rate
+//! -w fire-lateness` (medians of two repeats), CPU per periodic run,
+//! start-time jitter p99, and the lateness of 1e5 one-shots over 2 s:
 //!
 //! | | CPU per run | jitter p99 | one-shot lateness p50 / p99 |
 //! |---|---|---|---|
@@ -55,7 +84,7 @@
 //! | the same, 1 thread, `removeOnCancel` | 2.5 µs | 77 µs | 47 / 85 µs |
 //!
 //! With `periodic_slack(Duration::ZERO)`, `HeapTimer` wakes for every run:
-//! a jitter p99 of 27 µs at 6.5 µs a run. The wheels keep a bound per slot,
+//! a jitter p99 of 27 µs at 6.5 µs a run. The wheels keep a bound per bucket,
 //! not the kind of each timer, so they wake for every deadline. The
 //! lateness p99 of a few hundred thousand wake-ups moves between repeats on
 //! a shared VM: `HeapTimer` measured 28 to 94 µs, `ScheduledThreadPool`
@@ -81,16 +110,22 @@
 //! |---|---|---|
 //! | `rayon` | on | `Executor::rayon`: run due tasks on a caller's rayon thread pool. |
 //! | `tokio` | off | `Executor::tokio`: run due tasks on a tokio runtime's blocking pool. ([`ScheduledFuture`] is a `Future` without this feature.) |
-//! | `redis` | off | `schedulers::distributed`: a durable, multi-node scheduler on Redis or Redis Cluster (jobs as data, leases with fencing, at-least-once, catch-up after outages, exact cancel, chosen durability), the `schedulers-redis-worker` binary and its load benchmark. Pulls in `redis`, `serde` and `serde_json` (the `redis` crate is why the workspace needs Rust 1.88). |
-//! | `redis-tls` | off | `rediss://` URLs for `schedulers::distributed` (implies `redis`): TLS with rustls and its `ring` provider, trusting the system's roots or a CA given in `Config::tls`. |
+//! | `metrics` | off | Every scheduler's figures ([`Metrics`]) in the [`metrics`](https://docs.rs/metrics) facade, under the names [`observe`] lists, for the application's exporter. |
+//! | `tracing` | off | A [`tracing`](https://docs.rs/tracing) span per run (task name, lateness, outcome); events for panics and rejections. |
 //!
 //! # Guides
 //!
 //! - [`coming_from_java`]: `Timer`, `ScheduledExecutorService`, Netty's and
 //!   Kafka's timers, call by call.
 //! - [`coming_from_tokio`]: when to use this crate and when `tokio::time`.
+//! - [`calendar::guide`]: calendar tasks, cron in a time zone
+//!   ([`SchedulerExt::schedule_calendar`], [`Task::calendar`]): the syntax,
+//!   the DST rule, what happens when the wall clock steps or the machine
+//!   resumes, missed runs beside Quartz's and tokio's; the pure part,
+//!   [`calendar`], previews the next fire times.
 //! - The crate's `examples/`: ack timeouts, idle connections, a periodic job
-//!   and its shutdown, awaiting from tokio, rayon, choosing at run time.
+//!   and its shutdown, a nightly job by the calendar, awaiting from tokio,
+//!   rayon, choosing at run time.
 //!
 //! # Hello, timer
 //!
@@ -140,7 +175,9 @@
 //! # Ok::<(), schedulers::Error>(())
 //! ```
 
+mod body;
 mod builder;
+pub mod calendar;
 mod clock;
 pub mod core;
 /// Java's `Timer`, `ScheduledExecutorService`, Netty's and Kafka's timers,
@@ -152,36 +189,39 @@ pub mod coming_from_java {
 pub mod coming_from_tokio {
     #![doc = include_str!("../docs/coming-from-tokio.md")]
 }
-#[cfg(feature = "redis")]
-pub mod distributed;
 mod error;
 mod executor;
 mod handle;
 pub mod hashed_wheel;
 pub mod heap_timer;
 pub mod hierarchical;
+mod histogram;
+mod lanes;
 mod metrics;
+pub mod observe;
 mod scheduler;
 mod shared;
 mod slab;
-mod slot;
+mod state;
 mod sync;
 mod task;
 pub mod thread_pool;
 mod timer_thread;
 mod waiters;
 
+pub use body::INLINE_BYTES;
 pub use builder::{OnShutdown, ShutdownPolicy, DEFAULT_SPIN_BUDGET, DEFAULT_TIMER_SLACK};
 pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
 pub use error::{Error, Rejected};
-pub use executor::{Executor, Job};
+pub use executor::{Executor, Runnable};
 pub use handle::{CancelOnDrop, ScheduledFuture, TaskHandle};
 pub use hashed_wheel::{HashedWheelTimer, HashedWheelTimerBuilder};
 pub use heap_timer::{HeapTimer, HeapTimerBuilder};
 pub use hierarchical::{HierarchicalWheelTimer, HierarchicalWheelTimerBuilder};
-pub use metrics::Metrics;
+pub use histogram::Histogram;
+pub use metrics::{Metrics, NamedMetrics, PendingByKind, MAX_NAMES};
 pub use scheduler::{Scheduler, SchedulerExt};
-pub use task::{Task, TaskContext};
+pub use task::{Task, TaskContext, DEFAULT_MISSED_RUN_TOLERANCE};
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};
 
 /// The README's examples, compiled and run as doctests.

@@ -1,13 +1,19 @@
 //! The contract every scheduler keeps: the object-safe [`Scheduler`] trait,
-//! the generic [`SchedulerExt`] layer over it, and the delegation every
-//! scheduler shares.
+//! the generic [`SchedulerExt`] layer over it, and the one implementation
+//! every scheduler of this crate shares, over its [`AsShared`].
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::calendar::Calendar;
+use crate::core::Key;
 use crate::error::Rejected;
+use crate::handle::Anchors;
 use crate::handle::{ScheduledFuture, TaskHandle};
+use crate::lanes::Spot;
 use crate::metrics::Metrics;
+use crate::shared::{Shared, When};
 use crate::task::Task;
 
 /// A scheduled executor: runs tasks after a delay, once or periodically.
@@ -89,7 +95,10 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
     /// returns whether it terminated.
     fn await_termination(&self, timeout: Duration) -> bool;
 
-    /// Counters: pending, fired and cancelled tasks.
+    /// What the scheduler knows about itself: tasks pending (by kind),
+    /// fired, cancelled, rejected, panicked, skipped; driver wake-ups; the
+    /// lateness and run time of every run; the same by task name. Cheap
+    /// enough to call every second (see [`Metrics`]).
     fn metrics(&self) -> Metrics;
 }
 
@@ -128,9 +137,8 @@ pub trait SchedulerExt: Scheduler {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, output) = Task::with_output(f);
-        self.submit(delay, task)
-            .map(|handle| ScheduledFuture::new(handle, output))
+        self.submit(delay, Task::with_output(f))
+            .map(ScheduledFuture::new)
     }
 
     /// Runs `f` once at `deadline`, an instant of the scheduler's clock;
@@ -144,9 +152,8 @@ pub trait SchedulerExt: Scheduler {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (task, output) = Task::with_output(f);
-        self.submit_at(deadline, task)
-            .map(|handle| ScheduledFuture::new(handle, output))
+        self.submit_at(deadline, Task::with_output(f))
+            .map(ScheduledFuture::new)
     }
 
     /// Runs `f` after `initial`, then every `period` after that first
@@ -224,67 +231,106 @@ pub trait SchedulerExt: Scheduler {
     {
         self.submit_at(start, Task::fixed_delay(delay, f)?)
     }
+
+    /// Runs `f` at every fire time of `calendar` (a cron expression in a
+    /// time zone), by the wall clock: Quartz's `CronTrigger`. Runs never
+    /// overlap; one that ends after the next fire time is followed by the
+    /// missed ones back to back. For another
+    /// [missed-run policy](crate::calendar::MissedRuns) or
+    /// [panic policy](crate::calendar::OnPanic), build the task with
+    /// [`Task::calendar`] and submit it. The [guide](crate::calendar::guide)
+    /// has the details: daylight saving, clock steps, suspend.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::is_calendar`](crate::Error::is_calendar) if the calendar
+    /// has no fire time left (its years are over), else as
+    /// [`Scheduler::submit`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use schedulers::calendar::Calendar;
+    /// use schedulers::{HeapTimer, ManualClock, SchedulerExt};
+    ///
+    /// // Monday 2024-03-04, 08:59:30 UTC.
+    /// let clock = ManualClock::with_wall(SystemTime::UNIX_EPOCH + Duration::from_secs(1_709_542_770));
+    /// let timer = HeapTimer::builder().clock(clock.clone()).build()?;
+    /// let weekdays = Calendar::parse_in("0 9 * * MON-FRI", "UTC").unwrap();
+    /// let standup = timer.schedule_calendar(weekdays, || println!("stand-up")).unwrap();
+    /// assert_eq!(standup.remaining(), Duration::from_secs(30));
+    /// clock.advance(Duration::from_secs(30)); // 09:00 Monday: it runs
+    /// assert_eq!(standup.remaining(), Duration::from_secs(24 * 3600));
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    fn schedule_calendar<F>(&self, calendar: Calendar, f: F) -> Result<TaskHandle, Rejected>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        self.submit(Duration::ZERO, Task::calendar(calendar, f))
+    }
 }
 
 impl<S: Scheduler + ?Sized> SchedulerExt for S {}
 
-/// The `Scheduler` methods every scheduler delegates to its [`Shared`](crate::shared::Shared)
-/// state, written once; expects a `shared: Arc<Shared>` field.
-macro_rules! shared_scheduler_methods {
-    () => {
-        crate::scheduler::shared_scheduler_methods!(submit);
-        crate::scheduler::shared_scheduler_methods!(tail);
-    };
-    (submit) => {
-        fn submit(
-            &self,
-            delay: std::time::Duration,
-            task: crate::Task,
-        ) -> Result<crate::TaskHandle, crate::Rejected> {
-            let key = self
-                .shared
-                .submit(crate::shared::When::After(delay), task)?;
-            Ok(self.accepted(key))
-        }
+/// What each scheduler of this crate gives the one [`Scheduler`]
+/// implementation they share: its [`Shared`] state (where every call goes)
+/// and what it does with a task just accepted.
+pub(crate) trait AsShared: Send + Sync + fmt::Debug {
+    /// The state the scheduler's threads and handles share.
+    fn shared(&self) -> &Arc<Shared>;
 
-        fn submit_at(
-            &self,
-            deadline: std::time::Instant,
-            task: crate::Task,
-        ) -> Result<crate::TaskHandle, crate::Rejected> {
-            let key = self
-                .shared
-                .submit(crate::shared::When::At(deadline), task)?;
-            Ok(self.accepted(key))
-        }
-    };
-    (tail) => {
-        fn shutdown(&self) {
-            self.shared.shutdown()
-        }
+    /// What its handles hold.
+    fn anchors(&self) -> &Anchors;
 
-        fn shutdown_now(&self) -> Vec<crate::TaskHandle> {
-            let keys = self.shared.shutdown_now();
-            keys.into_iter()
-                .map(|key| crate::TaskHandle::new(self.shared.clone(), key))
-                .collect()
-        }
-
-        fn is_shutdown(&self) -> bool {
-            self.shared.is_shutdown()
-        }
-
-        fn is_terminated(&self) -> bool {
-            self.shared.is_terminated()
-        }
-
-        fn await_termination(&self, timeout: std::time::Duration) -> bool {
-            self.shared.await_termination(timeout)
-        }
-
-        fn metrics(&self) -> crate::Metrics {
-            self.shared.metrics()
-        }
-    };
+    /// Gives out the handle of a task just accepted under `key` (which
+    /// holds a reference for it), its entry waiting at `spot`. A [`ScheduledThreadPool`](crate::ScheduledThreadPool)
+    /// starts a worker here.
+    fn accept(&self, key: Key, spot: Spot) -> Result<TaskHandle, Rejected> {
+        Ok(self.anchors().handle(key, spot))
+    }
 }
-pub(crate) use shared_scheduler_methods;
+
+impl<D: AsShared> Scheduler for D {
+    fn submit(&self, delay: Duration, task: Task) -> Result<TaskHandle, Rejected> {
+        let submitted = self.shared().submit(When::After(delay), task);
+        submitted
+            .and_then(|(key, spot)| self.accept(key, spot))
+            .map_err(|rejected| self.shared().rejected(rejected))
+    }
+
+    fn submit_at(&self, deadline: Instant, task: Task) -> Result<TaskHandle, Rejected> {
+        let submitted = self.shared().submit(When::At(deadline), task);
+        submitted
+            .and_then(|(key, spot)| self.accept(key, spot))
+            .map_err(|rejected| self.shared().rejected(rejected))
+    }
+
+    fn shutdown(&self) {
+        self.shared().shutdown()
+    }
+
+    fn shutdown_now(&self) -> Vec<TaskHandle> {
+        let keys = self.shared().shutdown_now();
+        keys.into_iter()
+            .map(|key| self.anchors().handle(key, Spot::NONE))
+            .collect()
+    }
+
+    fn is_shutdown(&self) -> bool {
+        self.shared().is_shutdown()
+    }
+
+    fn is_terminated(&self) -> bool {
+        self.shared().is_terminated()
+    }
+
+    fn await_termination(&self, timeout: Duration) -> bool {
+        self.shared().await_termination(timeout)
+    }
+
+    fn metrics(&self) -> Metrics {
+        self.shared().metrics()
+    }
+}

@@ -1,38 +1,63 @@
-//! The state words of a scheduler's timers, readable without its lock.
+//! Where a scheduler's timers live: a *slot* per key, holding the timer's
+//! state word and its body, and the pool of free keys.
 //!
-//! A timer is a small integer *key*. Its state word (see [`crate::slot`])
-//! lives here, in segments that never move once allocated, so a handle on
-//! any thread reads and CASes it with no lock while the driver grows the
-//! table. Segment `s` holds `4096 << s` words, so 19 segments cover every
-//! key below 2^31 and a lookup is a shift and two loads. Segments are
-//! allocated zeroed, so untouched capacity costs no resident memory, and
-//! the words of a million timers (8 MB) fit in a typical L3 cache: a cancel
-//! in random order rarely misses it.
+//! A timer is a small integer *key*. Its state word (see [`crate::state`])
+//! and its body (see [`crate::body`]) live in two arrays of segments that
+//! never move once allocated, so any thread reads and CASes a word, and the
+//! body's holder reads and writes the body, with no lock while the table
+//! grows. Segment `s` holds `4096 << s` slots, so 20 segments cover every
+//! key below [`MAX_KEYS`] and a lookup is a shift and two loads. The state
+//! words are dense, 4 bytes each, so those of a million timers (4 MB) stay
+//! in cache and a cancel in random order rarely misses it; the bodies (24
+//! bytes) sit apart. Segments come from zeroed memory (all-zero is a free
+//! slot), which costs nothing until a key there is first used.
 //!
-//! Keys whose last holder let go off the lock (a handle dropped on some
-//! thread) go onto a lock-free stack linked through their own words; the
-//! allocator, which runs under the scheduler's lock, takes the whole stack
-//! at once when its private free list runs dry.
+//! Keys are handed out in batches to the callers' lanes (see
+//! [`crate::lanes`]), which return them in batches: the pool's lock is
+//! taken once per [`BATCH`] keys, never per timer.
 
-use crate::sync::atomic::AtomicU64;
-use crate::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
-use std::sync::OnceLock;
+#![allow(unsafe_code)]
 
-use crate::core::Key;
-use crate::slot;
+use std::sync::{Mutex, OnceLock};
+
+use crate::body::Body;
+use crate::clock::lock;
+use crate::core::{Key, MAX_KEYS};
+use crate::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use crate::sync::cell::UnsafeCell;
 
 const FIRST_BITS: u32 = 12;
-const SEGMENTS: usize = 19;
-/// Keys stay below this (the cores' limit, and 19 segments' worth).
-pub(crate) const MAX_KEYS: u64 = (1 << 31) - (1 << FIRST_BITS);
+/// Enough segments for every key below [`MAX_KEYS`].
+const SEGMENTS: usize = 20;
+/// Keys moved between the pool and a lane at a time.
+pub(crate) const BATCH: usize = 64;
 
-/// The state words of every timer. See the [module docs](self).
-#[derive(Debug)]
-pub(crate) struct Slots {
-    segments: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
-    /// Keys freed off the lock: the first key plus one, or 0.
-    freed: AtomicU64,
+/// A body as a slot holds it: written by whoever the state word says holds
+/// it.
+pub(crate) type BodyCell = UnsafeCell<Body>;
+
+/// Every slot of a scheduler, and its free keys. See the [module docs](self).
+pub(crate) struct Slab {
+    words: [OnceLock<Box<[AtomicU32]>>; SEGMENTS],
+    bodies: [OnceLock<Box<[BodyCell]>>; SEGMENTS],
+    /// A bit per key: cancelled after the driver took it in, and not yet
+    /// seen by the driver (see [`Slab::mark`]).
+    marks: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
+    /// A bit per word of `marks`: that word may have a bit set.
+    summary: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
+    /// Some summary word went from empty to not since the driver looked.
+    marked: AtomicBool,
+    /// The next key never handed out.
+    fresh: AtomicU32,
+    /// Free keys not held by a lane.
+    pool: Mutex<Vec<Key>>,
 }
+
+// SAFETY: the bodies are `Send` (see `Body`), and the state words decide
+// which single thread may touch each one at a time (see `crate::state`);
+// everything else is atomics and a mutex.
+unsafe impl Sync for Slab {}
 
 fn locate(key: Key) -> (usize, usize) {
     let i = u64::from(key) + (1 << FIRST_BITS);
@@ -41,65 +66,255 @@ fn locate(key: Key) -> (usize, usize) {
     (segment, (i - (1 << bits)) as usize)
 }
 
-impl Slots {
-    pub(crate) fn new() -> Slots {
-        Slots {
-            segments: Default::default(),
-            freed: AtomicU64::new(0),
+/// `len` zeroed `T`s, from memory the allocator zeroes lazily (fresh pages
+/// cost nothing until touched).
+///
+/// # Safety
+///
+/// All-zero bits are a valid `T`, and `T` is not zero-sized.
+#[cfg(not(schedulers_loom))]
+unsafe fn zeroed<T>(len: usize) -> Box<[T]> {
+    use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
+    let layout = Layout::array::<T>(len).expect("a segment fits the address space");
+    // SAFETY: the layout has a non-zero size (`len > 0`, `T` not zero-sized).
+    let ptr = unsafe { alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        handle_alloc_error(layout);
+    }
+    // SAFETY: `ptr` holds `len` zeroed `T`s, valid as the caller says, from
+    // the global allocator with the layout `Box<[T]>` frees them with.
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }
+}
+
+impl Slab {
+    pub(crate) fn new() -> Slab {
+        Slab {
+            words: Default::default(),
+            bodies: Default::default(),
+            marks: Default::default(),
+            summary: Default::default(),
+            marked: AtomicBool::new(false),
+            fresh: AtomicU32::new(0),
+            pool: Mutex::new(Vec::new()),
         }
     }
 
-    /// The word of a key that was handed out.
-    pub(crate) fn word(&self, key: Key) -> &AtomicU64 {
+    /// The state word of a key that was handed out.
+    pub(crate) fn word(&self, key: Key) -> &AtomicU32 {
         let (segment, offset) = locate(key);
-        let words = self.segments[segment]
+        let words = self.words[segment]
             .get()
             .expect("a key is only handed out once its segment exists");
         &words[offset]
     }
 
-    /// Makes `key`'s word exist (the allocator calls this before using a
-    /// fresh key). False if `key` is past [`MAX_KEYS`].
-    pub(crate) fn reserve(&self, key: Key) -> bool {
-        if u64::from(key) >= MAX_KEYS {
-            return false;
-        }
-        let (segment, _) = locate(key);
-        self.segments[segment].get_or_init(|| {
-            std::iter::repeat_with(|| AtomicU64::new(0))
-                .take((1 << FIRST_BITS) << segment)
-                .collect()
-        });
-        true
+    /// The body of a key that was handed out.
+    pub(crate) fn body(&self, key: Key) -> &BodyCell {
+        let (segment, offset) = locate(key);
+        let bodies = self.bodies[segment]
+            .get()
+            .expect("a key is only handed out once its segment exists");
+        &bodies[offset]
     }
 
-    /// Puts a key whose last holder let go onto the freed stack.
-    pub(crate) fn push_freed(&self, key: Key) {
-        let word = self.word(key);
-        let mut head = self.freed.load(Acquire);
-        loop {
-            word.store(slot::free_link(head), Relaxed);
-            match self
-                .freed
-                .compare_exchange_weak(head, u64::from(key) + 1, AcqRel, Acquire)
-            {
-                Ok(_) => return,
-                Err(actual) => head = actual,
+    /// Calls `f` on the body of `key`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the body, as the state word of `key` says (see
+    /// [`crate::state`]): no other thread touches it meanwhile.
+    pub(crate) unsafe fn with_body<R>(&self, key: Key, f: impl FnOnce(&mut Body) -> R) -> R {
+        // SAFETY: the caller holds the body, so this is the only reference.
+        self.body(key).with_mut(|body| f(unsafe { &mut *body }))
+    }
+
+    /// As [`Slab::with_body`], with the state word of `key` too (found
+    /// once for both).
+    ///
+    /// # Safety
+    ///
+    /// As [`Slab::with_body`].
+    pub(crate) unsafe fn with_cell<'a, R>(
+        &'a self,
+        key: Key,
+        f: impl FnOnce(&'a AtomicU32, &mut Body) -> R,
+    ) -> R {
+        let (segment, offset) = locate(key);
+        let (Some(words), Some(bodies)) = (self.words[segment].get(), self.bodies[segment].get())
+        else {
+            unreachable!("a key is only handed out once its segment exists");
+        };
+        // SAFETY: the caller holds the body, so this is the only reference.
+        bodies[offset].with_mut(|body| f(&words[offset], unsafe { &mut *body }))
+    }
+
+    /// Calls `f` on the body of `key`, shared.
+    ///
+    /// # Safety
+    ///
+    /// No thread writes the body meanwhile, as the state word of `key`
+    /// says (see [`crate::state`]).
+    pub(crate) unsafe fn with_body_ref<R>(&self, key: Key, f: impl FnOnce(&Body) -> R) -> R {
+        // SAFETY: the caller says no one writes it meanwhile.
+        self.body(key).with(|body| f(unsafe { &*body }))
+    }
+
+    /// Marks `key` cancelled for the driver to see: a bit in a dense
+    /// bitmap (a fetch-or, no lock), and the first bit of a word also a
+    /// bit in the summary. Returns true if this made the first mark since
+    /// the driver last looked.
+    pub(crate) fn mark(&self, key: Key) -> bool {
+        let (segment, offset) = locate(key);
+        let marks = self.marks[segment]
+            .get()
+            .expect("a handed-out key's segment exists");
+        let word = offset / 64;
+        if marks[word].fetch_or(1 << (offset % 64), Release) != 0 {
+            return false; // its summary bit is set, or being taken
+        }
+        let summary = self.summary[segment].get().expect("as above");
+        if summary[word / 64].fetch_or(1 << (word % 64), Release) != 0 {
+            return false;
+        }
+        !self.marked.swap(true, SeqCst)
+    }
+
+    /// True if keys may be marked that the driver has not taken.
+    pub(crate) fn any_marked(&self) -> bool {
+        self.marked.load(SeqCst)
+    }
+
+    /// Moves every marked key into `into`, in key order (the driver's
+    /// sweep), clearing the marks.
+    pub(crate) fn take_marks(&self, into: &mut Vec<Key>) {
+        if !self.marked.swap(false, SeqCst) {
+            return;
+        }
+        for segment in 0..SEGMENTS {
+            let (Some(summary), Some(marks)) =
+                (self.summary[segment].get(), self.marks[segment].get())
+            else {
+                break;
+            };
+            let base = (1u64 << FIRST_BITS << segment) - (1 << FIRST_BITS);
+            for (s, sw) in summary.iter().enumerate() {
+                let mut words = if sw.load(Relaxed) == 0 {
+                    0
+                } else {
+                    sw.swap(0, Acquire)
+                };
+                while words != 0 {
+                    let w = s * 64 + words.trailing_zeros() as usize;
+                    words &= words - 1;
+                    let mut bits = marks[w].swap(0, Acquire);
+                    while bits != 0 {
+                        let offset = w * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        into.push((base + offset as u64) as Key);
+                    }
+                }
             }
         }
     }
 
-    /// Moves every key on the freed stack into `free`.
-    pub(crate) fn take_freed(&self, free: &mut Vec<Key>) {
-        if self.freed.load(Relaxed) == 0 {
-            return; // the common case: no swap, which is a locked write
+    /// Makes the segments of keys `from..to` exist.
+    fn reserve(&self, from: Key, to: Key) {
+        let (first, _) = locate(from);
+        let (last, _) = locate(to - 1);
+        for segment in first..=last {
+            let len = (1usize << FIRST_BITS) << segment;
+            self.words[segment].get_or_init(|| new_segment(len));
+            self.bodies[segment].get_or_init(|| new_segment(len));
+            self.marks[segment].get_or_init(|| new_segment(len / 64));
+            self.summary[segment].get_or_init(|| new_segment(len / 64 / 64));
         }
-        let mut next = self.freed.swap(0, AcqRel);
-        while next != 0 {
-            let key = (next - 1) as Key;
-            free.push(key);
-            next = slot::link_of(self.word(key).load(Acquire));
+    }
+
+    /// Moves up to [`BATCH`] free keys into `into`: from the pool, or never
+    /// used ones. False if every key below [`MAX_KEYS`] is taken.
+    pub(crate) fn take_keys(&self, into: &mut Vec<Key>) -> bool {
+        {
+            let mut pool = lock(&self.pool);
+            let n = pool.len().min(BATCH);
+            if n > 0 {
+                let from = pool.len() - n;
+                into.extend(pool.drain(from..));
+                return true;
+            }
         }
+        let from = self.fresh.fetch_add(BATCH as u32, Relaxed);
+        let Some(to) = from
+            .checked_add(BATCH as u32)
+            .filter(|&to| to as usize <= MAX_KEYS)
+        else {
+            self.fresh.fetch_sub(BATCH as u32, Relaxed);
+            return false;
+        };
+        self.reserve(from, to);
+        // Handed out lowest first (a lane pops from the end).
+        into.extend((from..to).rev());
+        true
+    }
+
+    /// Returns free keys to the pool.
+    pub(crate) fn give_keys(&self, keys: impl IntoIterator<Item = Key>) {
+        lock(&self.pool).extend(keys);
+    }
+
+    /// Keys handed out so far, free or not (the table's high-water mark).
+    pub(crate) fn capacity(&self) -> Key {
+        self.fresh.load(Relaxed).min(MAX_KEYS as Key)
+    }
+}
+
+/// A segment of `len` free slots.
+fn new_segment<T: Free>(len: usize) -> Box<[T]> {
+    #[cfg(not(schedulers_loom))]
+    {
+        // SAFETY: `Free` types are free when all-zero (see its impls).
+        unsafe { zeroed(len) }
+    }
+    #[cfg(schedulers_loom)]
+    {
+        std::iter::repeat_with(T::free).take(len).collect()
+    }
+}
+
+/// What a slot's parts are when free; all-zero bits, in a normal build.
+trait Free {
+    #[cfg(schedulers_loom)]
+    fn free() -> Self;
+}
+
+/// A free state word is 0 (`FREE`, no holders).
+impl Free for AtomicU32 {
+    #[cfg(schedulers_loom)]
+    fn free() -> Self {
+        AtomicU32::new(0)
+    }
+}
+
+/// No marks.
+impl Free for AtomicU64 {
+    #[cfg(schedulers_loom)]
+    fn free() -> Self {
+        AtomicU64::new(0)
+    }
+}
+
+/// An empty body is all-zero (see [`Body`]).
+impl Free for BodyCell {
+    #[cfg(schedulers_loom)]
+    fn free() -> Self {
+        UnsafeCell::new(Body::empty())
+    }
+}
+
+impl std::fmt::Debug for Slab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slab")
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
     }
 }
 
@@ -108,37 +323,75 @@ mod test {
     use super::*;
 
     #[test]
-    fn keys_map_to_distinct_words() {
-        let slots = Slots::new();
-        for key in [0, 1, 4095, 4096, 12287, 12288, 1 << 20] {
-            assert!(slots.reserve(key));
-            slots.word(key).store(u64::from(key), Relaxed);
-        }
-        for key in [0, 1, 4095, 4096, 12287, 12288, 1 << 20] {
-            assert_eq!(slots.word(key).load(Relaxed), u64::from(key));
-        }
+    fn keys_map_to_distinct_slots() {
         assert_eq!(locate(0), (0, 0));
         assert_eq!(locate(4096), (1, 0));
         assert_eq!(
             locate(MAX_KEYS as Key - 1),
-            (SEGMENTS - 1, (4096 << 18) - 1)
+            (SEGMENTS - 1, 4095),
+            "the last key is early in the last segment"
         );
-        assert!(!slots.reserve(MAX_KEYS as Key));
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        while keys.len() < 5000 {
+            assert!(slab.take_keys(&mut keys));
+        }
+        for &key in &keys {
+            slab.word(key).store(key, Relaxed);
+        }
+        for &key in &keys {
+            assert_eq!(slab.word(key).load(Relaxed), key);
+        }
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), keys.len(), "no key handed out twice");
     }
 
     #[test]
-    fn freed_keys_come_back() {
-        let slots = Slots::new();
-        for key in 0..10 {
-            slots.reserve(key);
+    fn marks_come_back_once_in_key_order() {
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        while keys.len() < 9000 {
+            assert!(slab.take_keys(&mut keys));
         }
-        for key in [3, 7, 1] {
-            slots.push_freed(key);
+        let mut taken = Vec::new();
+        slab.take_marks(&mut taken);
+        assert!(taken.is_empty() && !slab.any_marked());
+        assert!(slab.mark(8191), "the first mark since the driver looked");
+        for key in [5000, 3, 4096, 64, 65, 8191] {
+            assert!(!slab.mark(key));
         }
-        let mut free = Vec::new();
-        slots.take_freed(&mut free);
-        assert_eq!(free, [1, 7, 3]);
-        slots.take_freed(&mut free);
-        assert_eq!(free.len(), 3);
+        assert!(slab.any_marked());
+        slab.take_marks(&mut taken);
+        assert_eq!(taken, [3, 64, 65, 4096, 5000, 8191]);
+        taken.clear();
+        slab.take_marks(&mut taken);
+        assert!(taken.is_empty(), "taken once");
+        assert!(slab.mark(7));
+    }
+
+    #[test]
+    fn freed_keys_come_back_before_fresh_ones() {
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        assert!(slab.take_keys(&mut keys));
+        slab.give_keys([7, 3]);
+        let mut again = Vec::new();
+        assert!(slab.take_keys(&mut again));
+        assert_eq!(again, [7, 3]);
+        assert_eq!(slab.capacity(), BATCH as Key);
+    }
+
+    #[test]
+    fn a_fresh_slot_is_free_and_empty() {
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        assert!(slab.take_keys(&mut keys));
+        for &key in &keys {
+            assert_eq!(slab.word(key).load(Relaxed), 0);
+            // SAFETY: no other thread knows the slab.
+            assert!(unsafe { slab.with_body(key, |b| b.is_empty()) });
+        }
     }
 }

@@ -1,13 +1,40 @@
-//! The atomics under the timer state word: std's, or loom's when the crate
-//! is built with `--cfg schedulers_loom`, so that the model in `slot::model` explores
-//! every interleaving of the real protocol code (the way tokio's `loom` and
-//! crossbeam's `primitive` modules switch).
+//! The atomics and cells of the hand-offs between callers and drivers:
+//! std's, or loom's when the crate is built with `--cfg schedulers_loom`,
+//! so that the model in `state::model` explores every interleaving of the
+//! real protocol code (the way tokio's `loom` and crossbeam's `primitive`
+//! modules switch).
 //!
-//! Only the state words (and the slab that holds them) go through here; the rest of the crate uses std
-//! directly, and a `--cfg schedulers_loom` build is only for running the model.
+//! Only the state words, the bodies and the slab that holds them go
+//! through here; the rest of the crate uses std directly, and a `--cfg
+//! schedulers_loom` build is only for running the model.
 
 #[cfg(not(schedulers_loom))]
 pub(crate) use std::sync::atomic;
 
 #[cfg(schedulers_loom)]
 pub(crate) use loom::sync::atomic;
+
+#[cfg(schedulers_loom)]
+pub(crate) use loom::cell;
+
+/// std's `UnsafeCell` behind loom's access API (`with`, `with_mut`), so the
+/// same code runs under the model.
+#[cfg(not(schedulers_loom))]
+pub(crate) mod cell {
+    /// See the [module docs](self).
+    #[derive(Debug, Default)]
+    #[repr(transparent)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        /// Calls `f` with a pointer for reading.
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        /// Calls `f` with a pointer for writing.
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+}

@@ -3,9 +3,9 @@
 //! `Worker`, Kafka's reaper): sleep until the queue's next deadline, collect
 //! what came due, run it inline or hand it to the executor, repeat.
 //!
-//! Inline, each run costs one lock round trip: finishing a run and claiming
-//! the next share one critical section, and the task is claimed just before
-//! it starts, so a task waiting behind a slow one can still be cancelled.
+//! Inline, what came due runs in batches (see `Shared::run_batch`): one lock
+//! round trip per batch, one CAS per task to claim it just before it starts,
+//! so a task waiting behind a slow one can still be cancelled.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,6 @@ use std::time::Duration;
 use crate::clock::NEVER;
 use crate::error::Error;
 use crate::shared::Shared;
-use crate::task::{self, Ran};
 
 /// Starts the timer thread of `shared`.
 ///
@@ -34,32 +33,26 @@ pub(crate) fn spawn(shared: &Arc<Shared>, name: &str, spin: Duration) -> Result<
 fn main_loop(shared: Arc<Shared>, spin: Duration) {
     shared.on_driver_thread();
     let inline = shared.executor.is_inline();
-    let mut inner = shared.lock();
-    let mut finished: Option<(crate::core::Key, u64, Ran)> = None;
+    let mut driver = shared.lock();
     loop {
-        if let Some((key, scheduled, ran)) = finished.take() {
-            shared.finish(&mut inner, key, scheduled, ran);
-        }
-        inner = shared.bury(inner);
-        shared.collect_due(&mut inner, shared.now());
+        shared.intake(&mut driver, true);
+        driver = shared.bury(driver);
+        shared.collect_due(&mut driver, shared.now());
         if inline {
-            if let Some(claimed) = shared.claim_next(&mut inner) {
-                drop(inner);
-                let ran = task::run(claimed.job);
-                finished = Some((claimed.key, claimed.scheduled, ran));
-                inner = shared.lock();
+            if !driver.ready.is_empty() {
+                driver = shared.run_batch(driver);
                 continue;
             }
         } else {
-            while let Some(e) = inner.ready.pop_front() {
-                shared.hand_off(&mut inner, e);
+            while let Some(e) = driver.ready.pop_front() {
+                shared.hand_off(&mut driver, e);
             }
         }
-        if shared.may_exit(&mut inner) {
+        if shared.may_exit(&mut driver) {
             break;
         }
-        shared.drop_dead_if_idle(&mut inner);
-        let next = shared.next_wake(&inner);
+        shared.drop_dead_if_idle(&mut driver);
+        let next = shared.next_wake(&driver);
         if let Some(deadline) = next.filter(|_| !spin.is_zero()) {
             let left = shared
                 .timebase
@@ -68,11 +61,11 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
             if left.is_some_and(|left| left <= spin) {
                 // Close enough: spin through the rest instead of sleeping
                 // through a timed wait's wake-up latency.
-                drop(inner);
+                drop(driver);
                 while shared.now() < deadline {
                     std::hint::spin_loop();
                 }
-                inner = shared.lock();
+                driver = shared.lock();
                 continue;
             }
         }
@@ -80,7 +73,7 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
             true => d,
             false => d.saturating_sub(crate::clock::nanos(spin)),
         });
-        inner = shared.wait(inner, sleep_until, sleep_until.unwrap_or(NEVER), true);
+        driver = shared.wait(driver, sleep_until, sleep_until.unwrap_or(NEVER), true);
     }
-    shared.thread_exited(inner);
+    shared.thread_exited(driver);
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use schedulers::hashed_wheel::{MAX_WHEEL_SIZE as MAX_SLOTS, MIN_TICK};
+use schedulers::hashed_wheel::{MAX_WHEEL_SIZE, MIN_TICK};
 use schedulers::hierarchical::MAX_WHEEL_SIZE as MAX_BUCKETS;
 use schedulers::{
     Error, Executor, HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ManualClock,
@@ -86,7 +86,7 @@ fn an_absurd_tick_is_refused_not_accepted_silently() {
 
 #[test]
 fn a_wheel_size_out_of_range_is_refused() {
-    for size in [0, MAX_SLOTS + 1, usize::MAX] {
+    for size in [0, MAX_WHEEL_SIZE + 1, usize::MAX] {
         refused(
             HashedWheelTimer::builder().wheel_size(size).build(),
             Error::is_invalid_wheel_size,
@@ -262,20 +262,20 @@ fn slack_of_this_thread() -> Option<u64> {
 /// rounded except the hashed wheel's size, up to a power of two.
 #[test]
 fn the_edges_of_every_range_are_accepted_as_set() {
-    for (tick, slots) in [
+    for (tick, buckets) in [
         (MIN_TICK, 1),
-        (Duration::from_millis(1), MAX_SLOTS),
+        (Duration::from_millis(1), MAX_WHEEL_SIZE),
         (MIN_TICK, 300),
     ] {
         let clock = ManualClock::new();
         let timer = HashedWheelTimer::builder()
             .clock(clock.clone())
             .tick(tick)
-            .wheel_size(slots)
+            .wheel_size(buckets)
             .build()
             .unwrap();
         assert_eq!(timer.tick(), tick);
-        assert_eq!(timer.wheel_size(), slots.next_power_of_two());
+        assert_eq!(timer.wheel_size(), buckets.next_power_of_two());
         fires_on_time(&timer, &clock, tick);
     }
     for (tick, size) in [

@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use schedulers::{Executor, HashedWheelTimer, Job};
+use schedulers::{Executor, HashedWheelTimer, Runnable};
 
 fn wheel(o: crate::conformance::Opts, executor: Executor) -> Box<dyn schedulers::Scheduler> {
     let mut b = HashedWheelTimer::builder()
@@ -44,8 +44,8 @@ fn tokio_runtime() -> tokio::runtime::Handle {
 
 /// A function feeding one thread of its own through a channel.
 fn one_thread() -> Executor {
-    let (tx, rx) = crossbeam_channel::unbounded::<Job>();
-    std::thread::spawn(move || rx.iter().for_each(Job::run));
+    let (tx, rx) = crossbeam_channel::unbounded::<Runnable>();
+    std::thread::spawn(move || rx.iter().for_each(Runnable::run));
     let tx = std::sync::Mutex::new(tx);
     Executor::from_fn(move |job| {
         let _ = tx.lock().unwrap().send(job);

@@ -6,8 +6,6 @@
 mod async_handles;
 mod builders;
 mod conformance;
-#[cfg(feature = "redis")]
-mod distributed;
 #[cfg(all(feature = "rayon", feature = "tokio"))]
 mod executors;
 mod hashed_wheel;

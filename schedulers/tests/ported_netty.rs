@@ -11,12 +11,12 @@ use schedulers::{Executor, HashedWheelTimer, ManualClock, Scheduler, SchedulerEx
 use crate::conformance::{ms, secs, Counter};
 
 /// A wheel in Netty's tick mode: a timer fires at the end of its tick.
-fn wheel(clock: &ManualClock, tick: Duration, slots: usize) -> HashedWheelTimer {
+fn wheel(clock: &ManualClock, tick: Duration, buckets: usize) -> HashedWheelTimer {
     HashedWheelTimer::builder()
         .clock(clock.clone())
         .precise(false)
         .tick(tick)
-        .wheel_size(slots)
+        .wheel_size(buckets)
         .build()
         .unwrap()
 }
@@ -127,7 +127,7 @@ fn timer_should_refuse_new_timeouts_after_shutdown() {
     assert!(err.is_shutdown(), "{err}");
 }
 
-/// `testTimerOverflowWheelLength`: on a 32-slot wheel with a 100 ms tick, a
+/// `testTimerOverflowWheelLength`: on a 32-bucket wheel with a 100 ms tick, a
 /// task that schedules itself again keeps running, also with a delay longer
 /// than one revolution (3.2 s).
 #[test]
@@ -334,7 +334,7 @@ fn pending_counted_correctly_when_cancelled_within_goal_tick() {
     assert_eq!(timer.metrics().cancelled, 1);
 }
 
-// ---- the lateness bound at its edges (10 ms tick, 8 slots = 80 ms a turn) ----
+// ---- the lateness bound at its edges (10 ms tick, 8 buckets = 80 ms a turn) ----
 
 /// Never early: not even a nanosecond before the deadline, for deadlines
 /// inside a tick, on a tick, in the first and in later rounds.
@@ -397,7 +397,7 @@ fn rounds_fire_in_the_right_revolution() {
     let clock = ManualClock::new();
     let timer = wheel(&clock, ms(10), 8);
     let log = Arc::new(Mutex::new(Vec::new()));
-    // Same slot (30 ms mod 80 ms), rounds 0 to 4; scheduled out of order.
+    // Same bucket (30 ms mod 80 ms), rounds 0 to 4; scheduled out of order.
     let dues = [ms(350), ms(30), ms(190), ms(110), ms(270)];
     let handles: Vec<_> = dues
         .iter()

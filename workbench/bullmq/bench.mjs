@@ -7,7 +7,7 @@
 //       [--workers 1] [--concurrency 4] [--jobs 20000] [--window-ms 4000] [--lead-ms 1000]
 //       [--timeout-s 600]
 //
-// Prints one JSON line in the format of `schedulers-redis-worker bench`:
+// Prints one JSON line in the format of `workbench redis-bench`:
 // jobs/s (drain: first start to last finish; paced: first due time to last
 // finish), lateness percentiles (start − due, ms, both on this host's clock,
 // which is Redis's host), Redis's CPU time and command counts over the

@@ -31,7 +31,7 @@
 //! runner's [`crate::runner::InProcess`] runs this workload with [`run`]):
 //! `tokio-cron-scheduler` ([`crate::peers::tokio_cron`]) implements it; its
 //! default refuses with [`NO_CALENDAR_API`], and a subject whose
-//! [`crate::subjects::Subject::workloads`] lists
+//! [`crate::runner::Subject::workloads`] lists
 //! [`WorkloadKind::Calendar`](crate::spec::WorkloadKind::Calendar) without
 //! implementing it fails its runs with that reason. Quartz in memory runs it
 //! in its JVM ([`crate::peers::java`]), the Quartz cluster on PostgreSQL

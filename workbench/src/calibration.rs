@@ -176,7 +176,7 @@ pub const QUARTZ_W1: u64 = 100_000;
 /// # Errors
 ///
 /// Quartz or a JVM is missing, or a run failed.
-pub fn quartz(repeats: usize) -> Result<Reference, crate::subjects::Unavailable> {
+pub fn quartz(repeats: usize) -> Result<Reference, crate::runner::Unavailable> {
     let mut runs: [Vec<f64>; 5] = Default::default();
     for _ in 0..repeats.max(1) {
         // The fields in the order of `Reference::figures`.
@@ -196,7 +196,7 @@ pub fn quartz(repeats: usize) -> Result<Reference, crate::subjects::Unavailable>
             let v = crate::peers::quartz::calibrate(workload, &args)?;
             for f in fields {
                 runs[k].push(v[*f].as_f64().ok_or_else(|| {
-                    crate::subjects::Unavailable(format!(
+                    crate::runner::Unavailable(format!(
                         "QuartzCalibrate {workload} lacks {f}: {v}"
                     ))
                 })?);

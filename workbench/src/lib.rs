@@ -10,9 +10,10 @@
 //! - [`random`]: the seeded generator and distributions (the Java harness
 //!   draws the same numbers).
 //! - [`metric`]: what is measured, with units and directions.
-//! - [`runner`]: executes a workload against a subject and measures it;
-//!   [`runner::Timers`] is what an in-process subject implements,
-//!   [`runner::Runner`] what any subject (also an out-of-process one) is.
+//! - [`runner`]: executes a workload against a subject and measures it; a
+//!   [`runner::Subject`] is a name, a description and how to get its
+//!   [`runner::Runner`] (what any subject, also an out-of-process one, is);
+//!   [`runner::Timers`] is what an in-process subject implements.
 //! - [`subjects`]: the registry and the adapter to the `schedulers` API; a
 //!   scheduler joins with one line in [`subjects::SCHEDULERS`], a peer with
 //!   one line in [`peers::all`].
@@ -20,8 +21,10 @@
 //!   `scheduled-thread-pool`, the Java originals, and BullMQ (the Redis
 //!   scheduler's peer).
 //! - [`distributed`]: the Redis scheduler's subjects (1, 2 and 4 worker
-//!   processes, each a `workbench redis-worker` child) and BullMQ's, run by
-//!   the same suite: backlog drain and paced lateness, with Redis's own cost.
+//!   processes, each a `workbench redis-worker` child, on one Redis or a
+//!   Cluster), run by the same suite, and its load benchmark
+//!   ([`distributed::bench`], also `workbench redis-bench`): backlog drain
+//!   and paced lateness, with Redis's own cost.
 //! - [`suite`]: subjects × workloads × repeats, results after every run.
 //! - [`record`]: the record format of `results.json`.
 //! - [`report`]: the verdict, the charts and the HTML page.

@@ -8,6 +8,7 @@
 //! cargo run --release -p workbench -- compare A/results.json B/results.json
 //! cargo run --release -p workbench -- list
 //! cargo run --release -p workbench -- report reports/latest/results.json
+//! cargo run --release -p workbench -- redis-bench --shape drain --workers 1,2
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -18,11 +19,12 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 use workbench::calibration;
-use workbench::distributed;
+use workbench::distributed::{self, bench};
 use workbench::record::{Metric, Results};
 use workbench::report;
+use workbench::runner::Subject;
 use workbench::spec::Workload;
-use workbench::subjects::{self, Subject};
+use workbench::subjects;
 use workbench::suite::Suite;
 
 /// Runs seeded timer workloads against every scheduler and its peers and
@@ -87,14 +89,18 @@ enum Command {
         /// The workload's `[calendar]` section, as JSON.
         calendar: String,
     },
-    /// (Internal) A worker process or the load benchmark of the Redis
-    /// scheduler (`schedulers-redis-worker`'s command line): the
-    /// distributed workload starts its worker processes as this binary.
+    /// Runs the Redis scheduler's load benchmark on fresh local servers
+    /// and prints one JSON report per run (what the distributed workload
+    /// measures, one shape at a time).
+    RedisBench(bench::BenchArgs),
+    /// (Internal) A worker process of the Redis scheduler
+    /// (`schedulers-redis-worker`'s command line): the load benchmark starts
+    /// its worker processes as this binary.
     #[command(name = "redis-worker", hide = true)]
     RedisWorker {
-        /// `work …` or `bench …`.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
+        /// `work …`.
+        #[command(subcommand)]
+        command: schedulers_redis::cli::Command,
     },
     /// Re-renders a report from a results.json (a partial one too).
     Report {
@@ -211,7 +217,8 @@ fn main() -> ExitCode {
         Some(Command::Compare { a, b }) => compare(&a, &b),
         Some(Command::List) => list(),
         Some(Command::Report { results, out }) => rerender(&results, out),
-        Some(Command::RedisWorker { args }) => redis_worker(&args),
+        Some(Command::RedisBench(args)) => redis_bench(&args),
+        Some(Command::RedisWorker { command }) => redis_worker(&command),
         Some(Command::MemoryProbe {
             subject,
             size,
@@ -230,12 +237,23 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs the Redis worker's command line ([`schedulers::distributed::harness`])
-/// with this binary as the worker the benchmark starts.
-fn redis_worker(args: &[String]) -> Result<()> {
+/// Runs the load benchmark with this binary as its worker processes.
+fn redis_bench(args: &bench::BenchArgs) -> Result<()> {
     let exe = std::env::current_exe().context("finding this program")?;
-    schedulers::distributed::harness::run(args, &distributed::worker_command(&exe))
-        .map_err(anyhow::Error::msg)
+    bench::run(args, &distributed::worker_command(&exe), &mut |report| {
+        println!("{report}");
+    })?;
+    Ok(())
+}
+
+/// Runs the Redis worker's command line ([`schedulers_redis::cli`]).
+fn redis_worker(command: &schedulers_redis::cli::Command) -> Result<()> {
+    use schedulers_redis::cli::{self, Command};
+    match command {
+        Command::Work(args) => cli::work(args)?,
+        Command::Cluster(args) => cli::cluster(args)?,
+    }
+    Ok(())
 }
 
 fn memory_probe(subject: &str, size: u64, seed: u64, step: usize, delay: &str) -> Result<()> {
@@ -362,7 +380,9 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
     if let Some(e) = write_error {
         return Err(e).context("writing results.json during the run");
     }
-    let notes = distributed::notes(&results);
+    let notes = report::notes::distributed(&results);
+    results.notes.extend(notes);
+    let notes = report::notes::cross_check(&results);
     results.notes.extend(notes);
     let notes = workbench::peers::notes(&results, &workloads);
     results.notes.extend(notes);

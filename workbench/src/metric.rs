@@ -190,6 +190,24 @@ metrics! {
     LatenessP999 = "lateness_p99.9", Micros, Lower;
     /// Largest lateness, µs.
     LatenessMax = "lateness_max", Micros, Lower;
+    /// The exact mean lateness of the one-shots, µs: for the cross-check
+    /// with the subject's own ([`Metric::OwnLatenessMean`]).
+    LatenessMean = "lateness_mean", Micros, Neither;
+    /// The mean lateness the subject measured itself (this crate's
+    /// schedulers: `Metrics::lateness`), µs, on one-shot workloads.
+    OwnLatenessMean = "own_lateness_mean", Micros, Neither;
+    /// The subject's own lateness p50, µs.
+    OwnLatenessP50 = "own_lateness_p50", Micros, Neither;
+    /// The subject's own lateness p99, µs.
+    OwnLatenessP99 = "own_lateness_p99", Micros, Neither;
+    /// The workbench's mean lateness minus the subject's own, ns: what
+    /// separates the two measurements of the same runs (the workbench reads
+    /// the deadline before the schedule call and the fire time inside the
+    /// task; the scheduler reads both inside).
+    OwnLatenessGap = "own_lateness_gap", Nanos, Neither;
+    /// Runs the subject counted minus one-shots the workbench saw fire
+    /// (and did not cancel): 0 when both measured the same runs.
+    OwnLatenessRunsGap = "own_lateness_runs_gap", Count, Neither;
     /// Periodic start jitter p50: |start − ideal start|, µs.
     JitterP50 = "jitter_p50", Micros, Lower;
     /// Jitter p99, µs.

@@ -1,5 +1,5 @@
 //! Throwaway PostgreSQL servers for the Quartz cluster's measurements and
-//! tests ([`LocalPostgres`]), as [`schedulers::distributed::LocalRedis`] is
+//! tests ([`LocalPostgres`]), as [`schedulers_redis::LocalRedis`] is
 //! for Redis: a fresh data directory from `initdb` per server, a free
 //! loopback port, no Unix socket, trust authentication for the `postgres`
 //! role, PostgreSQL's defaults otherwise (`fsync` and synchronous commits

@@ -1,13 +1,12 @@
-//! The registry: every subject the workbench knows, algorithms first; and
-//! the adapter from the `schedulers` crate's API to the runner's
+//! The registry: every [`Subject`] the workbench knows, algorithms first;
+//! and the adapter from the `schedulers` crate's API to the runner's
 //! [`Timers`]. This module is the only place that calls the `schedulers`
-//! API (with [`crate::distributed`] for the Redis scheduler), so a change
-//! of that API is an edit here.
+//! API, so a change of that API is an edit here (the Redis scheduler's,
+//! `schedulers-redis`, is called from [`crate::distributed`]).
 //!
 //! A scheduler of the `schedulers` crate joins with **one line** in
 //! [`SCHEDULERS`]; a peer joins with one line in [`crate::peers::all`].
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,30 +15,11 @@ use schedulers::{
     SchedulerExt, Task, TaskHandle,
 };
 
-use crate::record::{SubjectInfo, SubjectKind};
-use crate::runner::{drive_threaded, App, Fire, InProcess, Refused, Runner, Timers, TimersFactory};
-use crate::spec::{Kind, Workload, WorkloadKind};
-
-/// Why a subject cannot run here (a missing JVM, no `redis-server`): the
-/// suite skips it with this message.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unavailable(pub String);
-
-impl From<String> for Unavailable {
-    fn from(why: String) -> Unavailable {
-        Unavailable(why)
-    }
-}
-
-impl From<&str> for Unavailable {
-    fn from(why: &str) -> Unavailable {
-        Unavailable(why.to_owned())
-    }
-}
-
-/// Makes a subject's runner, or says why it cannot run here.
-pub type RunnerFactory = Arc<dyn Fn() -> Result<Box<dyn Runner>, Unavailable> + Send + Sync>;
+use crate::record::SubjectKind;
+use crate::runner::{
+    drive_threaded, App, Fire, OwnLateness, Refused, Subject, Timers, TimersFactory,
+};
+use crate::spec::Kind;
 
 /// One of this crate's schedulers, as the workbench builds it.
 #[derive(Debug, Clone, Copy)]
@@ -102,70 +82,6 @@ pub const SCHEDULERS: &[Algorithm] = &[
         },
     },
 ];
-
-/// A subject the suite can run: its description and how to get a runner.
-#[derive(Clone)]
-pub struct Subject {
-    /// Short name.
-    pub name: &'static str,
-    /// Algorithm or peer.
-    pub kind: SubjectKind,
-    /// One line for the report.
-    pub about: &'static str,
-    /// The kinds of workload it runs (the others are not asked of it).
-    pub workloads: &'static [WorkloadKind],
-    /// A runner, or why this subject cannot run here (a missing JVM, say):
-    /// the suite then skips it with that message.
-    pub runner: RunnerFactory,
-    /// For in-process subjects, the factory of their [`Timers`] (the
-    /// criterion benches use it); `None` for out-of-process peers.
-    pub timers: Option<TimersFactory>,
-}
-
-impl fmt::Debug for Subject {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Subject")
-            .field("name", &self.name)
-            .field("kind", &self.kind)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Subject {
-    /// An in-process subject from its [`Timers`] factory.
-    pub fn in_process(
-        name: &'static str,
-        kind: SubjectKind,
-        about: &'static str,
-        timers: TimersFactory,
-    ) -> Subject {
-        let t = timers.clone();
-        Subject {
-            name,
-            kind,
-            about,
-            workloads: &[WorkloadKind::Timeline, WorkloadKind::Sweep],
-            runner: Arc::new(move || {
-                Ok(Box::new(InProcess::new(name, t.clone())) as Box<dyn Runner>)
-            }),
-            timers: Some(timers),
-        }
-    }
-
-    /// Whether it runs `w`.
-    pub fn runs(&self, w: &Workload) -> bool {
-        self.workloads.contains(&w.kind())
-    }
-
-    /// The report's view of it.
-    pub fn info(&self) -> SubjectInfo {
-        SubjectInfo {
-            name: self.name.to_owned(),
-            kind: self.kind,
-            about: self.about.to_owned(),
-        }
-    }
-}
 
 /// Every subject: the algorithms in [`SCHEDULERS`], the Redis scheduler's
 /// ([`crate::distributed`]), then the peers.
@@ -253,6 +169,17 @@ impl Timers for SchedulerTimers {
 
     fn drive(&mut self, app: &mut dyn App) {
         drive_threaded(self, app);
+    }
+
+    fn own_lateness(&self) -> Option<OwnLateness> {
+        let lateness = self.scheduler.metrics().lateness;
+        let ns = |d: Option<Duration>| d.unwrap_or_default().as_nanos() as f64;
+        Some(OwnLateness {
+            runs: lateness.count(),
+            mean_ns: ns(lateness.mean()),
+            p50_ns: ns(lateness.quantile(0.5)),
+            p99_ns: ns(lateness.quantile(0.99)),
+        })
     }
 
     fn shutdown(self: Box<Self>) {

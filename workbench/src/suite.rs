@@ -9,9 +9,9 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::record::{
     Environment, Measurement, Metric, Results, RunInfo, RunStatus, Samples, WorkloadInfo,
 };
+use crate::runner::Subject;
 use crate::runner::{measure, RunContext, Runner};
 use crate::spec::{Workload, WorkloadKind};
-use crate::subjects::Subject;
 
 /// What to run.
 #[derive(Debug, Clone)]

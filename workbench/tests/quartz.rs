@@ -247,8 +247,8 @@ fn the_suite_runs_the_cluster_on_both_shapes_and_the_calendar_and_notes_the_clai
 fn tokio_cron_scheduler_and_bullmq_run_the_calendar() {
     let w = Workload::parse(CALENDAR).unwrap();
     let mut names = vec!["tokio-cron"];
-    match workbench::distributed::bullmq::Harness::find() {
-        Ok(_) if schedulers::distributed::find_redis_server().is_some() => {
+    match workbench::peers::bullmq::Harness::find() {
+        Ok(_) if schedulers_redis::find_redis_server().is_some() => {
             names.push("bullmq-cron")
         }
         Ok(_) => skip("redis-server is not installed"),

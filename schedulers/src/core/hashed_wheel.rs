@@ -2,9 +2,9 @@
 //! Netty's `HashedWheelTimer`): the storage of `HashedWheelTimer`.
 //!
 //! Time is cut into ticks of `tick` nanoseconds. A timer due at `d` belongs
-//! to tick `ceil(d / tick)` and sits in slot `tick mod slots` of a ring;
-//! the cursor visits one slot per tick, and a timer one or more revolutions
-//! away stays in its slot for that many visits (Netty's `remainingRounds`,
+//! to tick `ceil(d / tick)` and sits in bucket `tick mod buckets` of a ring;
+//! the cursor visits one bucket per tick, and a timer one or more revolutions
+//! away stays in its bucket for that many visits (Netty's `remainingRounds`,
 //! derived here from the absolute deadline, so a visit never writes a timer
 //! that is not due and a jump of many ticks is one sweep of the ring).
 //!
@@ -13,22 +13,22 @@
 //! With [`Precision::Tick`] (Netty's behaviour) a timer comes due when the
 //! clock reaches the end of its tick: up to one tick late, never early.
 //! With [`Precision::Exact`] it comes due at its own deadline: [`poll`]
-//! also looks into the slot of the tick in progress, and
+//! also looks into the bucket of the tick in progress, and
 //! [`next_deadline`] is the exact earliest deadline, so a driver that
 //! sleeps until then fires on time while storage and cancel stay O(1).
 //!
 //! # Knowing when to wake
 //!
-//! Each slot keeps a lower bound of its timers' deadlines, and a bitmap
-//! marks the occupied slots. [`next_deadline`] walks the occupied slots from
+//! Each bucket keeps a lower bound of its timers' deadlines, and a bitmap
+//! marks the occupied buckets. [`next_deadline`] walks the occupied buckets from
 //! the cursor and stops at the first whose earliest timer is due in the
 //! current revolution, so a wheel holding only far timers reports their
 //! real deadline instead of the next tick: its driver does not wake every
-//! tick (Netty does). The bound is refreshed whenever a slot is visited.
+//! tick (Netty does). The bound is refreshed whenever a bucket is visited.
 //!
 //! # Deferred move (go-zero's `MoveTimer`)
 //!
-//! Rescheduling later only rewrites the timer's deadline: its slot is
+//! Rescheduling later only rewrites the timer's deadline: its bucket is
 //! visited no later than the old deadline, and that visit moves it. An
 //! earlier deadline relinks it at once. Either way O(1).
 //!
@@ -41,7 +41,8 @@
 //! [`poll`]: TimerQueue::poll
 //! [`next_deadline`]: TimerQueue::next_deadline
 
-use super::list::{Lists, MAX_KEYS};
+use super::list::Lists;
+use super::MAX_KEYS;
 use super::{Expired, Key, TimerQueue};
 
 /// When a timer comes due: at the end of its tick, or at its own deadline.
@@ -55,8 +56,8 @@ pub enum Precision {
     Exact,
 }
 
-/// The largest ring: 2^24 slots (a 384 MB slot table; Netty allows 2^30).
-pub const MAX_SLOTS: usize = 1 << 24;
+/// The largest ring: 2^24 buckets (a 384 MB bucket table; Netty allows 2^30).
+pub const MAX_BUCKETS: usize = 1 << 24;
 
 /// A flat hashed timing wheel. See the [module docs](self).
 ///
@@ -65,7 +66,7 @@ pub const MAX_SLOTS: usize = 1 << 24;
 /// ```
 /// use schedulers::core::{Expired, HashedWheel, Precision, TimerQueue};
 ///
-/// // 1 ms ticks (deadlines are in nanoseconds), 512 slots, time starts at 0.
+/// // 1 ms ticks (deadlines are in nanoseconds), 512 buckets, time starts at 0.
 /// let mut wheel = HashedWheel::new(1_000_000, 512, 0, Precision::Exact).unwrap();
 /// wheel.insert(1, 2_500_000);
 /// wheel.insert(2, 600_000_000_000); // ten minutes: many revolutions away
@@ -82,57 +83,55 @@ pub struct HashedWheel {
     tick: u64,
     mask: u64,
     precision: Precision,
-    /// One list per slot, then the ready list (timers already due).
+    /// One list per bucket, then the ready list (timers already due).
     lists: Lists,
-    /// A lower bound of the deadlines in each slot, valid while its
+    /// A lower bound of the deadlines in each bucket, valid while its
     /// `occupied` bit is set.
     earliest: Vec<u64>,
-    /// Bit `s` set while slot `s` may hold a timer (and `earliest[s]` holds).
+    /// Bit `s` set while bucket `s` may hold a timer (and `earliest[s]` holds).
     occupied: Vec<u64>,
     /// The last tick fully processed.
     cursor: u64,
-    seq: u64,
     /// Scratch space for `poll`, kept to avoid an allocation per tick.
-    out: Vec<(u64, u64, Expired)>,
+    out: Vec<(u64, u32, Expired)>,
     keys: Vec<Key>,
 }
 
 impl HashedWheel {
-    /// A wheel of `slots` slots (a power of two) of `tick` nanoseconds,
+    /// A wheel of `buckets` buckets (a power of two) of `tick` nanoseconds,
     /// whose ticks up to `now` count as processed.
     ///
     /// # Errors
     ///
-    /// [`WheelError`] if `tick` is zero or `slots` is not a power of two in
-    /// 1 ..= [`MAX_SLOTS`].
+    /// [`WheelError`] if `tick` is zero or `buckets` is not a power of two in
+    /// 1 ..= [`MAX_BUCKETS`].
     pub fn new(
         tick: u64,
-        slots: usize,
+        buckets: usize,
         now: u64,
         precision: Precision,
     ) -> Result<HashedWheel, WheelError> {
         if tick == 0 {
             return Err(WheelError::ZeroTick);
         }
-        if !slots.is_power_of_two() || slots > MAX_SLOTS {
-            return Err(WheelError::Slots(slots));
+        if !buckets.is_power_of_two() || buckets > MAX_BUCKETS {
+            return Err(WheelError::Buckets(buckets));
         }
         Ok(HashedWheel {
             tick,
-            mask: slots as u64 - 1,
+            mask: buckets as u64 - 1,
             precision,
-            lists: Lists::new(slots + 1),
-            earliest: vec![u64::MAX; slots],
-            occupied: vec![0; slots.div_ceil(64)],
+            lists: Lists::new(buckets + 1),
+            earliest: vec![u64::MAX; buckets],
+            occupied: vec![0; buckets.div_ceil(64)],
             cursor: now / tick,
-            seq: 0,
             out: Vec::new(),
             keys: Vec::new(),
         })
     }
 
-    /// The number of slots.
-    pub fn slots(&self) -> usize {
+    /// The number of buckets.
+    pub fn buckets(&self) -> usize {
         self.mask as usize + 1
     }
 
@@ -142,14 +141,14 @@ impl HashedWheel {
     }
 
     fn ready(&self) -> u32 {
-        self.slots() as u32
+        self.buckets() as u32
     }
 
     fn tick_of(&self, deadline: u64) -> u64 {
         deadline.div_ceil(self.tick)
     }
 
-    fn slot_of(&self, tick: u64) -> u32 {
+    fn bucket_of(&self, tick: u64) -> u32 {
         (tick & self.mask) as u32
     }
 
@@ -160,10 +159,10 @@ impl HashedWheel {
             let ready = self.ready();
             self.lists.push_back(ready, key);
         } else {
-            let slot = self.slot_of(tick);
-            self.lists.push_back(slot, key);
-            let (s, bit) = (slot as usize, 1 << (slot % 64));
-            // A clear bit means the slot's bound is stale: start it afresh.
+            let bucket = self.bucket_of(tick);
+            self.lists.push_back(bucket, key);
+            let (s, bit) = (bucket as usize, 1 << (bucket % 64));
+            // A clear bit means the bucket's bound is stale: start it afresh.
             self.earliest[s] = if self.occupied[s / 64] & bit == 0 {
                 deadline
             } else {
@@ -173,56 +172,51 @@ impl HashedWheel {
         }
     }
 
-    fn next_seq(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
-    }
-
-    /// Visits `slot`: expires the timers due by `limit` (ns), carries out
-    /// deferred moves, and refreshes the slot's earliest deadline.
-    fn visit(&mut self, slot: u32, limit: u64, out: &mut Vec<(u64, u64, Expired)>) {
+    /// Visits `bucket`: expires the timers due by `limit` (ns), carries out
+    /// deferred moves, and refreshes the bucket's earliest deadline.
+    fn visit(&mut self, bucket: u32, limit: u64, out: &mut Vec<(u64, u32, Expired)>) {
         let mut earliest = u64::MAX;
-        let mut next = self.lists.head(slot);
+        let mut next = self.lists.head(bucket);
         while let Some(key) = next {
             next = self.lists.next(key);
             let node = *self.lists.node(key).expect("a listed key is linked");
-            if node.deadline <= limit {
+            if node.deadline() <= limit {
                 self.lists.unlink(key);
                 let expired = Expired {
                     key,
-                    deadline: node.deadline,
+                    deadline: node.deadline(),
                 };
-                out.push((self.tick_of(node.deadline), node.seq, expired));
-            } else if self.slot_of(self.tick_of(node.deadline)) != slot {
+                out.push((self.tick_of(node.deadline()), node.seq, expired));
+            } else if self.bucket_of(self.tick_of(node.deadline())) != bucket {
                 self.lists.unlink(key);
-                self.place(key, node.deadline);
+                self.place(key, node.deadline());
             } else {
-                earliest = earliest.min(node.deadline);
+                earliest = earliest.min(node.deadline());
             }
         }
-        let s = slot as usize;
+        let s = bucket as usize;
         self.earliest[s] = earliest;
         if earliest == u64::MAX {
             self.occupied[s / 64] &= !(1 << (s % 64));
         }
     }
 
-    /// The occupied slots after the cursor, in ring order (one revolution).
+    /// The occupied buckets after the cursor, in ring order (one revolution).
     fn occupied_after_cursor(&self) -> impl Iterator<Item = u64> + '_ {
-        let slots = self.mask + 1;
+        let buckets = self.mask + 1;
         let start = self.cursor + 1;
         let mut d = 0u64;
         std::iter::from_fn(move || {
-            while d < slots {
+            while d < buckets {
                 let s = ((start + d) & self.mask) as usize;
                 let word = self.occupied[s / 64] >> (s % 64);
                 if word == 0 {
                     // Skip to the end of the word or of the ring.
-                    d += (64 - (s % 64) as u64).min(slots - s as u64);
+                    d += (64 - (s % 64) as u64).min(buckets - s as u64);
                     continue;
                 }
                 let skip = u64::from(word.trailing_zeros());
-                if d + skip >= slots {
+                if d + skip >= buckets {
                     return None;
                 }
                 let tick = start + d + skip;
@@ -237,8 +231,7 @@ impl HashedWheel {
 impl TimerQueue for HashedWheel {
     fn insert(&mut self, key: Key, deadline: u64) {
         debug_assert!((key as usize) < MAX_KEYS);
-        let seq = self.next_seq();
-        self.lists.set(key, deadline, seq);
+        self.lists.set(key, deadline);
         self.place(key, deadline);
     }
 
@@ -254,9 +247,8 @@ impl TimerQueue for HashedWheel {
         let Some(node) = self.lists.node(key).copied() else {
             return false;
         };
-        let seq = self.next_seq();
-        self.lists.set(key, deadline, seq);
-        if deadline < node.deadline {
+        self.lists.set(key, deadline);
+        if deadline < node.deadline() {
             self.lists.unlink(key);
             self.place(key, deadline);
         }
@@ -274,44 +266,44 @@ impl TimerQueue for HashedWheel {
         self.lists.take(self.ready(), &mut keys);
         for key in keys.drain(..) {
             let node = self.lists.timing(key);
-            if node.deadline <= limit {
+            if node.deadline() <= limit {
                 let e = Expired {
                     key,
-                    deadline: node.deadline,
+                    deadline: node.deadline(),
                 };
-                out.push((self.tick_of(node.deadline), node.seq, e));
+                out.push((self.tick_of(node.deadline()), node.seq, e));
             } else {
-                self.place(key, node.deadline); // moved later since
+                self.place(key, node.deadline()); // moved later since
             }
         }
         self.keys = keys;
         if now_tick > self.cursor {
             if self.lists.len() == 0 {
                 // Nothing to visit; the bounds left by removed timers go, or
-                // a slot the cursor skips would report a deadline passed.
+                // a bucket the cursor skips would report a deadline passed.
                 self.cursor = now_tick;
                 self.occupied.fill(0);
             } else if now_tick - self.cursor > self.mask {
-                // At least a revolution: one sweep of every slot.
+                // At least a revolution: one sweep of every bucket.
                 self.cursor = now_tick;
-                for slot in 0..=self.mask as u32 {
-                    self.visit(slot, now_tick * self.tick, &mut out);
+                for bucket in 0..=self.mask as u32 {
+                    self.visit(bucket, now_tick * self.tick, &mut out);
                 }
             } else {
                 while self.cursor < now_tick {
                     self.cursor += 1;
-                    let slot = self.slot_of(self.cursor);
-                    if self.earliest[slot as usize] <= self.cursor * self.tick {
-                        self.visit(slot, self.cursor * self.tick, &mut out);
+                    let bucket = self.bucket_of(self.cursor);
+                    if self.earliest[bucket as usize] <= self.cursor * self.tick {
+                        self.visit(bucket, self.cursor * self.tick, &mut out);
                     }
                 }
             }
         }
         if self.precision == Precision::Exact {
-            // The tick in progress: what is due by `now` in the next slot.
-            let slot = self.slot_of(self.cursor + 1);
-            if self.earliest[slot as usize] <= now {
-                self.visit(slot, now, &mut out);
+            // The tick in progress: what is due by `now` in the next bucket.
+            let bucket = self.bucket_of(self.cursor + 1);
+            if self.earliest[bucket as usize] <= now {
+                self.visit(bucket, now, &mut out);
             }
         }
         if !out.is_sorted_by_key(|&(tick, seq, _)| (tick, seq)) {
@@ -330,7 +322,7 @@ impl TimerQueue for HashedWheel {
         }
         let mut earliest = u64::MAX;
         for tick in self.occupied_after_cursor() {
-            let bound = self.earliest[self.slot_of(tick) as usize];
+            let bound = self.earliest[self.bucket_of(tick) as usize];
             if bound <= tick.saturating_mul(self.tick) {
                 // Due in this revolution: nothing after it can be earlier.
                 earliest = earliest.min(bound);
@@ -345,7 +337,7 @@ impl TimerQueue for HashedWheel {
     }
 
     fn drain(&mut self, out: &mut Vec<Expired>) {
-        let mut all: Vec<(u64, Expired)> = self
+        let mut all: Vec<(u32, Expired)> = self
             .lists
             .linked()
             .map(|key| {
@@ -354,7 +346,7 @@ impl TimerQueue for HashedWheel {
                     node.seq,
                     Expired {
                         key,
-                        deadline: node.deadline,
+                        deadline: node.deadline(),
                     },
                 )
             })
@@ -383,7 +375,7 @@ impl TimerQueue for HashedWheel {
     }
 
     fn deadline(&self, key: Key) -> Option<u64> {
-        self.lists.node(key).map(|n| n.deadline)
+        self.lists.node(key).map(|n| n.deadline())
     }
 }
 
@@ -393,17 +385,17 @@ impl TimerQueue for HashedWheel {
 pub enum WheelError {
     /// The tick was zero.
     ZeroTick,
-    /// The slot count was not a power of two in 1 ..= [`MAX_SLOTS`].
-    Slots(usize),
+    /// The bucket count was not a power of two in 1 ..= [`MAX_BUCKETS`].
+    Buckets(usize),
 }
 
 impl std::fmt::Display for WheelError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WheelError::ZeroTick => f.write_str("the tick must be longer than zero"),
-            WheelError::Slots(n) => write!(
+            WheelError::Buckets(n) => write!(
                 f,
-                "the slot count must be a power of two from 1 to {MAX_SLOTS}, not {n}"
+                "the bucket count must be a power of two from 1 to {MAX_BUCKETS}, not {n}"
             ),
         }
     }

@@ -147,7 +147,6 @@ pub struct HierarchicalWheel {
     /// Timers placed in each bucket since it was last empty: an upper bound
     /// of its length (a removal does not count down).
     placed: Vec<u32>,
-    seq: u64,
 }
 
 /// The list of timers already due when inserted.
@@ -170,7 +169,7 @@ impl HierarchicalWheel {
             return Err(WheelError::ZeroTick);
         }
         if !(2..=1 << 16).contains(&size) {
-            return Err(WheelError::Slots(size));
+            return Err(WheelError::Buckets(size));
         }
         let mut wheels = HierarchicalWheel {
             tick,
@@ -181,7 +180,6 @@ impl HierarchicalWheel {
             queue: DelayQueue::with_default_hasher(),
             earliest: vec![None],
             placed: vec![0],
-            seq: 0,
         };
         wheels.push_level(1, now / tick);
         Ok(wheels)
@@ -198,6 +196,11 @@ impl HierarchicalWheel {
             interval: unit.checked_mul(self.size),
             first,
         });
+    }
+
+    /// The tick length in nanoseconds.
+    pub fn tick(&self) -> u64 {
+        self.tick
     }
 
     /// Levels created so far (1 until a timer overflows the first wheel).
@@ -303,25 +306,19 @@ impl HierarchicalWheel {
         }
     }
 
-    fn next_seq(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
-    }
-
-    fn expired(&self, key: Key, out: &mut Vec<(u64, u64, Expired)>) {
+    fn expired(&self, key: Key, out: &mut Vec<(u64, u32, Expired)>) {
         let node = self.lists.timing(key);
         let e = Expired {
             key,
-            deadline: node.deadline,
+            deadline: node.deadline(),
         };
-        out.push((self.tick_of(node.deadline), node.seq, e));
+        out.push((self.tick_of(node.deadline()), node.seq, e));
     }
 }
 
 impl TimerQueue for HierarchicalWheel {
     fn insert(&mut self, key: Key, deadline: u64) {
-        let seq = self.next_seq();
-        self.lists.set(key, deadline, seq);
+        self.lists.set(key, deadline);
         self.place(key, deadline);
     }
 
@@ -367,7 +364,7 @@ impl TimerQueue for HierarchicalWheel {
                 // Something in it may be due: the whole list, now.
                 self.lists.take(list, &mut keys);
                 for key in keys.drain(..) {
-                    let deadline = self.lists.timing(key).deadline;
+                    let deadline = self.lists.timing(key).deadline();
                     if deadline <= limit {
                         self.expired(key, &mut out);
                     } else {
@@ -388,7 +385,7 @@ impl TimerQueue for HierarchicalWheel {
                     let Some(key) = self.lists.pop_front(list) else {
                         break;
                     };
-                    let deadline = self.lists.timing(key).deadline;
+                    let deadline = self.lists.timing(key).deadline();
                     self.place(key, deadline);
                 }
                 if !self.lists.is_empty(list) {
@@ -421,7 +418,7 @@ impl TimerQueue for HierarchicalWheel {
     }
 
     fn drain(&mut self, out: &mut Vec<Expired>) {
-        let mut all: Vec<(u64, u64, Expired)> = Vec::with_capacity(self.lists.len());
+        let mut all: Vec<(u64, u32, Expired)> = Vec::with_capacity(self.lists.len());
         for key in self.lists.linked() {
             self.expired(key, &mut all);
         }
@@ -450,6 +447,6 @@ impl TimerQueue for HierarchicalWheel {
     }
 
     fn deadline(&self, key: Key) -> Option<u64> {
-        self.lists.node(key).map(|n| n.deadline)
+        self.lists.node(key).map(|n| n.deadline())
     }
 }

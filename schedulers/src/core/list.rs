@@ -1,29 +1,40 @@
 //! Doubly linked lists threaded through one slab of nodes by `u32` index:
-//! the storage of both wheels (a wheel slot, a Kafka bucket and the overdue
+//! the storage of both wheels (a wheel bucket, a Kafka bucket and the overdue
 //! list are each one list).
 //!
 //! Nodes are named by the caller's [`Key`]s, so a timer's node is found
 //! without a search and the slab never allocates per timer once it has
 //! grown. A list's first node's `prev` and its last node's `next` hold the
 //! list's number with a tag bit, so a node can be unlinked in O(1) without
-//! knowing which list it is in. A node is 24 bytes: its deadline, its
-//! submission sequence number and two links.
+//! knowing which list it is in. A node is 20 bytes: its deadline, its
+//! submission sequence number and two links, in 4-byte words (a wheel's
+//! whole cost per timer is the node and the caller's own slot).
+//!
+//! Sequence numbers are 32 bits: when they run out (after 4 billion
+//! submissions), the linked nodes are renumbered in order, which keeps
+//! their order and costs O(n log n) once per 4 billion.
 
-use super::Key;
+use super::{Key, MAX_KEYS};
 
-/// Marks a link that names a list, not a node.
-const TAG: u32 = 1 << 31;
+/// Marks a link that names a list, not a node: keys stay below it.
+const TAG: u32 = MAX_KEYS as u32;
 /// "Not linked" / "empty list".
 pub(crate) const NIL: u32 = u32::MAX;
-/// Keys must stay below the tag bit.
-pub(crate) const MAX_KEYS: usize = TAG as usize;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
-    pub(crate) deadline: u64,
-    pub(crate) seq: u64,
+    /// The deadline, low and high halves (4-byte words keep the node at 20
+    /// bytes).
+    deadline: [u32; 2],
+    pub(crate) seq: u32,
     prev: u32,
     next: u32,
+}
+
+impl Node {
+    pub(crate) fn deadline(&self) -> u64 {
+        u64::from(self.deadline[0]) | u64::from(self.deadline[1]) << 32
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +54,8 @@ pub(crate) struct Lists {
     ends: Vec<Ends>,
     nodes: Vec<Node>,
     len: usize,
+    /// The last sequence number handed out.
+    seq: u32,
 }
 
 impl Lists {
@@ -52,6 +65,7 @@ impl Lists {
             ends: vec![EMPTY; lists],
             nodes: Vec::new(),
             len: 0,
+            seq: 0,
         }
     }
 
@@ -96,23 +110,48 @@ impl Lists {
         Some(self.nodes[key as usize].next).filter(|&k| k & TAG == 0)
     }
 
-    /// Sets the timing of an unlinked or linked key (links unchanged).
-    pub(crate) fn set(&mut self, key: Key, deadline: u64, seq: u64) {
+    /// Sets the deadline of an unlinked or linked key (links unchanged)
+    /// and gives it the next sequence number: it now counts as submitted
+    /// last among ties.
+    pub(crate) fn set(&mut self, key: Key, deadline: u64) {
         let i = key as usize;
         if i >= self.nodes.len() {
             self.nodes.resize(
                 i + 1,
                 Node {
-                    deadline: 0,
+                    deadline: [0; 2],
                     seq: 0,
                     prev: NIL,
                     next: NIL,
                 },
             );
         }
+        let seq = self.next_seq();
         let n = &mut self.nodes[i];
-        n.deadline = deadline;
+        n.deadline = [deadline as u32, (deadline >> 32) as u32];
         n.seq = seq;
+    }
+
+    fn next_seq(&mut self) -> u32 {
+        if self.seq == u32::MAX {
+            self.renumber();
+        }
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Numbers the linked nodes 1, 2, … in the order of their sequence
+    /// numbers, so that those handed out next come after them.
+    fn renumber(&mut self) {
+        let mut live: Vec<(u32, Key)> = self
+            .linked()
+            .map(|k| (self.nodes[k as usize].seq, k))
+            .collect();
+        live.sort_unstable();
+        for (i, &(_, k)) in live.iter().enumerate() {
+            self.nodes[k as usize].seq = i as u32 + 1;
+        }
+        self.seq = live.len() as u32;
     }
 
     /// Appends an unlinked key (whose timing is [`Lists::set`]) to `list`.
@@ -223,6 +262,33 @@ impl Lists {
 mod test {
     use super::*;
 
+    /// Sequence numbers that run out are renumbered in order: ties still
+    /// come out in the order they were set.
+    #[test]
+    fn sequence_numbers_renumber_in_order_when_they_run_out() {
+        let mut lists = Lists::new(1);
+        lists.seq = u32::MAX - 2;
+        for k in [5, 3, 9, 1] {
+            lists.set(k, 7);
+            lists.push_back(0, k);
+        }
+        assert_eq!(
+            lists.seq, 4,
+            "renumbered to 1 and 2, then 3 and 4 handed out"
+        );
+        lists.set(2, 7);
+        lists.push_back(0, 2);
+        let mut order: Vec<(u32, Key)> = keys(&lists, 0)
+            .into_iter()
+            .map(|k| (lists.node(k).unwrap().seq, k))
+            .collect();
+        order.sort_unstable();
+        let order: Vec<Key> = order.into_iter().map(|(_, k)| k).collect();
+        assert_eq!(order, [5, 3, 9, 1, 2]);
+        assert_eq!(lists.node(1).unwrap().deadline(), 7);
+        assert_eq!(std::mem::size_of::<Node>(), 20);
+    }
+
     fn keys(lists: &Lists, list: u32) -> Vec<Key> {
         std::iter::successors(lists.head(list), |&k| lists.next(k)).collect()
     }
@@ -231,7 +297,7 @@ mod test {
     fn append_moves_a_whole_list_and_unlink_still_finds_the_ends() {
         let mut lists = Lists::new(3);
         for k in 0..6 {
-            lists.set(k, 0, 0);
+            lists.set(k, 0);
         }
         for k in [0, 1, 2] {
             lists.push_back(0, k);

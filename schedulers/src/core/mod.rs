@@ -12,7 +12,7 @@
 //! | Queue | Structure | insert / remove / reschedule | poll per expired | Pick it when |
 //! |---|---|---|---|---|
 //! | [`IndexedHeap`] | binary heap with positions (JDK `DelayedWorkQueue`) | O(log n) | O(log n) | exact deadlines, up to ~10^5 timers |
-//! | [`HashedWheel`] | flat ring of lists with rounds (Netty) | O(1) | O(1), plus one slot per tick | many timers, most cancelled or reset |
+//! | [`HashedWheel`] | flat ring of lists with rounds (Netty) | O(1) | O(1), plus one bucket per tick | many timers, most cancelled or reset |
 //! | [`HierarchicalWheel`] | wheels of lists + delay queue of buckets (Kafka) | O(1) | O(levels) | very many timers, far away; idle costs nothing |
 //!
 //! # Keys
@@ -60,12 +60,15 @@ pub(crate) mod list;
 #[cfg(test)]
 mod test;
 
-pub use hashed_wheel::{HashedWheel, Precision, WheelError, MAX_SLOTS};
+pub use hashed_wheel::{HashedWheel, Precision, WheelError, MAX_BUCKETS};
 pub use heap::IndexedHeap;
 pub use hierarchical::HierarchicalWheel;
 
 /// Names a timer in a queue: a small integer the caller allocates.
 pub type Key = u32;
+
+/// Keys stay below this (the wheels' lists tag links with the top bit).
+pub(crate) const MAX_KEYS: usize = 1 << 31;
 
 /// A timer that came due: its key and the deadline it was due at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

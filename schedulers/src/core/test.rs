@@ -202,11 +202,11 @@ proptest! {
     #[test]
     fn hashed_wheel_matches_the_model(
         ops in prop::collection::vec(op(), 1..200),
-        slots in prop_oneof![Just(1usize), Just(8), Just(64), Just(512)],
+        buckets in prop_oneof![Just(1usize), Just(8), Just(64), Just(512)],
         exact in any::<bool>(),
     ) {
         let precision = if exact { Precision::Exact } else { Precision::Tick };
-        let mut wheel = HashedWheel::new(TICK, slots, 0, precision).unwrap();
+        let mut wheel = HashedWheel::new(TICK, buckets, 0, precision).unwrap();
         check(&mut wheel, model(TICK, exact), ops);
     }
 
@@ -275,8 +275,8 @@ fn a_far_timer_does_not_make_the_wheel_report_every_tick() {
     assert_eq!(wheel.next_deadline(), Some(1_000_000 * TICK));
 }
 
-/// A wheel that empties skips its cursor ahead without visiting the slots:
-/// the bounds those slots kept from removed timers must not come back as a
+/// A wheel that empties skips its cursor ahead without visiting the buckets:
+/// the bounds those buckets kept from removed timers must not come back as a
 /// deadline in the past once a new timer arrives (a driver would never
 /// sleep, and a virtual clock would never settle).
 #[test]
@@ -300,11 +300,11 @@ fn bad_wheel_settings_are_errors() {
     );
     assert_eq!(
         HashedWheel::new(1, 6, 0, Precision::Tick).unwrap_err(),
-        WheelError::Slots(6)
+        WheelError::Buckets(6)
     );
     assert_eq!(
         HierarchicalWheel::new(1, 1, 0, Precision::Tick).unwrap_err(),
-        WheelError::Slots(1)
+        WheelError::Buckets(1)
     );
 }
 

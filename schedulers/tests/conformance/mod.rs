@@ -17,7 +17,10 @@ use std::time::Duration;
 
 use schedulers::{Clock, ManualClock, Scheduler, SchedulerExt, SystemClock, TaskHandle};
 
+pub mod calendar;
 pub mod cases;
+pub mod drops;
+pub mod figures;
 pub mod stress;
 
 /// What a factory may be asked to set on the scheduler it builds.
@@ -50,6 +53,15 @@ impl Harness {
     /// A new harness for the same scheduler, with its own clock.
     pub fn fresh(&self) -> Harness {
         Harness::new(self.make, self.granularity)
+    }
+
+    /// A new harness for the same scheduler, with its own clock whose wall
+    /// clock starts at `wall`.
+    pub fn at_wall(&self, wall: std::time::SystemTime) -> Harness {
+        Harness {
+            clock: ManualClock::with_wall(wall),
+            ..self.fresh()
+        }
     }
 
     /// A scheduler with default settings on this harness's clock.
@@ -245,7 +257,7 @@ macro_rules! conformance_module {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
-            use $crate::conformance::{cases, stress, Harness, Opts};
+            use $crate::conformance::{calendar, cases, drops, figures, stress, Harness, Opts};
 
             fn harness() -> Harness {
                 let make: fn(Opts) -> Box<dyn schedulers::Scheduler> = $make;
@@ -299,7 +311,22 @@ macro_rules! conformance_shared_cases {
             cases::delay_overflow_is_an_error,
             cases::pending_limit_rejects_and_frees_capacity,
             cases::metrics_count_pending_fired_cancelled,
+            figures::figures_match_a_known_schedule,
+            figures::lateness_is_start_minus_deadline_for_every_run,
+            figures::wakeups_count_the_driver_waking,
             cases::works_as_a_trait_object,
+            drops::every_closure_and_value_is_dropped_exactly_once,
+            calendar::calendar_runs_at_its_fire_times,
+            calendar::calendar_runs_match_the_preview_across_dst,
+            calendar::live_runs_are_the_preview_for_any_calendar,
+            calendar::a_wall_clock_step_moves_calendar_runs,
+            calendar::a_suspend_is_followed_by_the_missed_runs_policy,
+            calendar::reset_and_cancel_of_a_calendar_task,
+            calendar::fixed_rate_missed_runs_follow_the_policy,
+            calendar::lateness_within_the_tolerance_is_not_a_missed_run,
+            calendar::a_periodic_task_may_continue_after_a_panic,
+            calendar::calendar_and_policy_misuse_is_a_typed_error,
+            calendar::a_calendar_task_that_runs_out_ends_and_drops_its_closure,
             stress::concurrent_schedule_cancel_and_fire_match_the_model,
             stress::a_storm_of_cancels_matches_the_model,
             stress::shutdown_racing_schedule_loses_nothing,

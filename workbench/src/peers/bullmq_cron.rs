@@ -8,14 +8,14 @@
 
 use std::sync::{Arc, OnceLock};
 
-use schedulers::distributed::LocalRedis;
+use schedulers_redis::LocalRedis;
 
 use crate::calendar::{self, CalendarRun};
-use crate::distributed::bullmq::Harness;
+use crate::peers::bullmq::Harness;
 use crate::record::{Measurement, SubjectKind};
 use crate::runner::{RunContext, RunError, Runner};
 use crate::spec::{Workload, WorkloadKind};
-use crate::subjects::Subject;
+use crate::runner::Subject;
 
 /// The subject's name.
 pub const NAME: &str = "bullmq-cron";

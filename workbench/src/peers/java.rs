@@ -82,9 +82,9 @@ use serde::Deserialize;
 
 use crate::record::{Measurement, SubjectKind};
 use crate::runner::{RunContext, RunError, Runner};
+use crate::runner::{Subject, Unavailable};
 use crate::spec::Workload;
 use crate::spec::WorkloadKind;
-use crate::subjects::{Subject, Unavailable};
 
 /// The harness sources, compiled into the binary so it runs from anywhere.
 const SOURCES: &[(&str, &str)] = &[

@@ -1,6 +1,8 @@
-//! The peers: other implementations measured in the same run, through the
-//! same [`Timers`](crate::runner::Timers) interface, so every chart has a
-//! line for the best Rust alternative.
+//! The peers: other implementations measured in the same run, so every
+//! chart has a line for the best alternative. The Rust ones run in this
+//! process through the same [`Timers`](crate::runner::Timers) interface as
+//! our schedulers; the Java originals and BullMQ run in child processes,
+//! each a [`Runner`](crate::runner::Runner) of its own.
 //!
 //! - [`tokio_sleep`]: tokio's own timers, a spawned task per timer sleeping
 //!   on the runtime's hierarchical wheel (current-thread, and two workers).
@@ -17,12 +19,14 @@
 //! - [`quartz`]: Quartz clustered on PostgreSQL (1, 2 and 4 nodes) on the
 //!   distributed workload, and on the calendar workload.
 //! - [`tokio_cron`]: `tokio-cron-scheduler` on the calendar workload.
+//! - [`bullmq`]: BullMQ, the peer of the Redis scheduler
+//!   ([`crate::distributed`]) on the distributed workload, through a Node
+//!   harness that reports as our load benchmark does.
 //! - [`bullmq_cron`]: BullMQ's job schedulers on the calendar workload.
-//! - [`crate::distributed::bullmq`]: BullMQ, the Redis scheduler's peer on
-//!   the distributed workload, through a Node harness.
 //!
 //! A peer joins with one line in [`all`].
 
+pub mod bullmq;
 pub mod bullmq_cron;
 pub mod delay_queue;
 pub mod java;
@@ -35,8 +39,8 @@ pub mod tokio_sleep;
 use std::sync::atomic::{AtomicU32, Ordering::AcqRel, Ordering::Acquire};
 
 use crate::record::{Results, SubjectKind};
+use crate::runner::Subject;
 use crate::spec::{Workload, WorkloadKind};
-use crate::subjects::Subject;
 
 /// Every peer. Add yours here.
 pub fn all() -> Vec<Subject> {
@@ -55,7 +59,7 @@ pub fn all() -> Vec<Subject> {
     ]
     .into_iter()
     .chain(java::subjects()) // the Java originals, each in a child JVM
-    .chain(crate::distributed::bullmq::subjects()) // the Redis scheduler's peer
+    .chain(bullmq::subjects()) // the Redis scheduler's peer
     .chain(quartz::subjects()) // Quartz clustered on PostgreSQL
     .chain([
         Subject {

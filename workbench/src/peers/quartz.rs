@@ -30,13 +30,13 @@ use std::process::Command;
 use std::sync::Arc;
 
 use crate::calendar::CalendarRun;
-use crate::distributed::BadReport;
+use crate::distributed::bench::BadReport;
 use crate::peers::java::{harness, Harness};
 use crate::postgres::{self, LocalPostgres};
 use crate::record::{Measurement, Metric, Results, SubjectKind};
 use crate::runner::{RunContext, RunError, Runner};
 use crate::spec::{Workload, WorkloadKind};
-use crate::subjects::{Subject, Unavailable};
+use crate::runner::{Subject, Unavailable};
 
 /// The subjects: (nodes, name, the workloads each runs). The calendar
 /// workload runs on two nodes.

@@ -10,10 +10,12 @@
 //! jitter; for distributed jobs the backlog drain rate, the paced lateness
 //! and Redis's cost per job), each algorithm against its Java original
 //! ([`originals`]), every figure of every workload with its ratio to the
-//! best peer, and every repeat that did not go well. The HTML comes from an askama template
+//! best peer, the notes a figure alone does not say ([`notes`]), and every
+//! repeat that did not go well. The HTML comes from an askama template
 //! (`workbench/templates/report.html`, auto-escaped).
 
 pub mod charts;
+pub mod notes;
 pub mod originals;
 pub mod page;
 pub mod verdict;

@@ -1,6 +1,9 @@
 //! Runs a workload against one subject and measures it.
 //!
-//! Two levels, so that every kind of subject fits:
+//! A [`Subject`] is what the suite knows of a scheduler or a peer: its name,
+//! its description, the workloads it runs, and how to get its [`Runner`]
+//! (or why it cannot run here, [`Unavailable`]). Two levels, so that every
+//! kind of subject fits:
 //!
 //! - [`Runner`]: "run this workload once and return what you measured". An
 //!   out-of-process peer (the Java harness) implements it directly: it sends
@@ -29,8 +32,11 @@
 //! - A subject is driven the way its users drive it ([`Timers::drive`]).
 
 pub mod measure;
+mod subject;
 pub mod sweep;
 pub mod timeline;
+
+pub use subject::{RunnerFactory, Subject, Unavailable};
 
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -178,6 +184,26 @@ pub trait Timers {
 
     /// Drops everything pending and stops the subject's threads.
     fn shutdown(self: Box<Self>);
+
+    /// The lateness the subject measured itself, of every run so far, if
+    /// it keeps one (this crate's schedulers do: `Metrics::lateness`), for
+    /// the cross-check against the workbench's own measurement.
+    fn own_lateness(&self) -> Option<OwnLateness> {
+        None
+    }
+}
+
+/// A subject's own lateness figures ([`Timers::own_lateness`]), ns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OwnLateness {
+    /// Runs measured.
+    pub runs: u64,
+    /// The exact mean.
+    pub mean_ns: f64,
+    /// The median (its histogram's bucket, at most 3.1% wide).
+    pub p50_ns: f64,
+    /// The 99th percentile (likewise).
+    pub p99_ns: f64,
 }
 
 /// The application side of [`Timers::drive`].

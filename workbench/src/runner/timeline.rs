@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::measure::{self, ns};
-use super::{App, Fire, Probe, RunContext, RunError, Timers, TimersFactory};
+use super::{App, Fire, OwnLateness, Probe, RunContext, RunError, Timers, TimersFactory};
 use crate::random::Rng;
 use crate::record::{Measurement, Metric};
 use crate::spec::{Anchor, Kind, Process, Workload};
@@ -439,6 +439,8 @@ pub fn run(
     let driver_cpu = measure::cpu_thread().saturating_sub(thread0);
 
     ctx.progress.set_position(plan.events.len() as u64 + 1);
+    // Read before the shutdown drops what is pending.
+    let own = timers.own_lateness();
     timers.shutdown();
     if let Some(e) = driver.failure.take() {
         return Err(e);
@@ -493,7 +495,10 @@ pub fn run(
     }
     out.push(Measurement::new(Metric::TimingOverhead, o));
     if plan.once > 0 {
-        one_shot_figures(&driver, &mut out);
+        // The subject's own lateness counts every run: comparable only
+        // when all are one-shots.
+        let own = own.filter(|_| plan.periodic == 0);
+        one_shot_figures(&driver, own, &mut out);
     }
     if plan.periodic > 0 {
         periodic_figures(&driver, offset, &mut out);
@@ -525,9 +530,11 @@ pub(crate) fn push_percentiles(
     }
 }
 
-fn one_shot_figures(d: &Driver<'_>, out: &mut Vec<Measurement>) {
+fn one_shot_figures(d: &Driver<'_>, own: Option<OwnLateness>, out: &mut Vec<Measurement>) {
     let mut h = histogram();
     let (mut first, mut last, mut fired, mut early) = (u64::MAX, 0u64, 0u64, 0u64);
+    // The exact sum, for the mean (the histogram's is its buckets').
+    let mut sum = 0u128;
     for (id, m) in d.plan.meta.iter().enumerate() {
         if d.w.groups[m.group as usize].kind.is_periodic() {
             continue;
@@ -543,9 +550,21 @@ fn one_shot_figures(d: &Driver<'_>, out: &mut Vec<Measurement>) {
                 early += 1;
             }
             let _ = h.record(t.saturating_sub(d.deadline[id]).max(1));
+            sum += u128::from(t.saturating_sub(d.deadline[id]));
         }
     }
     push_percentiles(&h, &Metric::LATENESS, out);
+    if let (Some(own), false) = (own, h.is_empty()) {
+        let mean = sum as f64 / h.len() as f64;
+        out.extend([
+            Measurement::new(Metric::LatenessMean, mean / 1e3),
+            Measurement::new(Metric::OwnLatenessMean, own.mean_ns / 1e3),
+            Measurement::new(Metric::OwnLatenessP50, own.p50_ns / 1e3),
+            Measurement::new(Metric::OwnLatenessP99, own.p99_ns / 1e3),
+            Measurement::new(Metric::OwnLatenessGap, mean - own.mean_ns),
+            Measurement::new(Metric::OwnLatenessRunsGap, own.runs as f64 - h.len() as f64),
+        ]);
+    }
     out.push(Measurement::new(Metric::Fired, fired as f64));
     out.push(Measurement::new(
         Metric::Missed,

@@ -1,0 +1,542 @@
+//! What drivers do with the queue: collect what came due, claim and run
+//! it, re-queue periodic tasks, drop what ended.
+
+use std::sync::atomic::Ordering::Acquire;
+use std::sync::{Arc, MutexGuard};
+use std::time::Instant;
+
+use std::num::NonZeroU64;
+use std::time::Duration;
+
+use super::{Claimed, DriverState, Queue, Shared};
+use crate::body::Body;
+use crate::calendar::jiff::Timestamp;
+use crate::calendar::MissedRuns;
+use crate::clock::NEVER;
+use crate::core::{Expired, Key};
+use crate::state::{self, Claim};
+use crate::task::{self, Ran, Repeat};
+
+/// How a claimed run went, for [`Shared::finish`].
+pub(crate) struct Finished {
+    pub(crate) key: Key,
+    pub(crate) ran: Ran,
+    /// What comes next, as the task's rule planned it.
+    pub(crate) next: Next,
+    /// The closure ran (a missed-run policy may pass over a deadline).
+    pub(crate) ran_now: bool,
+    /// It panicked (and, if `ran` is `Again`, goes on).
+    pub(crate) panicked: bool,
+    /// Deadlines passed over without a run.
+    pub(crate) skipped: u64,
+}
+
+/// When a periodic task runs next, as its rule plans it when it comes due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Never: a one-shot, or a grid with no point left.
+    End,
+    /// At this deadline, in ticks.
+    At(u64),
+    /// This many nanoseconds after the run ends.
+    AfterRun(u64),
+    /// At this wall-clock time.
+    Wall(Timestamp),
+}
+
+impl Shared {
+    /// Moves every key due at `now` from the queue to `ready`. Returns true
+    /// if any is ready.
+    pub(crate) fn collect_due(&self, driver: &mut DriverState, now: u64) -> bool {
+        self.check_wall(driver);
+        let before = driver.ready.len();
+        let mut due = std::mem::take(&mut driver.due);
+        driver.queue.poll(now, &mut due);
+        driver.ready.extend(due.drain(..));
+        driver.due = due;
+        driver.ready.len() > before || !driver.ready.is_empty()
+    }
+
+    /// When a driver must wake next: at the queue's next deadline, except
+    /// that a periodic run may start up to `periodic_slack` late, so that
+    /// runs due close together share one wake-up; a one-shot due meanwhile
+    /// still wakes it on time (a heap tells its keys apart; the wheels keep
+    /// per-bucket bounds, so they wake at the next deadline).
+    ///
+    /// With calendar tasks waiting, it wakes at least every
+    /// [`WALL_CHECK`](super::calendar::WALL_CHECK) to see if the wall clock
+    /// moved.
+    pub(crate) fn next_wake(&self, driver: &DriverState) -> Option<u64> {
+        let next = match &driver.queue {
+            Queue::Heap(heap) if self.periodic_slack > 0 => heap.next_wake(|key| self.slack(key)),
+            queue => queue.next_deadline(),
+        };
+        match (next, self.wall_check_at(driver)) {
+            (Some(next), Some(check)) => Some(next.min(check)),
+            (next, check) => next.or(check),
+        }
+    }
+
+    /// How late the task under `key` may start: `periodic_slack` for a
+    /// periodic task, nothing for a one-shot.
+    fn slack(&self, key: Key) -> u64 {
+        if state::is_periodic(self.slab.word(key).load(Acquire)) {
+            self.periodic_slack
+        } else {
+            0
+        }
+    }
+
+    /// Takes the next ready key and claims its task to run on this thread.
+    /// Keys met on the way that are dead or moved are let go. `None` when
+    /// nothing is ready.
+    pub(crate) fn claim_next(&self, driver: &mut DriverState) -> Option<Claimed> {
+        while let Some(e) = driver.ready.pop_front() {
+            if let Some(claimed) = self.claim(driver, e) {
+                return Some(claimed);
+            }
+        }
+        None
+    }
+
+    /// Claims a due key for this thread, under the lock, if its task is
+    /// still waiting and was not queued again since (a reset).
+    pub(crate) fn claim(&self, driver: &mut DriverState, e: Expired) -> Option<Claimed> {
+        if driver.queue.contains(e.key) {
+            self.release_locked(driver, e.key);
+            return None;
+        }
+        match state::claim(self.slab.word(e.key)) {
+            Claim::Claimed => {
+                driver.balance -= 1;
+                driver.fired += 1;
+                self.unpend();
+                driver.busy += 1;
+                Some(Claimed {
+                    key: e.key,
+                    scheduled: e.deadline,
+                    due: self.calendar_due(driver, e.key),
+                })
+            }
+            Claim::Moved => {
+                self.release_locked(driver, e.key);
+                None
+            }
+            Claim::Gone => {
+                driver.dead = driver.dead.saturating_sub(1);
+                self.release_locked(driver, e.key);
+                None
+            }
+        }
+    }
+
+    /// Runs the body of a task this thread claimed, if its rule says so
+    /// (a missed-run policy may pass over a late deadline), and plans its
+    /// next run. A panic's report takes the place of the closure (dropped
+    /// here, with no lock held), unless the task goes on
+    /// ([`OnPanic::Continue`](crate::calendar::OnPanic::Continue)).
+    pub(crate) fn run_claimed(&self, claimed: Claimed) -> Finished {
+        self.run_claimed_at(claimed, None).0
+    }
+
+    /// As [`Shared::run_claimed`]; also returns when the run ended. The
+    /// run starts at `start` (ticks: the end of the run before it in a
+    /// batch, read by the caller), or, if `None`, when this reads the clock
+    /// just before it. Its lateness and run time go to the scheduler's
+    /// figures.
+    pub(crate) fn run_claimed_at(&self, claimed: Claimed, start: Option<u64>) -> (Finished, u64) {
+        // SAFETY: this thread claimed the task (RUNNING): its body is ours
+        // until the run is finished.
+        unsafe {
+            self.slab.with_body(claimed.key, |body| {
+                let (run_now, next, skipped) = self.plan(body, &claimed, start);
+                let mut finished = Finished {
+                    key: claimed.key,
+                    ran: Ran::Again,
+                    next,
+                    ran_now: run_now,
+                    panicked: false,
+                    skipped,
+                };
+                // Only a named task pays for its name (a reference count).
+                let name = body.name().cloned();
+                self.observer.skipped(name.as_ref(), skipped);
+                let start = start.unwrap_or_else(|| self.now());
+                if !run_now {
+                    return (finished, start);
+                }
+                let lateness = start.saturating_sub(claimed.scheduled);
+                let run = self.observer.start_run(name.as_ref(), lateness);
+                finished.ran = match task::run(body) {
+                    Ran::Panicked(error) if body.rule().is_some_and(|r| r.on_panic.repeats()) => {
+                        run.panicked(&error.for_task(name.as_ref()));
+                        finished.panicked = true;
+                        Ran::Again
+                    }
+                    Ran::Panicked(error) => {
+                        let error = error.for_task(name.as_ref());
+                        run.panicked(&error);
+                        finished.panicked = true;
+                        task::clear_contained(body);
+                        *body = Body::failure(error.clone());
+                        Ran::Panicked(error)
+                    }
+                    ran => ran,
+                };
+                let end = self.now();
+                run.end(end.saturating_sub(start), finished.panicked);
+                (finished, end)
+            })
+        }
+    }
+
+    /// Whether the claimed task runs now, when it runs next and how many
+    /// deadlines it passes over, as its rule says.
+    fn plan(&self, body: &Body, claimed: &Claimed, now: Option<u64>) -> (bool, Next, u64) {
+        let Some(rule) = body.rule() else {
+            return (true, Next::End, 0);
+        };
+        let tolerance = Duration::from_nanos(rule.tolerance.saturating_add(self.grace));
+        match (rule.repeat, rule.calendar.as_deref()) {
+            (Repeat::FixedDelay(delay), _) => (true, Next::AfterRun(delay), 0),
+            (Repeat::FixedRate(period), _) => {
+                let period = NonZeroU64::new(period).unwrap_or(NonZeroU64::MIN);
+                let plan = rule.missed.plan_fixed_rate(
+                    period,
+                    claimed.scheduled,
+                    now.unwrap_or_else(|| self.now()),
+                    tolerance,
+                );
+                // Past the end of time it waits forever, as before.
+                let next = plan.next.filter(|&t| t < NEVER).unwrap_or(NEVER);
+                (plan.run_now.is_some(), Next::At(next), plan.skipped)
+            }
+            (Repeat::Calendar, Some(calendar)) => {
+                let now = self.wall_now();
+                let due = claimed.due.unwrap_or(now);
+                // `Task::missed_runs` refuses `Delay` on a calendar.
+                let missed = match rule.missed {
+                    MissedRuns::Delay => MissedRuns::CatchUp,
+                    missed => missed,
+                };
+                match missed.plan_calendar(calendar, due, now, tolerance) {
+                    Ok(plan) => (
+                        plan.run_now.is_some(),
+                        plan.next.map_or(Next::End, Next::Wall),
+                        plan.skipped,
+                    ),
+                    Err(_) => (true, Next::End, 0),
+                }
+            }
+            (Repeat::Once | Repeat::Calendar, _) => (true, Next::End, 0),
+        }
+    }
+
+    /// The timer thread's batch: takes every ready key that was not queued
+    /// again, with the lock held; then, with it released, claims and runs
+    /// each in turn (one CAS each, so a task waiting behind a slow one can
+    /// still be cancelled, reset or abandoned) and finishes the one-shots;
+    /// then, locked again, finishes the rest (periodic tasks are queued
+    /// again) and counts. Returns the lock.
+    pub(crate) fn run_batch<'a>(
+        &'a self,
+        mut driver: MutexGuard<'a, DriverState>,
+    ) -> MutexGuard<'a, DriverState> {
+        let mut batch = std::mem::take(&mut driver.batch);
+        while let Some(e) = driver.ready.pop_front() {
+            if driver.queue.contains(e.key) {
+                self.release_locked(&mut driver, e.key);
+            } else {
+                batch.push((e, self.calendar_due(&driver, e.key)));
+            }
+        }
+        if batch.is_empty() {
+            driver.batch = batch;
+            return driver;
+        }
+        // Counted as claimed before any of them runs, so that no task is
+        // seen done while still counted as waiting; those that turn out
+        // moved or cancelled are counted back after.
+        let n = batch.len() as u64;
+        driver.busy += batch.len();
+        driver.balance -= n as i64;
+        driver.fired += n;
+        drop(driver);
+        let (mut moved, mut dead) = (0, 0);
+        let mut to_finish = Vec::new();
+        let mut freed = Vec::new();
+        // One clock read per run: a run starts when the one before it in
+        // the batch ended (the first, when it reads the clock).
+        let mut chained = None;
+        for &(e, due) in batch.iter() {
+            let word = self.slab.word(e.key);
+            match state::claim(word) {
+                Claim::Claimed => {
+                    self.unpend();
+                    let claimed = Claimed {
+                        key: e.key,
+                        scheduled: e.deadline,
+                        due,
+                    };
+                    let (finished, end) = self.run_claimed_at(claimed, chained);
+                    chained = Some(end);
+                    match finished.ran {
+                        Ran::Done if !state::is_periodic(word.load(Acquire)) => {
+                            let (prev, last) = state::finish(word, state::DONE);
+                            self.wake_waiters(e.key, prev);
+                            if last {
+                                self.empty_body(e.key);
+                                freed.push(e.key);
+                            }
+                        }
+                        _ => to_finish.push(finished),
+                    }
+                }
+                Claim::Moved => {
+                    // A reset on its way holds a reference: not the last.
+                    moved += 1;
+                    state::release(word);
+                }
+                Claim::Gone => {
+                    dead += 1;
+                    if state::release(word) {
+                        self.empty_body(e.key);
+                        freed.push(e.key);
+                    }
+                }
+            }
+        }
+        let mut driver = self.lock();
+        let fired = n - moved - dead;
+        // Moved ones still wait; cancelled ones were counted at the cancel.
+        driver.balance += (moved + dead) as i64;
+        driver.fired -= moved + dead;
+        driver.dead = driver.dead.saturating_sub(dead);
+        driver.completed += fired - to_finish.len() as u64;
+        driver.busy -= batch.len() - to_finish.len();
+        for finished in to_finish {
+            self.finish(&mut driver, finished);
+        }
+        if !freed.is_empty() {
+            self.slab.give_keys(freed);
+        }
+        batch.clear();
+        driver.batch = batch;
+        driver
+    }
+
+    /// Empties the body of a key nobody holds any more (a value nobody
+    /// took), before the key goes back to the pool.
+    fn empty_body(&self, key: Key) {
+        // SAFETY: the last holder let go: no other thread reaches the body.
+        unsafe { self.slab.with_body(key, task::clear_contained) };
+    }
+
+    /// Hands a ready key to the executor; its worker claims it when it
+    /// starts, so until then it can still be cancelled, reset or abandoned.
+    pub(crate) fn hand_off(self: &Arc<Self>, driver: &mut DriverState, e: Expired) {
+        driver.busy += 1;
+        let shared = self.clone();
+        self.executor.execute(move || shared.run_handed_off(e));
+    }
+
+    fn run_handed_off(&self, e: Expired) {
+        let mut driver = self.lock();
+        driver.busy -= 1;
+        let Some(claimed) = self.claim(&mut driver, e) else {
+            let wake = self.is_shutdown() && driver.busy == 0;
+            drop(self.bury(driver));
+            if wake {
+                self.wakeup.notify_all();
+            }
+            return;
+        };
+        drop(driver);
+        let finished = self.run_claimed(claimed);
+        let mut driver = self.lock();
+        let wake = self.finish(&mut driver, finished);
+        // After shutdown the driver waits for the last run to end.
+        let wake = wake || (self.is_shutdown() && driver.busy == 0);
+        drop(self.bury(driver));
+        if wake {
+            self.wakeup.notify_all();
+        }
+    }
+
+    /// Records how a claimed task's run ended: re-queues a periodic task,
+    /// ends the others and wakes their waiters. Returns true if the
+    /// re-queued task is due before the driver's planned wake-up.
+    pub(crate) fn finish(&self, driver: &mut DriverState, finished: Finished) -> bool {
+        let Finished {
+            key,
+            ran,
+            next,
+            ran_now,
+            panicked,
+            skipped,
+        } = finished;
+        driver.busy -= 1;
+        driver.completed += 1;
+        if !ran_now {
+            driver.fired -= 1;
+        }
+        driver.panicked += u64::from(panicked);
+        driver.skipped += skipped;
+        let word = self.slab.word(key);
+        let periodic = state::is_periodic(word.load(Acquire));
+        if state::is_calendar(word.load(Acquire)) {
+            driver.calendars.remove(&key);
+        }
+        let end = match (ran, next) {
+            (Ran::Done, _) if !periodic => state::DONE,
+            // A periodic task stopped itself, or its grid has no point
+            // left: its closure goes.
+            (Ran::Done, _) | (Ran::Again, Next::End) => {
+                self.clear_later(driver, key);
+                state::DONE
+            }
+            // `run_claimed` left the report in the body.
+            (Ran::Panicked(_), _) => state::PANICKED,
+            (Ran::Again, next) => {
+                let dropped =
+                    self.is_stopped() || (self.is_shutdown() && !self.policy.keeps_periodic());
+                if dropped {
+                    self.clear_later(driver, key);
+                    let (prev, last) = state::finish(word, state::CANCELLED);
+                    if state::of(prev) == state::RUNNING {
+                        driver.cancelled_count += 1;
+                    }
+                    self.ended(driver, key, prev, last);
+                    return false;
+                }
+                let deadline = match next {
+                    Next::At(deadline) => deadline,
+                    Next::AfterRun(delay) => self.now().saturating_add(delay),
+                    Next::Wall(due) => {
+                        let deadline = self.ticks_of(due, self.now(), self.wall_now());
+                        self.set_calendar_due(driver, key, due);
+                        deadline
+                    }
+                    Next::End => unreachable!("matched above"),
+                };
+                let (again, prev) = state::rearm(word);
+                if !again {
+                    // Cancelled while it ran.
+                    driver.calendars.remove(&key);
+                    driver.cancelled_count += 1;
+                    self.clear_later(driver, key);
+                    let (_, last) = state::finish(word, state::CANCELLED);
+                    self.ended(driver, key, prev, last);
+                    return false;
+                }
+                driver.balance += 1;
+                if self.limited() {
+                    self.pending
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                driver.queue.insert(key, deadline);
+                return deadline < self.wake_at.load(std::sync::atomic::Ordering::SeqCst);
+            }
+        };
+        let (prev, last) = state::finish(word, end);
+        self.ended(driver, key, prev, last);
+        false
+    }
+
+    /// A periodic task ends while this thread holds its body: the closure
+    /// is dropped with the lock released, by [`Shared::bury`]. The
+    /// graveyard entry's reference is the driver's, added here.
+    fn clear_later(&self, driver: &mut DriverState, key: Key) {
+        state::acquire(self.slab.word(key));
+        driver.graveyard.push(key);
+    }
+
+    /// A task reached its end: wake its waiters; a last reference frees
+    /// the key (with the lock released).
+    fn ended(&self, driver: &mut DriverState, key: Key, prev: u32, last: bool) {
+        self.wake_waiters(key, prev);
+        if last {
+            driver.to_free.push(key);
+        }
+    }
+
+    /// Drops the closures in the graveyard and empties the bodies of the
+    /// keys to free, with the lock released (their destructors may use
+    /// this scheduler), then returns the lock. Until they are dropped the
+    /// scheduler is not idle, so a `ManualClock`'s `advance` returns only
+    /// after the closures of the tasks that ended. With nothing to drop it
+    /// only hands the lock back.
+    pub(crate) fn bury<'a>(
+        &'a self,
+        mut driver: MutexGuard<'a, DriverState>,
+    ) -> MutexGuard<'a, DriverState> {
+        if driver.graveyard.is_empty() && driver.to_free.is_empty() {
+            return driver;
+        }
+        let mut graves = std::mem::take(&mut driver.graveyard);
+        let mut to_free = std::mem::take(&mut driver.to_free);
+        driver.burying += 1;
+        drop(driver);
+        for &key in &graves {
+            // SAFETY: a graveyard key's body is the driver's: the task was
+            // cancelled or ended and no one else may touch it (see
+            // `crate::state`).
+            unsafe { self.slab.with_body(key, task::clear_contained) };
+            if state::release(self.slab.word(key)) {
+                to_free.push(key);
+            }
+        }
+        for &key in &to_free {
+            self.empty_body(key);
+        }
+        self.slab.give_keys(to_free.drain(..));
+        graves.clear();
+        let mut driver = self.lock();
+        driver.burying -= 1;
+        if driver.graveyard.is_empty() {
+            driver.graveyard = graves;
+        }
+        if driver.to_free.is_empty() {
+            driver.to_free = to_free;
+        }
+        driver
+    }
+
+    /// When the driver next has work, once every dead entry is gone.
+    pub(crate) fn next_expiration(&self) -> Option<Instant> {
+        let mut driver = self.lock();
+        self.intake(&mut driver, false);
+        if driver.dead > 0 {
+            self.purge(&mut driver);
+        }
+        self.timebase.instant(driver.queue.next_deadline()?)
+    }
+
+    /// Before a driver sleeps: with no task waiting, what is left in the
+    /// queue is dead, so drop it rather than wake up for it.
+    pub(crate) fn drop_dead_if_idle(&self, driver: &mut DriverState) {
+        if !driver.queue.is_empty() && self.pending_count(driver) == 0 && driver.dead > 0 {
+            self.purge(driver);
+        }
+    }
+
+    /// Whether a driver thread may exit: shut down, and no task waits or
+    /// runs. Dead entries left in the queue are dropped.
+    pub(crate) fn may_exit(&self, driver: &mut DriverState) -> bool {
+        if !self.is_shutdown()
+            || driver.busy > 0
+            || !driver.ready.is_empty()
+            || self.callers_left_work()
+            || !driver.early_moves.is_empty()
+        {
+            return false;
+        }
+        if self.is_stopped() || self.pending_count(driver) == 0 {
+            if !driver.queue.is_empty() {
+                self.purge(driver);
+            }
+            return driver.queue.is_empty();
+        }
+        false
+    }
+}

@@ -1,0 +1,181 @@
+//! The driver's intake: what callers left in their lanes goes into the
+//! queue, and what they cancelled out of it, in one pass whenever the
+//! driver wakes.
+
+use std::sync::atomic::Ordering::Acquire;
+
+use super::{DriverState, Shared, AUTO_PURGE_MIN};
+use crate::core::Key;
+use crate::lanes::TAKEN_BACK;
+use crate::state;
+
+impl Shared {
+    /// True if callers may have left work the driver has not taken in:
+    /// entries in a lane, or cancel marks.
+    pub(crate) fn callers_left_work(&self) -> bool {
+        self.lanes.any_dirty() || self.slab.any_marked()
+    }
+
+    /// Takes in everything in the lanes, under the driver's lock: new
+    /// timers are queued (or, if cancelled already, their closures are left
+    /// to [`Shared::bury`]), cancelled ones are left to `bury` too, and,
+    /// with `moves`, resets move their timers.
+    ///
+    /// Only a thread that claims tasks under this lock, or the timer
+    /// thread between its batches, applies resets (`moves`): a reset may
+    /// queue again a task that is due, and a batch claimed with the lock
+    /// released must not meet it queued behind its back. Anyone else leaves
+    /// them for the driver.
+    ///
+    /// Returns how many new timers it found cancelled already (and so never
+    /// queued): a purge counts them as removed.
+    pub(crate) fn intake(&self, driver: &mut DriverState, moves: bool) -> usize {
+        let mut dropped = 0;
+        let (dirty, marked) = (self.lanes.any_dirty(), self.slab.any_marked());
+        if dirty {
+            for mut lane in self.lanes.all() {
+                driver.submitted.append(&mut lane.submitted);
+                driver.moved.append(&mut lane.moved);
+                driver.new_calendars.append(&mut lane.calendars);
+            }
+            dropped = self.take_in_submitted(driver);
+            self.take_in_calendars(driver);
+            let moved = std::mem::take(&mut driver.moved);
+            driver.early_moves.extend(moved);
+        }
+        if marked {
+            self.take_in_cancelled(driver);
+        }
+        if moves && !driver.early_moves.is_empty() {
+            self.take_in_moved(driver);
+        }
+        if driver.dead >= AUTO_PURGE_MIN as u64 && driver.dead * 2 > driver.queue.len() as u64 {
+            self.purge(driver);
+        }
+        dropped
+    }
+
+    fn take_in_submitted(&self, driver: &mut DriverState) -> usize {
+        let mut dropped = 0;
+        let mut submitted = std::mem::take(&mut driver.submitted);
+        for s in submitted.drain(..) {
+            if s.key == TAKEN_BACK {
+                continue;
+            }
+            match state::intake(self.slab.word(s.key)) {
+                Ok(w) => {
+                    driver.queue.insert(s.key, s.deadline);
+                    driver.balance += 1;
+                    if state::is_periodic(w) {
+                        self.note_periodic(driver, s.key);
+                    }
+                }
+                Err(_) => {
+                    // Cancelled before the driver saw it (its canceller
+                    // dropped the closure): never queued.
+                    driver.cancelled_count += 1;
+                    self.release_locked(driver, s.key);
+                    dropped += 1;
+                }
+            }
+        }
+        driver.submitted = submitted;
+        dropped
+    }
+
+    /// Records new calendar tasks' first fire times (those still waiting:
+    /// one taken back or cancelled since, or its key used again, has none),
+    /// and queues each by the clocks now: the wall clock may have moved
+    /// since its caller converted it.
+    fn take_in_calendars(&self, driver: &mut DriverState) {
+        if driver.new_calendars.is_empty() {
+            return;
+        }
+        let mut new = std::mem::take(&mut driver.new_calendars);
+        let (now, wall_now) = (self.now(), self.wall_now());
+        for (key, due) in new.drain(..) {
+            let w = self.slab.word(key).load(Acquire);
+            if state::is_calendar(w) && state::of(w) == state::SCHEDULED {
+                self.set_calendar_due(driver, key, due);
+                driver
+                    .queue
+                    .reschedule(key, self.ticks_of(due, now, wall_now));
+            }
+        }
+        driver.new_calendars = new;
+    }
+
+    /// Sweeps the marks of cancels of timers the driver held, in key order:
+    /// lets their queue entries go now if the scheduler removes on cancel
+    /// (or is shutting down), else when they come due or a purge runs, and
+    /// counts them as dead until then. (The cancels themselves are counted
+    /// by the cancellers, see `Lanes::count_marked`.) A mark holds no
+    /// reference: a key still queued is held by its queue entry, so if its
+    /// task is cancelled the entry is the cancelled one's.
+    fn take_in_cancelled(&self, driver: &mut DriverState) {
+        let mut cancelled = std::mem::take(&mut driver.cancelled);
+        self.slab.take_marks(&mut cancelled);
+        for &key in &cancelled {
+            let dead = state::of(self.slab.word(key).load(Acquire)) != state::SCHEDULED;
+            if dead && !driver.calendars.is_empty() {
+                driver.calendars.remove(&key);
+            }
+            if dead && (self.remove_on_cancel || self.is_shutdown()) && driver.queue.remove(key) {
+                self.release_locked(driver, key);
+            } else {
+                driver.dead += 1;
+            }
+        }
+        cancelled.clear();
+        driver.cancelled = cancelled;
+    }
+
+    /// Applies the resets read so far, in order (the last of a task wins);
+    /// those read before their task's submission wait for the next intake.
+    fn take_in_moved(&self, driver: &mut DriverState) {
+        let moved = std::mem::take(&mut driver.early_moves);
+        let mut early = Vec::new();
+        for m in moved {
+            let word = self.slab.word(m.key);
+            let w = word.load(Acquire);
+            if w & state::DRAINED == 0 && state::of(w) == state::SCHEDULED {
+                early.push(m);
+                continue;
+            }
+            let (waits, last) = state::reset_read(word);
+            if waits && state::is_calendar(w) {
+                // Its next run is at the new deadline, and its fire times
+                // follow from there.
+                let (now, wall_now) = (self.now(), self.wall_now());
+                let ahead = std::time::Duration::from_nanos(m.deadline.saturating_sub(now));
+                self.set_calendar_due(driver, m.key, super::calendar::wall_after(wall_now, ahead));
+            }
+            if waits && !driver.queue.reschedule(m.key, m.deadline) {
+                // Due and waiting for a thread (or left by a claim that met
+                // this reset): queue it again; a waiting copy finds it
+                // queued and lets go.
+                state::acquire(word);
+                driver.queue.insert(m.key, m.deadline);
+            }
+            if last {
+                driver.to_free.push(m.key);
+            }
+        }
+        driver.early_moves = early;
+    }
+
+    /// Removes every cancelled entry from the queue; returns how many.
+    pub(crate) fn purge(&self, driver: &mut DriverState) -> usize {
+        let mut removed = Vec::new();
+        let slab = &self.slab;
+        driver.queue.retain(
+            |key: Key| state::of(slab.word(key).load(Acquire)) == state::SCHEDULED,
+            &mut removed,
+        );
+        for &key in &removed {
+            self.release_locked(driver, key);
+        }
+        driver.dead = 0;
+        removed.len()
+    }
+}

@@ -1,0 +1,131 @@
+//! Unit tests of the shared state, on a threadless scheduler.
+
+use std::sync::atomic::Ordering::SeqCst;
+
+use super::*;
+use crate::core::IndexedHeap;
+use crate::lanes::Spot;
+use crate::task::Task;
+
+/// A scheduler's shared state on a virtual clock, with no driver
+/// thread: the tests call what a driver would.
+fn threadless(periodic_slack: Duration) -> Arc<Shared> {
+    Shared::new(Config {
+        name: "test".into(),
+        clock: Arc::new(crate::ManualClock::new()),
+        queue: Queue::Heap(IndexedHeap::new()),
+        executor: Executor::inline(),
+        policy: ShutdownPolicy::default(),
+        pending_limit: None,
+        remove_on_cancel: false,
+        spin_budget: Duration::ZERO,
+        timer_slack: crate::DEFAULT_TIMER_SLACK,
+        periodic_slack,
+    })
+}
+
+/// A periodic run may wait `periodic_slack` for others to share its
+/// wake-up; a one-shot due meanwhile sets the wake-up instead.
+#[test]
+fn a_periodic_run_waits_its_slack_unless_a_one_shot_is_due_first() {
+    let (ms, us) = (Duration::from_millis, Duration::from_micros);
+    let shared = threadless(us(50));
+    let wake = || {
+        let mut driver = shared.lock();
+        shared.intake(&mut driver, true);
+        shared.next_wake(&driver).map(|t| t - shared.now())
+    };
+    let tick = Task::fixed_rate(ms(10), || {}).unwrap();
+    shared.submit(When::After(ms(1)), tick).unwrap();
+    assert_eq!(wake(), Some(nanos(ms(1) + us(50))));
+    shared
+        .submit(When::After(ms(1) + us(20)), Task::once(|| ()))
+        .unwrap();
+    assert_eq!(wake(), Some(nanos(ms(1) + us(20))));
+    shared
+        .submit(When::After(us(900)), Task::once(|| ()))
+        .unwrap();
+    assert_eq!(wake(), Some(nanos(us(900))));
+}
+
+/// A submission wakes the driver only when it must: due before the
+/// driver's planned wake-up, or its lane crowded. Else the driver takes it
+/// in when it wakes by itself: it never sleeps past the earliest deadline
+/// waiting in a lane (`Lanes::earliest`).
+#[test]
+fn a_caller_wakes_the_driver_only_when_it_must() {
+    let shared = threadless(Duration::ZERO);
+    let nudged = |shared: &Shared| std::mem::take(&mut shared.lock().nudged);
+    let secs = |s: u64| Duration::from_secs(s);
+    // Asleep until 10 s.
+    shared.wake_at.store(nanos(secs(10)), SeqCst);
+    shared
+        .submit(When::After(secs(20)), Task::once(|| ()))
+        .unwrap();
+    assert!(!nudged(&shared), "later than the planned wake-up");
+    assert_eq!(shared.lanes.earliest(), nanos(secs(20)));
+    shared
+        .submit(When::After(secs(5)), Task::once(|| ()))
+        .unwrap();
+    assert!(nudged(&shared), "due before the planned wake-up");
+    assert_eq!(shared.lanes.earliest(), nanos(secs(5)));
+    let mut driver = shared.lock();
+    shared.intake(&mut driver, true);
+    assert_eq!(driver.queue.len(), 2);
+    drop(driver);
+    assert_eq!(shared.lanes.earliest(), u64::MAX, "taken in: nothing waits");
+    // A crowded lane wakes it whatever the deadlines.
+    for _ in 0..crate::lanes::LANE_NUDGE {
+        shared
+            .submit(When::After(secs(60)), Task::once(|| ()))
+            .unwrap();
+    }
+    assert!(nudged(&shared), "crowded");
+}
+
+/// A cancelled task's closure is dropped once, at once, by the thread
+/// whose cancel won, whichever way the driver learns of the cancel: the
+/// entry taken back out of its lane (the driver never hears of it), the
+/// driver finding the task cancelled when it takes the entry in (a cancel
+/// without the spot), or a mark (cancelled after the intake).
+#[test]
+fn a_cancelled_closure_is_dropped_once_by_its_canceller() {
+    let shared = threadless(Duration::ZERO);
+    let token = Arc::new(());
+    let submit = || {
+        let t = token.clone();
+        let task = Task::once(move || drop(t));
+        shared
+            .submit(When::After(Duration::from_secs(1)), task)
+            .unwrap()
+    };
+    let (back, spot) = submit();
+    let (unlogged, _) = submit();
+    let (logged, _) = submit();
+    assert!(shared.cancel(back, spot), "taken back out of the lane");
+    assert_eq!(Arc::strong_count(&token), 3);
+    assert!(
+        shared.cancel(unlogged, Spot::NONE),
+        "cancelled, not taken back"
+    );
+    assert_eq!(Arc::strong_count(&token), 2);
+    let mut driver = shared.lock();
+    shared.intake(&mut driver, true);
+    assert_eq!(driver.queue.len(), 1, "only the live task is queued");
+    drop(driver);
+    assert!(
+        shared.cancel(logged, Spot::NONE),
+        "cancelled after the intake"
+    );
+    assert_eq!(Arc::strong_count(&token), 1);
+    assert!(shared.slab.any_marked(), "marked for the driver");
+    let mut driver = shared.lock();
+    shared.intake(&mut driver, true);
+    assert_eq!(driver.dead, 1, "its entry is dead");
+    drop(driver);
+    assert_eq!(shared.metrics().cancelled, 3);
+    assert_eq!(shared.metrics().pending, 0);
+    for key in [back, unlogged, logged] {
+        shared.release(key);
+    }
+}

@@ -1,0 +1,178 @@
+//! How driver threads wait: timed or signalled, spinning through short
+//! gaps within a budget; and their start and exit.
+
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+
+use std::sync::{MutexGuard, PoisonError};
+use std::time::Duration;
+
+use super::{DriverState, Shared};
+use crate::clock::nanos;
+
+/// Gaps shorter than this are spun through rather than slept, within the
+/// spin budget: a timed wait on Linux wakes 50 to 90 µs late, so sleeping
+/// through a gap this short makes its task late by several gaps.
+pub(super) const SHORT_GAP: Duration = Duration::from_micros(25);
+
+/// The spin budget is counted per window of this many nanoseconds (a tenth
+/// of a second), so a burst of short gaps spins until its share of the
+/// window is spent, then sleeps.
+pub(super) const SPIN_WINDOW: u64 = 100_000_000;
+
+/// What the driver threads spun in the current window.
+#[derive(Debug, Default)]
+pub(super) struct SpinMeter {
+    /// Start of the window, in ticks.
+    since: u64,
+    /// Nanoseconds spun in it.
+    spent: u64,
+}
+
+impl SpinMeter {
+    /// Whether a spin of `gap` ns at `now` stays within `budget` ns per
+    /// window.
+    pub(super) fn allows(&mut self, now: u64, gap: u64, budget: u64) -> bool {
+        if now.saturating_sub(self.since) >= SPIN_WINDOW {
+            *self = SpinMeter {
+                since: now,
+                spent: 0,
+            };
+        }
+        self.spent.saturating_add(gap) <= budget
+    }
+}
+
+impl Shared {
+    /// Blocks a driver until woken or until `deadline` (ticks; `None`:
+    /// until woken), after recording in `wake_at` when the waiting threads
+    /// will look at the queue by themselves (the caller's deadline, or its
+    /// leader's), so that a submission due earlier signals one of them.
+    /// Every thread republishes before it sleeps, so the last one to sleep
+    /// leaves the right value; while any is awake it reads 0.
+    ///
+    /// The thread never sleeps past the earliest deadline waiting in a
+    /// lane: callers push work due after the driver's planned wake-up
+    /// without waking it, so before it sleeps the driver publishes its
+    /// wake-up and then looks at the lanes' earliest deadlines (a caller
+    /// pushes, then reads the wake-up: one of the two sees the other), and
+    /// returns to take them in if one comes first.
+    ///
+    /// A deadline that has passed returns at once: the queue still has
+    /// work for this instant (a cascade it spreads over polls), and a
+    /// virtual clock would never wake a driver for it. With `may_spin`, a
+    /// deadline closer than a wake-up is spun through (within the budget).
+    pub(crate) fn wait<'a>(
+        &'a self,
+        driver: MutexGuard<'a, DriverState>,
+        deadline: Option<u64>,
+        wake_at: u64,
+        may_spin: bool,
+    ) -> MutexGuard<'a, DriverState> {
+        // What ended meanwhile goes before the driver sleeps: until then
+        // the scheduler is not idle.
+        let mut driver = self.bury(driver);
+        let now = self.now();
+        if deadline.is_some_and(|d| d <= now) || std::mem::take(&mut driver.nudged) {
+            return driver;
+        }
+        let timeout = deadline
+            .and_then(|d| self.timebase.instant(d))
+            .and_then(|at| self.clock.wait_for(at));
+        if let (Some(t), Some(d)) = (timeout, deadline) {
+            let gap = nanos(t);
+            if may_spin && t < SHORT_GAP && driver.spin.allows(now, gap, self.spin_per_window) {
+                // A timed wait would wake later than this gap lasts.
+                drop(driver);
+                let mut at = now;
+                while at < d {
+                    std::hint::spin_loop();
+                    at = self.now();
+                }
+                let mut driver = self.lock();
+                driver.spin.spent += at - now;
+                return driver;
+            }
+        }
+        self.wake_at.store(wake_at, SeqCst);
+        if self.lanes.earliest() < wake_at {
+            // Pushed while this thread was awake, due before it would wake.
+            self.wake_at.store(0, SeqCst);
+            return driver;
+        }
+        self.clock.on_idle();
+        driver.waiting += 1;
+        let mut driver = match timeout {
+            Some(t) => {
+                self.wakeup
+                    .wait_timeout(driver, t)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+            }
+            None => self
+                .wakeup
+                .wait(driver)
+                .unwrap_or_else(PoisonError::into_inner),
+        };
+        driver.waiting -= 1;
+        driver.nudged = false;
+        self.wakeups.fetch_add(1, Relaxed);
+        self.observer.wakeup();
+        self.wake_at.store(0, SeqCst);
+        driver
+    }
+
+    /// Called first on every driver thread: sets its timer slack, and gives
+    /// it figures of its own to record its runs in.
+    pub(crate) fn on_driver_thread(&self) {
+        crate::clock::set_timer_slack(self.timer_slack);
+        self.observer.attach_driver_thread();
+    }
+
+    /// Times a driver thread woke from a wait.
+    pub(crate) fn wakeups(&self) -> u64 {
+        self.wakeups.load(Relaxed)
+    }
+
+    /// A driver thread started.
+    pub(crate) fn thread_started(&self, driver: &mut DriverState) {
+        driver.threads += 1;
+    }
+
+    /// A driver thread exits; the last one marks the scheduler terminated.
+    pub(crate) fn thread_exited(&self, mut driver: MutexGuard<'_, DriverState>) {
+        driver.threads -= 1;
+        if driver.threads == 0 {
+            driver.terminated = true;
+            self.terminated.notify_all();
+        }
+        drop(self.bury(driver));
+        self.wakeup.notify_all();
+        self.clock.on_idle();
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// The meter lets a window spin up to its budget, counting each spin
+    /// as it is asked for, and starts afresh in the next window.
+    #[test]
+    fn spinning_stops_when_the_window_budget_is_spent() {
+        let mut meter = SpinMeter::default();
+        let budget = 10_000;
+        assert!(meter.allows(0, 6_000, budget));
+        meter.spent += 6_000;
+        assert!(meter.allows(1_000, 4_000, budget));
+        meter.spent += 4_000;
+        assert!(
+            !meter.allows(2_000, 1, budget),
+            "the window's budget is spent"
+        );
+        assert!(meter.allows(SPIN_WINDOW, 5_000, budget), "a new window");
+        assert!(
+            !SpinMeter::default().allows(0, 1, 0),
+            "a zero budget never spins"
+        );
+    }
+}

@@ -1,0 +1,457 @@
+//! A loom model of the state word and the hand-offs around it: every
+//! interleaving of a handle's cancel (taking the submission back out of its
+//! lane, or not; marked for the driver, or not), reset, clone and drop, the
+//! driver's intake, claim, run, re-arm and finish, `shutdown_now`'s
+//! abandon and a waiter, for a one-shot and a periodic task, checked
+//! against the contract:
+//!
+//! - a task never starts after a cancel (or an abandon) that returned true;
+//! - a one-shot runs at most once, and exactly one of "it ran", "a cancel
+//!   stopped it", "shutdown_now abandoned it" happens: nothing is lost;
+//! - a task never starts at its old deadline after a reset returned true;
+//! - runs of a periodic task never overlap, and a cancel always stops it;
+//! - a thread waiting for the end is always told;
+//! - the closure is dropped exactly once, by one thread at a time (the
+//!   body is a `loom::cell::UnsafeCell`: two threads touching it without a
+//!   hand-off between them fail the model);
+//! - the slot is freed exactly once, when its last holder lets go, and
+//!   never while one still holds it.
+//!
+//! Run with `RUSTFLAGS="--cfg schedulers_loom" cargo test -p schedulers --lib --release
+//! state::model` (`scripts/test` does, with a bounded number of preemptions).
+//! The lane is modelled by a loom mutex holding the submission entry and
+//! the reset entries, the driver's lock by another; cancel, clone, drop and
+//! waiting take no lock but the lane's, as in the scheduler. "Ghost" flags
+//! record what a thread has seen return true; a worker reads them *before*
+//! it claims, so a claim that the protocol let through after such a return
+//! shows up in the interleaving where the flag was set first.
+
+#![allow(unsafe_code)]
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::SeqCst};
+use loom::sync::{Arc, Mutex};
+use loom::thread;
+
+use super::*;
+
+/// The lane: whether the submission entry is still there (not taken back
+/// nor taken in), and the resets on their way.
+#[derive(Default)]
+struct Lane {
+    submitted: bool,
+    resets: usize,
+}
+
+/// One slot and what the threads of an execution saw.
+struct World {
+    word: AtomicU32,
+    /// The closure: 1 while it exists, 0 once dropped.
+    body: UnsafeCell<u32>,
+    lane: Mutex<Lane>,
+    /// The driver's lock, under which re-arms and the pool's claims run.
+    lock: Mutex<()>,
+    runs: AtomicUsize,
+    inside: AtomicUsize,
+    cancelled: AtomicBool,
+    abandoned: AtomicBool,
+    /// A reset returned true: the task must not run at its old deadline.
+    moved: AtomicBool,
+    woken: AtomicBool,
+    dropped: AtomicUsize,
+    freed: AtomicUsize,
+    /// The cancel left a mark for the driver.
+    marked: AtomicBool,
+}
+
+fn world(periodic: bool) -> Arc<World> {
+    let w = World {
+        word: AtomicU32::new(FREE),
+        body: UnsafeCell::new(1),
+        lane: Mutex::new(Lane {
+            submitted: true,
+            resets: 0,
+        }),
+        lock: Mutex::new(()),
+        runs: AtomicUsize::new(0),
+        inside: AtomicUsize::new(0),
+        cancelled: AtomicBool::new(false),
+        abandoned: AtomicBool::new(false),
+        moved: AtomicBool::new(false),
+        woken: AtomicBool::new(false),
+        dropped: AtomicUsize::new(0),
+        freed: AtomicUsize::new(0),
+        marked: AtomicBool::new(false),
+    };
+    // One handle and the submission's reference.
+    arm(&w.word, periodic, false);
+    Arc::new(w)
+}
+
+impl World {
+    /// A holder lets go; the last one frees the slot.
+    fn release(&self) {
+        if release(&self.word) {
+            self.freed.fetch_add(1, SeqCst);
+        }
+    }
+
+    /// Drops the closure: whoever does must hold the body alone.
+    fn drop_body(&self) {
+        self.body.with_mut(|b| {
+            // SAFETY: a loom cell; loom checks that no other thread
+            // touches it at the same time.
+            let b = unsafe { &mut *b };
+            assert_eq!(*b, 1, "the closure was dropped twice");
+            *b = 0;
+        });
+        self.dropped.fetch_add(1, SeqCst);
+    }
+
+    /// A transition out of the pending or running states: wake a waiter.
+    fn ended(&self, prev: u32) {
+        if prev & WAITER != 0 {
+            self.woken.store(true, SeqCst);
+        }
+    }
+
+    /// The driver's intake of the submission; true if it queued the task
+    /// (and so holds the reference for the queue). The caller holds the
+    /// driver's lock, as every intake does.
+    fn intake(&self) -> bool {
+        let mut lane = self.lane.lock().unwrap();
+        if !lane.submitted {
+            return false; // taken back by a cancel
+        }
+        lane.submitted = false;
+        drop(lane);
+        match intake(&self.word) {
+            Ok(_) => true,
+            Err(_) => {
+                // Cancelled (or abandoned) before the driver saw it: its
+                // canceller dropped the closure; the driver lets the
+                // submission's reference go.
+                self.release();
+                false
+            }
+        }
+    }
+
+    /// The driver reads the resets on their way, in order.
+    fn read_resets(&self) {
+        let resets = std::mem::take(&mut self.lane.lock().unwrap().resets);
+        for _ in 0..resets {
+            if reset_read(&self.word).1 {
+                self.freed.fetch_add(1, SeqCst);
+            }
+        }
+    }
+
+    /// The driver's sweep of the cancel marks: it learns the entry is
+    /// dead; a mark holds no reference and the body is not the driver's.
+    fn sweep_marks(&self) {
+        if self.marked.swap(false, SeqCst) {
+            assert!(is_terminal(self.word.load(SeqCst)), "marked but not over");
+        }
+    }
+
+    fn claim(&self) -> Claim {
+        let cancelled = self.cancelled.load(SeqCst);
+        let abandoned = self.abandoned.load(SeqCst);
+        let moved = self.moved.load(SeqCst);
+        let outcome = claim(&self.word);
+        if outcome == Claim::Claimed {
+            assert!(!cancelled, "a run started after a cancel returned true");
+            assert!(!abandoned, "a run started after shutdown_now abandoned it");
+            assert!(!moved, "a run started at its old deadline after a reset");
+            assert_eq!(self.inside.fetch_add(1, SeqCst), 0, "two runs overlapped");
+            self.body.with(|b| {
+                // SAFETY: a loom cell, checked as in `drop_body`.
+                assert_eq!(unsafe { *b }, 1, "ran a dropped closure")
+            });
+            self.runs.fetch_add(1, SeqCst);
+        }
+        outcome
+    }
+
+    /// The driver: takes the submission in, then claims the due task and
+    /// runs it, `runs` times. A one-shot finishes after its run; a periodic
+    /// task is re-armed after each run, and stays queued after the last.
+    /// Lets go of its reference when the task ended; returns true if it
+    /// still holds it (the task is queued).
+    fn drive(&self, runs: usize, periodic: bool) -> bool {
+        if !{
+            let _guard = self.lock.lock().unwrap();
+            self.intake()
+        } {
+            return false;
+        }
+        for _ in 0..runs {
+            if self.claim() != Claim::Claimed {
+                break; // cancelled, abandoned or moved while pending
+            }
+            self.inside.fetch_sub(1, SeqCst);
+            if !periodic {
+                let (prev, last) = finish(&self.word, DONE);
+                self.ended(prev);
+                if last {
+                    self.freed.fetch_add(1, SeqCst);
+                }
+                return false;
+            }
+            let _guard = self.lock.lock().unwrap();
+            let (again, prev) = rearm(&self.word);
+            if !again {
+                // Cancelled while it ran: the runner drops the closure.
+                self.ended(prev);
+                self.drop_body();
+                let (_, last) = finish(&self.word, CANCELLED);
+                if last {
+                    self.freed.fetch_add(1, SeqCst);
+                }
+                return false;
+            }
+        }
+        let _guard = self.lock.lock().unwrap();
+        if of(self.word.load(SeqCst)) == SCHEDULED {
+            return true;
+        }
+        self.release();
+        false
+    }
+
+    /// What the driver does at the end with a queued entry: sweeps what
+    /// callers left, and lets a dead entry go.
+    fn settle(&self, held: bool) {
+        self.read_resets();
+        self.sweep_marks();
+        if held {
+            if is_terminal(self.word.load(SeqCst)) {
+                self.release();
+            } else {
+                // Still waiting (moved, or periodic): shut down, as
+                // shutdown_now would, so the slot can be freed.
+                if let Some(prev) = end_scheduled(&self.word, ABANDONED) {
+                    self.abandoned.store(true, SeqCst);
+                    self.ended(prev);
+                    self.drop_body();
+                }
+                self.release();
+            }
+        }
+    }
+
+    /// A handle's cancel: takes the entry back out of the lane if it is
+    /// still there, else the usual CAS, marking the key for the driver if
+    /// it held the task.
+    fn cancel(&self) -> bool {
+        let mut lane = self.lane.lock().unwrap();
+        if lane.submitted {
+            if let Some(prev) = cancel_undrained(&self.word) {
+                lane.submitted = false;
+                drop(lane);
+                self.cancelled.store(true, SeqCst);
+                self.drop_body();
+                self.ended(prev);
+                return true;
+            }
+        }
+        drop(lane);
+        let (outcome, prev) = cancel(&self.word);
+        match outcome {
+            Cancel::WasPending { logged } => {
+                self.cancelled.store(true, SeqCst);
+                // The winner of the CAS drops the closure, at once.
+                self.drop_body();
+                if logged {
+                    self.marked.store(true, SeqCst);
+                }
+                self.ended(prev);
+            }
+            Cancel::WasRunning => self.cancelled.store(true, SeqCst),
+            Cancel::TooLate => {}
+        }
+        outcome.stopped()
+    }
+
+    /// A handle's reset: one more reset on its way, under the lane's lock.
+    fn reset(&self) -> bool {
+        let mut lane = self.lane.lock().unwrap();
+        match reset(&self.word) {
+            Reset::Logged => {
+                lane.resets += 1;
+                self.moved.store(true, SeqCst);
+                true
+            }
+            Reset::Full | Reset::NotPending => false,
+        }
+    }
+
+    /// A thread blocking in `wait`: sets the bit, and if the task has not
+    /// ended, trusts that whoever ends it sees the bit.
+    fn wait(&self) -> bool {
+        is_terminal(add_waiter(&self.word))
+    }
+}
+
+fn spawn(w: &Arc<World>, f: impl FnOnce(&World) + 'static) -> thread::JoinHandle<()> {
+    let w = w.clone();
+    thread::spawn(move || f(&w))
+}
+
+/// The end of every execution: what was seen adds up.
+fn check_end(w: &World) {
+    assert_eq!(w.freed.load(SeqCst), 1, "freed exactly once, at the end");
+    let body = w.dropped.load(SeqCst);
+    assert!(body <= 1, "the closure dropped {body} times");
+}
+
+#[test]
+fn one_shot_claim_cancel_clone_and_drop() {
+    loom::model(|| {
+        let w = world(false);
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || w.drive(1, false)
+        });
+        // The handle is cloned, the clone cancels and is dropped, then the
+        // original is dropped: lock-free operations against the driver.
+        acquire(&w.word);
+        let canceller = spawn(&w, |w| {
+            w.cancel();
+            w.release();
+        });
+        w.release();
+        let held = driver.join().unwrap();
+        canceller.join().unwrap();
+        w.settle(held);
+        let ran = w.runs.load(SeqCst);
+        let cancelled = w.cancelled.load(SeqCst);
+        assert!(ran <= 1, "a one-shot ran twice");
+        assert_eq!(ran == 1, !cancelled, "exactly one of ran or cancelled");
+        assert_eq!(w.dropped.load(SeqCst), usize::from(cancelled));
+        check_end(&w);
+    });
+}
+
+#[test]
+fn one_shot_abandon_claim_and_cancel() {
+    loom::model(|| {
+        let w = world(false);
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || w.drive(1, false)
+        });
+        let abandoner = spawn(&w, |w| {
+            // shutdown_now: under the driver's lock, takes the lanes in,
+            // abandons what waits (with a reference to bury its closure
+            // after the lock), and lets the queue's entries go.
+            let guard = w.lock.lock().unwrap();
+            let queued = w.intake();
+            let abandoned = end_scheduled(&w.word, ABANDONED);
+            if let Some(prev) = abandoned {
+                w.abandoned.store(true, SeqCst);
+                w.ended(prev);
+                acquire(&w.word);
+            }
+            if queued {
+                w.release();
+            }
+            drop(guard);
+            if abandoned.is_some() {
+                w.drop_body();
+                w.release();
+            }
+        });
+        let stopped = w.cancel();
+        let held = driver.join().unwrap();
+        abandoner.join().unwrap();
+        w.settle(held);
+        w.release();
+        let ran = w.runs.load(SeqCst) == 1;
+        let abandoned = w.abandoned.load(SeqCst);
+        assert_eq!(
+            usize::from(ran) + usize::from(abandoned) + usize::from(stopped),
+            1,
+            "exactly one of ran, abandoned, cancelled"
+        );
+        check_end(&w);
+    });
+}
+
+#[test]
+fn a_reset_that_returned_true_never_sees_the_old_deadline_fire() {
+    loom::model(|| {
+        let w = world(false);
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || w.drive(1, false)
+        });
+        let resetter = spawn(&w, |w| {
+            w.reset();
+        });
+        let stopped = w.cancel();
+        let held = driver.join().unwrap();
+        resetter.join().unwrap();
+        w.settle(held);
+        w.release();
+        let ran = w.runs.load(SeqCst);
+        assert!(ran <= 1);
+        assert!(!(stopped && ran == 1), "ran after a cancel returned true");
+        check_end(&w);
+    });
+}
+
+#[test]
+fn periodic_runs_never_overlap_and_a_cancel_stops_them() {
+    loom::model(|| {
+        let w = world(true);
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || w.drive(3, true)
+        });
+        let stopped = w.cancel();
+        let held = driver.join().unwrap();
+        w.settle(held);
+        w.release();
+        assert!(stopped, "a periodic task is always cancellable");
+        assert!(w.runs.load(SeqCst) <= 3);
+        assert!(is_terminal(w.word.load(SeqCst)), "the task ended");
+        assert_eq!(w.dropped.load(SeqCst), 1, "its closure dropped once");
+        check_end(&w);
+    });
+}
+
+fn a_waiter_is_always_woken(periodic: bool) {
+    loom::model(move || {
+        let w = world(periodic);
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || w.drive(2, periodic)
+        });
+        let blocked = Arc::new(AtomicBool::new(false));
+        let b = blocked.clone();
+        // Not over when the bit went in: whoever ends it must wake us.
+        let waiter = spawn(&w, move |w| b.store(!w.wait(), SeqCst));
+        w.cancel();
+        let held = driver.join().unwrap();
+        waiter.join().unwrap();
+        w.settle(held);
+        assert!(is_terminal(w.word.load(SeqCst)), "the task ended");
+        if blocked.load(SeqCst) {
+            assert!(w.woken.load(SeqCst), "a waiter blocked but nobody woke it");
+        }
+        w.release();
+        check_end(&w);
+    });
+}
+
+#[test]
+fn a_waiter_on_a_one_shot_is_always_woken() {
+    a_waiter_is_always_woken(false);
+}
+
+#[test]
+fn a_waiter_on_a_periodic_task_is_always_woken() {
+    a_waiter_is_always_woken(true);
+}
