@@ -87,13 +87,16 @@ mod stress {
         /// Latest start seen, virtual ns.
         ran_at: AtomicU64,
         early: AtomicBool,
-        /// `runs` when a cancel returned true (usize::MAX: never).
+        /// `runs` read just after a cancel returned true (usize::MAX: never):
+        /// read after, not before, since a preempted canceller may see whole
+        /// catch-up runs start between a read before and its cancel.
         runs_at_cancel: AtomicUsize,
     }
 
     fn body(rec: &Arc<Record>, clock: &ManualClock) -> impl FnMut() + Send + 'static {
         let (rec, clock) = (rec.clone(), clock.clone());
         move || {
+            rec.runs.fetch_add(1, SeqCst);
             if rec.inside.fetch_add(1, SeqCst) != 0 {
                 rec.overlapped.store(true, SeqCst);
             }
@@ -103,7 +106,6 @@ mod stress {
                 rec.early.store(true, SeqCst);
             }
             rec.ran_at.store(now, SeqCst);
-            rec.runs.fetch_add(1, SeqCst);
             rec.inside.fetch_sub(1, SeqCst);
         }
     }
@@ -175,9 +177,8 @@ mod stress {
                             }
                             6..=7 if !mine.is_empty() => {
                                 let (rec, h) = &mine[rng.below(mine.len() as u64) as usize];
-                                let before = rec.runs.load(SeqCst);
                                 if h.cancel() {
-                                    rec.runs_at_cancel.store(before, SeqCst);
+                                    rec.runs_at_cancel.store(rec.runs.load(SeqCst), SeqCst);
                                     explored[0].fetch_add(1, SeqCst);
                                 } else {
                                     explored[2].fetch_add(1, SeqCst);
@@ -224,11 +225,8 @@ mod stress {
         clock.advance(Duration::from_millis(20));
         // Stop the periodic tasks, then let everything settle.
         for (rec, h) in &all {
-            if rec.periodic {
-                let before = rec.runs.load(SeqCst);
-                if h.cancel() {
-                    rec.runs_at_cancel.store(before, SeqCst);
-                }
+            if rec.periodic && h.cancel() {
+                rec.runs_at_cancel.store(rec.runs.load(SeqCst), SeqCst);
             }
         }
         clock.advance(Duration::from_secs(1));
@@ -241,7 +239,7 @@ mod stress {
             if at_cancel != usize::MAX {
                 cancelled += 1;
                 // A one-shot cancelled successfully never ran; a periodic
-                // task may finish the run that was under way.
+                // run claimed before the cancel may count its start after.
                 let allowed = if rec.periodic { at_cancel + 1 } else { 0 };
                 assert!(
                     runs <= allowed,
