@@ -29,15 +29,18 @@
 //! An in-process subject joins through
 //! [`Timers::schedule_cron`](crate::runner::Timers::schedule_cron) (the
 //! runner's [`crate::runner::InProcess`] runs this workload with [`run`]):
-//! `tokio-cron-scheduler` ([`crate::peers::tokio_cron`]) implements it; its
-//! default refuses with [`NO_CALENDAR_API`], and a subject whose
+//! our schedulers implement it with the library's calendar tasks
+//! ([`crate::subjects::SchedulerTimers`]), `tokio-cron-scheduler`
+//! ([`crate::peers::tokio_cron`]) with its jobs; its default refuses with
+//! [`NO_CALENDAR_API`], and a subject whose
 //! [`crate::runner::Subject::workloads`] lists
 //! [`WorkloadKind::Calendar`](crate::spec::WorkloadKind::Calendar) without
-//! implementing it fails its runs with that reason. Quartz in memory runs it
-//! in its JVM ([`crate::peers::java`]), the Quartz cluster on PostgreSQL
+//! implementing it fails its runs with that reason. The Redis scheduler's
+//! calendar jobs ([`crate::distributed::cron`]), Quartz in memory in its JVM
+//! ([`crate::peers::java`]), the Quartz cluster on PostgreSQL
 //! ([`crate::peers::quartz`]) and BullMQ's job schedulers
-//! ([`crate::peers::bullmq_cron`]) in their harnesses; all report a
-//! [`CalendarRun`].
+//! ([`crate::peers::bullmq_cron`]) run it as runners of their own; all
+//! report a [`CalendarRun`].
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -196,9 +196,7 @@ pub fn quartz(repeats: usize) -> Result<Reference, crate::runner::Unavailable> {
             let v = crate::peers::quartz::calibrate(workload, &args)?;
             for f in fields {
                 runs[k].push(v[*f].as_f64().ok_or_else(|| {
-                    crate::runner::Unavailable(format!(
-                        "QuartzCalibrate {workload} lacks {f}: {v}"
-                    ))
+                    crate::runner::Unavailable(format!("QuartzCalibrate {workload} lacks {f}: {v}"))
                 })?);
                 k += 1;
             }

@@ -242,38 +242,3 @@ fn the_suite_runs_the_cluster_on_both_shapes_and_the_calendar_and_notes_the_clai
         results.notes
     );
 }
-
-#[test]
-fn tokio_cron_scheduler_and_bullmq_run_the_calendar() {
-    let w = Workload::parse(CALENDAR).unwrap();
-    let mut names = vec!["tokio-cron"];
-    match workbench::peers::bullmq::Harness::find() {
-        Ok(_) if schedulers_redis::find_redis_server().is_some() => {
-            names.push("bullmq-cron")
-        }
-        Ok(_) => skip("redis-server is not installed"),
-        Err(why) => skip(&why.to_string()),
-    }
-    let ctx = RunContext::quiet(0.0);
-    for name in names {
-        let s = subjects::find(name).unwrap();
-        let mut r = (s.runner)().unwrap();
-        let m = figures(&r.run(&w, &ctx).unwrap());
-        assert_eq!(get(&m, Metric::Fired), 60.0, "{name}: {m:?}");
-        assert_eq!(get(&m, Metric::Missed), 0.0, "{name}");
-        assert_eq!(get(&m, Metric::Duplicates), 0.0, "{name}");
-        assert!(get(&m, Metric::MemoryPerSchedule) > 0.0, "{name}: {m:?}");
-        assert!(get(&m, Metric::LatenessMax) < 1_000_000.0, "{name}: {m:?}");
-    }
-    // A subject without a calendar API says so.
-    let heap = subjects::find("heap").unwrap();
-    let e = workbench::calendar::run(
-        "heap",
-        heap.timers.as_ref().unwrap(),
-        &w,
-        w.calendar.as_ref().unwrap(),
-        &ctx,
-    )
-    .unwrap_err();
-    assert!(e.to_string().contains("no calendar API"), "{e}");
-}

@@ -13,9 +13,9 @@ use schedulers_redis::LocalRedis;
 use crate::calendar::{self, CalendarRun};
 use crate::peers::bullmq::Harness;
 use crate::record::{Measurement, SubjectKind};
+use crate::runner::Subject;
 use crate::runner::{RunContext, RunError, Runner};
 use crate::spec::{Workload, WorkloadKind};
-use crate::runner::Subject;
 
 /// The subject's name.
 pub const NAME: &str = "bullmq-cron";

@@ -35,8 +35,8 @@ use crate::peers::java::{harness, Harness};
 use crate::postgres::{self, LocalPostgres};
 use crate::record::{Measurement, Metric, Results, SubjectKind};
 use crate::runner::{RunContext, RunError, Runner};
-use crate::spec::{Workload, WorkloadKind};
 use crate::runner::{Subject, Unavailable};
+use crate::spec::{Workload, WorkloadKind};
 
 /// The subjects: (nodes, name, the workloads each runs). The calendar
 /// workload runs on two nodes.
