@@ -19,7 +19,7 @@
 //! ([`Task::named`](crate::Task::named)) go to series that also have the
 //! label `task`, its name; unnamed tasks' runs to the series without it,
 //! so that a sum over `task` counts every run once. Names past the first
-//! [`MAX_NAMES`](crate::MAX_NAMES) share the label value [`OTHER`].
+//! [`MAX_NAMES`] share the label value [`OTHER`].
 //!
 //! | Name | Kind | Labels | What |
 //! |---|---|---|---|
@@ -97,7 +97,7 @@ pub const CANCELLED: &str = "schedulers_cancelled_total";
 /// Gauge: tasks waiting, by `kind`.
 pub const PENDING: &str = "schedulers_pending";
 /// The `task` label of the runs of tasks whose names came after the first
-/// [`MAX_NAMES`](crate::MAX_NAMES).
+/// [`MAX_NAMES`].
 pub const OTHER: &str = "_other";
 
 /// One histogram's storage: counts per bucket, and the exact sum and
