@@ -9,43 +9,17 @@
 //! Without `redis-server` or Node the subjects that need them are skipped
 //! with one line, except under CI (`CI` set), where a missing one fails.
 
+mod support;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use workbench::record::{Measurement, Metric};
+use workbench::record::Metric;
 use workbench::runner::{RunContext, MEMORY_PROBE_EXE};
 use workbench::spec::{Workload, WorkloadKind};
 use workbench::subjects;
 
-/// 30 schedules every second watched for 2 s: 60 instants.
-const CALENDAR: &str = r#"
-    name = "tiny-calendar"
-    description = "30 cron schedules every second, 2 s"
-    models = "a test"
-    seed = 0
-    [calendar]
-    schedules = 30
-    every = "1s"
-    run_for = "2s"
-    threads = 2
-"#;
-
-/// Says why a subject does not run, or fails under CI.
-fn skip(why: &str) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "under CI every calendar subject must run: {why}"
-    );
-    // The real stderr, so the skip shows in the test output.
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("SKIPPED: {why}\n").as_bytes(),
-    );
-}
-
-fn figures(ms: &[Measurement]) -> HashMap<Metric, f64> {
-    ms.iter().map(|m| (m.metric, m.value)).collect()
-}
+use support::{figures, skip, CALENDAR};
 
 #[test]
 fn ours_redis_tokio_cron_and_bullmq_fire_every_instant_once() {

@@ -9,41 +9,18 @@
 //! except under CI (`CI` set), where `scripts/test` installs them and a
 //! missing piece fails.
 
-use std::collections::HashMap;
+mod support;
 
 use workbench::peers::java::{self, JavaRunner, PEERS};
 use workbench::peers::quartz::{self, Bench};
 use workbench::postgres::LocalPostgres;
-use workbench::record::{Measurement, Metric, RunStatus};
+use workbench::record::{Metric, RunStatus};
 use workbench::runner::{RunContext, Runner};
 use workbench::spec::Workload;
 use workbench::subjects;
 use workbench::suite::Suite;
 
-/// Says why (part of) the test does not run, or fails under CI.
-fn skip(why: &str) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "under CI Quartz and PostgreSQL must run: {why}"
-    );
-    // The real stderr, so the skip shows in the test output.
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("SKIPPED: {why}\n").as_bytes(),
-    );
-}
-
-fn figures(ms: &[Measurement]) -> HashMap<Metric, f64> {
-    ms.iter()
-        .filter(|m| m.size.is_none())
-        .map(|m| (m.metric, m.value))
-        .collect()
-}
-
-fn get(m: &HashMap<Metric, f64>, metric: Metric) -> f64 {
-    *m.get(&metric)
-        .unwrap_or_else(|| panic!("no {metric} in {m:?}"))
-}
+use support::{figures, get, skip};
 
 const ONE_SHOTS: &str = r#"
     name = "quartz-one-shots"
@@ -53,20 +30,6 @@ const ONE_SHOTS: &str = r#"
     name = "t"
     count = 500
     delay = { dist = "uniform", min = "50ms", max = "300ms" }
-"#;
-
-/// 30 schedules every second (seconds 0..29 of each 30 s cycle mod 1: all
-/// on every second) watched for 2 s.
-const CALENDAR: &str = r#"
-    name = "quartz-calendar"
-    description = "30 cron schedules every second, 2 s"
-    models = "a test"
-    seed = 0
-    [calendar]
-    schedules = 30
-    every = "1s"
-    run_for = "2s"
-    threads = 2
 "#;
 
 #[test]
@@ -93,7 +56,7 @@ fn quartz_in_memory_fires_every_timer_and_none_early_beyond_its_resolution() {
         "a 200 ms late median is no timer: {m:?}"
     );
 
-    let w = Workload::parse(CALENDAR).unwrap();
+    let w = Workload::parse(support::CALENDAR).unwrap();
     let m = figures(&r.run(&w, &ctx).unwrap());
     // 30 schedules × 2 instants, each once.
     assert_eq!(get(&m, Metric::Fired), 60.0, "{m:?}");
@@ -189,7 +152,7 @@ fn the_suite_runs_the_cluster_on_both_shapes_and_the_calendar_and_notes_the_clai
     }
     let workloads = vec![
         Workload::parse(TINY_JOBS).unwrap(),
-        Workload::parse(CALENDAR).unwrap(),
+        Workload::parse(support::CALENDAR).unwrap(),
     ];
     let suite = Suite {
         subjects: vec![subjects::find("quartz-pg-2w").unwrap()],
@@ -217,12 +180,12 @@ fn the_suite_runs_the_cluster_on_both_shapes_and_the_calendar_and_notes_the_clai
         assert!(v("tiny-jobs", m).is_some_and(|x| x >= 0.0), "{m}");
     }
     assert_eq!(v("tiny-jobs", Metric::Missed), Some(0.0));
-    assert_eq!(v("quartz-calendar", Metric::Missed), Some(0.0));
-    assert!(v("quartz-calendar", Metric::StoreCpuPerFire).is_some());
-    assert!(v("quartz-calendar", Metric::MemoryPerSchedule).is_some_and(|b| b > 0.0));
+    assert_eq!(v("tiny-calendar", Metric::Missed), Some(0.0));
+    assert!(v("tiny-calendar", Metric::StoreCpuPerFire).is_some());
+    assert!(v("tiny-calendar", Metric::MemoryPerSchedule).is_some_and(|b| b > 0.0));
     // A cron trigger may fire twice on a cluster (Quartz's default
     // acquisition without the lock): counted, never hidden.
-    assert!(v("quartz-calendar", Metric::Duplicates).is_some());
+    assert!(v("tiny-calendar", Metric::Duplicates).is_some());
 
     results
         .notes
