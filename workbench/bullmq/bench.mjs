@@ -19,29 +19,9 @@
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Queue, Worker } from 'bullmq';
-import IORedis from 'ioredis';
+import { connection, counters, num, opts } from './common.mjs';
 
 const QUEUE = 'workbench';
-
-function opts(argv) {
-  const o = {};
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i].startsWith('--')) o[argv[i].slice(2)] = argv[++i];
-  }
-  return o;
-}
-
-function num(o, k, d) {
-  if (o[k] === undefined) return d;
-  const v = Number(o[k]);
-  if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} wants a number, got ${o[k]}`);
-  return v;
-}
-
-function connection(url) {
-  // BullMQ requires maxRetriesPerRequest: null on a Worker's connection.
-  return new IORedis(url, { maxRetriesPerRequest: null });
-}
 
 // ---- worker process -------------------------------------------------------
 
@@ -78,18 +58,6 @@ async function work(o) {
 }
 
 // ---- benchmark (parent) ---------------------------------------------------
-
-function counters(infoText) {
-  const calls = {};
-  let cpu = 0;
-  for (const line of infoText.split(/\r?\n/)) {
-    let m = line.match(/^cmdstat_([^:]+):calls=(\d+)/);
-    if (m) calls[m[1]] = Number(m[2]);
-    m = line.match(/^used_cpu_(sys|user):([\d.]+)/);
-    if (m) cpu += Number(m[2]);
-  }
-  return { calls, cpu };
-}
 
 function percentile(sorted, p) {
   if (sorted.length === 0) return 0;

@@ -46,6 +46,7 @@ public final class Harness {
             System.err.println("usage: java peers.Harness PEER [WARMUP_ROUNDS WARMUP_TIMERS]");
             System.exit(2);
         }
+        quietLogs();
         String name = args[0];
         int warmRounds = args.length == 3 ? Integer.parseInt(args[1]) : 3;
         int warmTimers = args.length == 3 ? Math.max(1, Integer.parseInt(args[2])) : 50_000;
@@ -54,7 +55,9 @@ public final class Harness {
         try {
             probe = Peer.create(name);
         } catch (ClassNotFoundException | NoClassDefFoundError e) {
-            skip(name, "Netty's HashedWheelTimer is not on the classpath (install libnetty-java)");
+            skip(name, name.startsWith("quartz")
+                ? "Quartz is not on the classpath (install libquartz2-java)"
+                : "Netty's HashedWheelTimer is not on the classpath (install libnetty-java)");
             return;
         }
         if (probe == null) {
@@ -87,6 +90,10 @@ public final class Harness {
                     contention(name, w);
                     continue;
                 }
+                if (w.get("calendar") != null) {
+                    calendar(name, w);
+                    continue;
+                }
                 spec = new Timeline.Spec(w, "workload");
             } catch (IllegalArgumentException e) {
                 OUT.println("{\"type\":\"error\",\"message\":" + Json.quote(e.getMessage()) + "}");
@@ -116,11 +123,33 @@ public final class Harness {
      * one peer, in the Rust runner's figures.
      */
     private static void contention(String name, Map<String, Object> w) throws Exception {
+        answer(name, w, () -> "\"measurements\":" + Contention.run(name, w));
+    }
+
+    /**
+     * Answers a calendar workload: no measurements but the run's fires and
+     * costs ({@code "calendar":{..}}), from which the Rust side computes the
+     * figures.
+     */
+    private static void calendar(String name, Map<String, Object> w) throws Exception {
+        answer(name, w, () -> "\"measurements\":[],\"calendar\":" + Peer.create(name).calendar(w));
+    }
+
+    /** What a workload's answer holds besides its type and name. */
+    private interface Fields {
+        String json() throws Exception;
+    }
+
+    /**
+     * Prints {@code {"type":"result","workload":..,<fields>}} or the error
+     * that stopped it, then stops every peer the run started and collects.
+     */
+    private static void answer(String name, Map<String, Object> w, Fields fields) throws Exception {
         String workload = str(w, "name", "workload");
         long t = System.nanoTime();
         String answer;
         try {
-            answer = "{\"type\":\"result\",\"workload\":" + Json.quote(workload) + ",\"measurements\":" + Contention.run(name, w) + "}";
+            answer = "{\"type\":\"result\",\"workload\":" + Json.quote(workload) + "," + fields.json() + "}";
         } catch (IllegalArgumentException e) {
             answer = "{\"type\":\"error\",\"message\":" + Json.quote(e.getMessage()) + "}";
         } catch (Exception | OutOfMemoryError e) {
@@ -176,6 +205,26 @@ public final class Harness {
         }
         OUT.println(b.append("]}"));
         OUT.flush();
+    }
+
+    /**
+     * Libraries that log through slf4j (here slf4j-simple: Netty, Quartz)
+     * and c3p0, which logs through java.util.logging, log at INFO by
+     * default: warnings and errors only, on stderr (the workbench keeps its
+     * tail). Before anything logs (the env line loads Netty); a setting given
+     * on the command line wins.
+     */
+    static void quietLogs() {
+        String[][] settings = {
+            {"org.slf4j.simpleLogger.defaultLogLevel", "warn"},
+            {"com.mchange.v2.log.MLog", "com.mchange.v2.log.FallbackMLog"},
+            {"com.mchange.v2.log.FallbackMLog.DEFAULT_CUTOFF_LEVEL", "WARNING"},
+        };
+        for (String[] kv : settings) {
+            if (System.getProperty(kv[0]) == null) {
+                System.setProperty(kv[0], kv[1]);
+            }
+        }
     }
 
     private static void skip(String name, String why) {

@@ -66,6 +66,15 @@ abstract class Peer {
     void settle(int pending) {
     }
 
+    /**
+     * Runs the calendar workload {@code workload} (its serde JSON) on this
+     * peer and returns its report ({@code workbench::calendar::CalendarRun}
+     * as JSON). Only a peer with a calendar API has one.
+     */
+    String calendar(java.util.Map<String, Object> workload) throws Exception {
+        throw new UnsupportedOperationException(name + " has no calendar API");
+    }
+
     /** Stops the scheduler, drops what is pending, waits for its threads. */
     abstract void shutdown() throws InterruptedException;
 
@@ -114,6 +123,11 @@ abstract class Peer {
                 // Loaded by name so the JDK peers run without the Netty jar.
                 Class<?> c = Class.forName("peers.NettyPeer");
                 return (Peer) c.getDeclaredConstructor(String.class, long.class).newInstance(name, tickMs);
+            }
+            case "quartz": {
+                // By name too: the others run without the Quartz jar.
+                Class<?> c = Class.forName("peers.QuartzPeer");
+                return (Peer) c.getDeclaredConstructor(String.class).newInstance(name);
             }
             default:
                 return null;

@@ -376,27 +376,44 @@ final class Timeline {
      * included), where Linux offers it; else the JVM's own figure, which on
      * some systems moves in 10 ms steps.
      */
-    static long cpuNanos() {
+    static synchronized long cpuNanos() {
         java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
         if (tasks != null) {
             long sum = 0;
             boolean any = false;
+            java.util.Map<String, Long> now = new java.util.HashMap<>();
             for (java.io.File t : tasks) {
                 try {
                     String line = new String(java.nio.file.Files.readAllBytes(new java.io.File(t, "schedstat").toPath()), java.nio.charset.StandardCharsets.US_ASCII);
                     int sp = line.indexOf(' ');
-                    sum += Long.parseLong(sp < 0 ? line.trim() : line.substring(0, sp));
+                    long ns = Long.parseLong(sp < 0 ? line.trim() : line.substring(0, sp));
+                    now.put(t.getName(), ns);
+                    sum += ns;
                     any = true;
                 } catch (java.io.IOException | NumberFormatException e) {
                     // A thread that ended between the listing and the read.
                 }
             }
             if (any) {
-                return sum;
+                // A thread that has ended keeps what it had used when last seen
+                // (a stopped Quartz pool's idle threads end during later runs),
+                // so the sum never goes back.
+                for (java.util.Map.Entry<String, Long> e : SEEN.entrySet()) {
+                    if (!now.containsKey(e.getKey())) {
+                        ended += e.getValue();
+                    }
+                }
+                SEEN.clear();
+                SEEN.putAll(now);
+                return sum + ended;
             }
         }
         return jvmCpuNanos();
     }
+
+    /** Each live thread's CPU when last read, and the sum of those that ended since. */
+    private static final java.util.Map<String, Long> SEEN = new java.util.HashMap<>();
+    private static long ended;
 
     private static long jvmCpuNanos() {
         java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
@@ -707,11 +724,29 @@ final class Timeline {
     private static final int TIMED_PER_SIZE = 2_500_000;
     private static final int MAX_CYCLES = 50;
 
+    /**
+     * The heap a sweep cycle of {@code n} timers needs at {@code perTimer}
+     * bytes each: the timers, as much again for those a reset replaced
+     * until they are collected, and the cycle's own arrays. The Rust side
+     * ({@code peers::java::notes}) explains a size skipped by this rule.
+     */
+    static double heapNeeded(long n, double perTimer) {
+        return n * (2 * perTimer + 64);
+    }
+
     static String sweep(String peer, Spec s) throws Exception {
         Out out = new Out();
+        double perTimer = 0;
         for (int k = 0; k < s.sizes.length; k++) {
             long size = s.sizes[k];
             int n = (int) size;
+            long max = Runtime.getRuntime().maxMemory();
+            if (perTimer > 0 && heapNeeded(size, perTimer) > max) {
+                // Measured at the size before: this one cannot fit, nor any larger.
+                System.err.printf("java-peers: %s: %s at %d: %.0f B per timer need %.1f GB of heap, beyond %.1f GB (-Xmx); not run%n",
+                    peer, s.name, size, perTimer, heapNeeded(size, perTimer) / 1e9, max / 1e9);
+                break;
+            }
             Dist.Rng rng = new Dist.Rng(s.seed, k);
             long[] d = new long[n];
             long[] moves = new long[n];
@@ -749,6 +784,7 @@ final class Timeline {
             out.at("cpu_per_timer", size, (double) first[3] / n, "ns/timer");
             // Heap after full collections: what the pending timers hold.
             out.at("memory", size, (double) first[4] / n, "B/timer");
+            perTimer = (double) first[4] / n;
         }
         return out.json();
     }
@@ -774,6 +810,7 @@ final class Timeline {
         Peer p = Peer.create(peer);
         long before = full ? usedAfterGc() : 0;
         long cpu0 = cpuNanos();
+        long wall0 = System.nanoTime();
         long t0 = THREADS.getCurrentThreadCpuTime();
         for (int i = 0; i < n; i++) {
             h[i] = p.schedule(d[i], sink, i, 0);
@@ -812,10 +849,20 @@ final class Timeline {
             waitUntil(System.nanoTime() + 250_000_000L);
             cpu = (cpu1 - cpu0) + (cpuNanos() - cpu2);
         }
+        long wall = System.nanoTime() - wall0;
         p.shutdown();
         if (moved != resetOrder.length || stopped != cancelOrder.length) {
+            long shortest = Long.MAX_VALUE;
+            for (long x : d) {
+                shortest = Math.min(shortest, x);
+            }
+            // Say why when the cycle outlasted the shortest delay: timers fired.
+            String why = wall > shortest
+                ? String.format("; the cycle took %.1f s, longer than the shortest delay (%.1f s), so timers fired before their turn:"
+                    + " the sweep's figures need every timer still pending", wall / 1e9, shortest / 1e9)
+                : "";
             throw new IllegalStateException("at " + n + " pending: " + moved + " resets and " + stopped
-                + " cancels succeeded; expected " + resetOrder.length + " and " + cancelOrder.length);
+                + " cancels succeeded; expected " + resetOrder.length + " and " + cancelOrder.length + why);
         }
         return new long[] {t1 - t0, t3 - t2, t5 - t4, cpu, Math.max(0, after - before)};
     }

@@ -4,6 +4,11 @@
 //! the comparison of a run against them. `workbench/README.md` explains
 //! each difference beyond 30%.
 //!
+//! Quartz is not in that harness: its figures come from a standalone Java
+//! main with the same definitions (`workbench/java/QuartzCalibrate.java`,
+//! none of the workbench's code), run by `workbench calibrate` beside the
+//! workbench's own run ([`quartz`]).
+//!
 //! | harness | workbench |
 //! |---|---|
 //! | W1 ack-timeout, 1e6, schedule / cancel ns (loops), B/timer | `ack-batch` (full size): `schedule_batch`, `cancel_batch`, `memory` at 1e6 |
@@ -143,9 +148,65 @@ pub const REFERENCE: &[Reference] = &[
     },
 ];
 
-/// The subjects `workbench calibrate` runs.
+/// The subjects `workbench calibrate` runs: the harness's peers and Quartz.
 pub fn peers() -> Vec<&'static str> {
-    REFERENCE.iter().map(|r| r.peer).collect()
+    REFERENCE.iter().map(|r| r.peer).chain([QUARTZ]).collect()
+}
+
+/// The Quartz peer's name.
+pub const QUARTZ: &str = "quartz";
+
+/// Quartz's W1 size: at 1e6 its loops (3 µs a schedule, as much a cancel,
+/// full collections of a 1 GB heap between them) outlast W1's shortest
+/// delay, 10 s, so timers fire before their cancel and neither the
+/// workbench nor the standalone main can measure it; at 1e5 both can
+/// (`ack-batch`'s quick size).
+pub const QUARTZ_W1: u64 = 100_000;
+
+/// Quartz's figures by the harness's definitions, measured now by the
+/// standalone main (a fresh JVM per workload, each after a warm-up at a
+/// tenth of its size, the medians of `repeats` runs): W1 at [`QUARTZ_W1`],
+/// its loops timed by the calling thread's CPU clock as the workbench's
+/// batch costs are (the main prints wall time too, the harness's
+/// definition, which the other engineers' builds on this shared machine
+/// inflate); W2 at 1e5 over 2 s (its p50 with early fires as 0, as the
+/// workbench counts them; the main prints the signed one too); W3 with
+/// 1,000 tasks.
+///
+/// # Errors
+///
+/// Quartz or a JVM is missing, or a run failed.
+pub fn quartz(repeats: usize) -> Result<Reference, crate::runner::Unavailable> {
+    let mut runs: [Vec<f64>; 5] = Default::default();
+    for _ in 0..repeats.max(1) {
+        // The fields in the order of `Reference::figures`.
+        let mut k = 0;
+        for (workload, fields) in [
+            (
+                "w1",
+                &["schedule_cpu_ns", "cancel_cpu_ns", "bytes_per_timer"][..],
+            ),
+            ("w2", &["p50_clamped_us"][..]),
+            ("w3", &["p99_us"][..]),
+        ] {
+            let args = match workload {
+                "w1" => vec![QUARTZ_W1.to_string()],
+                _ => Vec::new(),
+            };
+            let v = crate::peers::quartz::calibrate(workload, &args)?;
+            for f in fields {
+                runs[k].push(v[*f].as_f64().ok_or_else(|| {
+                    crate::runner::Unavailable(format!("QuartzCalibrate {workload} lacks {f}: {v}"))
+                })?);
+                k += 1;
+            }
+        }
+    }
+    Ok(Reference {
+        peer: QUARTZ,
+        harness_name: "QuartzCalibrate (standalone main, run now)",
+        figures: runs.map(|v| Some(crate::record::summarize(&v).0)),
+    })
 }
 
 /// One comparison: ours against the harness's.
@@ -157,6 +218,8 @@ pub struct Comparison {
     pub metric: Metric,
     /// The workload.
     pub workload: &'static str,
+    /// The pending count, for a sweep.
+    pub size: Option<u64>,
     /// The workbench's median, if it measured one.
     pub ours: Option<f64>,
     /// The harness's.
@@ -175,19 +238,22 @@ impl Comparison {
     }
 }
 
-/// Every comparison for the peers that ran.
-pub fn compare(results: &Results) -> Vec<Comparison> {
+/// Every comparison for the peers that ran, against [`REFERENCE`] and the
+/// references measured now (`live`: [`quartz`]).
+pub fn compare(results: &Results, live: &[Reference]) -> Vec<Comparison> {
     let mut out = Vec::new();
     let ran = |p: &str| results.subjects.iter().any(|s| s.name == p);
-    for r in REFERENCE.iter().filter(|r| ran(r.peer)) {
+    for r in REFERENCE.iter().chain(live).filter(|r| ran(r.peer)) {
         for (k, &(workload, metric, size)) in FIGURES.iter().enumerate() {
             let Some(reference) = r.figures[k] else {
                 continue;
             };
+            let size = size.map(|n| if r.peer == QUARTZ { QUARTZ_W1 } else { n });
             out.push(Comparison {
                 peer: r.peer,
                 metric,
                 workload,
+                size,
                 ours: results.value(r.peer, workload, metric, size),
                 reference,
             });
@@ -197,17 +263,23 @@ pub fn compare(results: &Results) -> Vec<Comparison> {
 }
 
 /// The comparison as Markdown.
-pub fn markdown(results: &Results) -> String {
+pub fn markdown(results: &Results, live: &[Reference]) -> String {
     let mut s = String::from(
         "| peer | figure | workbench | harness | ratio | within 30% |\n|---|---|---|---|---|---|\n",
     );
-    for c in compare(results) {
+    for c in compare(results, live) {
         let _ = std::fmt::Write::write_fmt(
             &mut s,
             format_args!(
-                "| {} | {} {} | {} | {} | {} | {} |\n",
+                "| {} | {}{} {} | {} | {:.0} | {} | {} |\n",
                 c.peer,
                 c.workload,
+                c.size
+                    .filter(|n| *n != 1_000_000)
+                    .map_or(String::new(), |n| format!(
+                        " at {}",
+                        crate::spec::format_count(n)
+                    )),
                 c.metric.label(),
                 c.ours.map_or("–".into(), |v| format!("{v:.0}")),
                 c.reference,
@@ -248,6 +320,7 @@ mod test {
             peer: "x",
             metric: Metric::Memory,
             workload: "w",
+            size: None,
             ours: Some(125.0),
             reference: 100.0,
         };

@@ -25,6 +25,9 @@ const NS_PER_CALL: f64 = 150.0;
 const CYCLE_SECONDS: f64 = 0.002;
 /// The memory probe: a fresh child process per sweep size.
 const PROBE_SECONDS: f64 = 0.05;
+/// Creating one calendar schedule, for a first guess (a Quartz cluster
+/// takes milliseconds, our schedulers a microsecond).
+const CREATE_SECONDS: f64 = 20e-6;
 /// Jobs per second a distributed subject drains, for a first guess.
 const JOBS_PER_S: f64 = 30_000.0;
 
@@ -43,7 +46,7 @@ fn typical_max(d: &Dist) -> f64 {
 /// A first guess of one repeat of `w` (its profile applied), in seconds,
 /// before anything was measured: a timeline lasts until its last timer
 /// fires or is cancelled; a sweep's cycles cost their calls, and so do a
-/// contention run's threads; a distributed
+/// contention run's threads; a calendar run its window; a distributed
 /// repeat drains, then paces its jobs over the window.
 pub fn run_seconds(w: &Workload) -> f64 {
     match w.kind() {
@@ -71,6 +74,11 @@ pub fn run_seconds(w: &Workload) -> f64 {
                     (c.warm + c.pairs) as f64 * p as f64 * 2.0 * NS_PER_CALL / 1e9 + CYCLE_SECONDS
                 })
                 .sum()
+        }),
+        // Creating the schedules, the lead to the window's first whole
+        // second, the window and its grace.
+        WorkloadKind::Calendar => w.calendar.as_ref().map_or(0.0, |c| {
+            c.schedules as f64 * CREATE_SECONDS + c.run_for.0.as_secs_f64() + 3.0
         }),
         WorkloadKind::Distributed => w.distributed.as_ref().map_or(0.0, |d| {
             (d.drain + d.paced) as f64 / JOBS_PER_S + d.window.0.as_secs_f64() + 2.0

@@ -34,17 +34,23 @@
 //! - [`report`]: the verdict, the charts and the HTML page.
 //! - [`calibration`]: the independent harness's peer figures and the
 //!   comparison with them (`workbench calibrate`).
+//! - [`calendar`]: the `calendar` workload (cron schedules at wall-clock
+//!   instants): what every subject reports, and the figures from it.
+//! - [`postgres`]: throwaway PostgreSQL servers (the Quartz cluster's
+//!   database).
 //!
 //! A run is reproducible: every random choice comes from the workload's
 //! seed, which is recorded with every figure, along with the machine, the
 //! toolchain, the commit and the load average of every repeat.
 
+pub mod calendar;
 pub mod calibration;
 pub mod distributed;
 pub mod env;
 pub mod estimate;
 pub mod metric;
 pub mod peers;
+pub mod postgres;
 pub mod random;
 pub mod record;
 pub mod report;

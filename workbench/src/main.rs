@@ -97,6 +97,15 @@ enum Command {
         /// The delay distribution, as JSON.
         delay: String,
     },
+    /// (Internal) Measures memory per calendar schedule in this fresh
+    /// process and prints it: the calendar workload runs it as a child.
+    #[command(hide = true)]
+    CalendarProbe {
+        /// Subject name.
+        subject: String,
+        /// The workload's `[calendar]` section, as JSON.
+        calendar: String,
+    },
     /// Runs the Redis scheduler's load benchmark on fresh local servers
     /// and prints one JSON report per run (what the distributed workload
     /// measures, one shape at a time).
@@ -242,6 +251,7 @@ fn main() -> ExitCode {
             step,
             delay,
         }) => memory_probe(&subject, size, seed, step, &delay),
+        Some(Command::CalendarProbe { subject, calendar }) => calendar_probe(&subject, &calendar),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -279,6 +289,17 @@ fn memory_probe(subject: &str, size: u64, seed: u64, step: usize, delay: &str) -
     let delay: workbench::random::Dist = serde_json::from_str(delay).context("the delay")?;
     let bytes = workbench::runner::sweep::memory_probe(&make, size, seed, step, &delay)?;
     println!("{bytes}");
+    Ok(())
+}
+
+fn calendar_probe(subject: &str, calendar: &str) -> Result<()> {
+    let s = subjects::find(subject).with_context(|| format!("unknown subject {subject:?}"))?;
+    let make = s
+        .timers
+        .with_context(|| format!("{subject} is not an in-process subject"))?;
+    let calendar: workbench::spec::Calendar =
+        serde_json::from_str(calendar).context("the calendar section")?;
+    println!("{}", workbench::calendar::memory_probe(&make, &calendar)?);
     Ok(())
 }
 
@@ -422,6 +443,7 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
     if !info.rest.is_empty() {
         eprintln!("workbench: for the rest: {}", info.rest);
     }
+    let workloads = suite.workloads.clone();
     let mut write_error = None;
     let mut written = 0;
     let mut results = suite.run(&mut |r| {
@@ -454,6 +476,8 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
     let notes = report::notes::cross_check(&results);
     results.notes.extend(notes);
     let notes = report::contention::notes(&results);
+    results.notes.extend(notes);
+    let notes = workbench::peers::notes(&results, &workloads);
     results.notes.extend(notes);
     report::write(&results, &dir)?;
     report::point_latest(&root, &dir)
@@ -489,23 +513,63 @@ fn calibrate(repeats: usize, schedulers: Vec<String>, out: Option<PathBuf>) -> R
             );
         }
     }
-    let (results, _) = run(RunArgs {
-        schedulers: if schedulers.is_empty() {
-            peers.iter().map(|p| (*p).to_owned()).collect()
-        } else {
-            schedulers
-        },
-        workloads: calibration::WORKLOADS
-            .iter()
-            .map(|w| (*w).to_owned())
-            .collect(),
-        size: Size::Full,
-        repeats: repeats.max(1) as u64,
-        out,
-        ..RunArgs::default()
-    })?;
-    println!("\nagainst shared/reference/peer-calibration.md (2026-11-23, quiet machine):\n");
-    println!("{}", calibration::markdown(&results));
+    let mut chosen: Vec<String> = if schedulers.is_empty() {
+        peers.iter().map(|p| (*p).to_owned()).collect()
+    } else {
+        schedulers
+    };
+    let quartz = chosen.iter().any(|s| s == calibration::QUARTZ);
+    chosen.retain(|s| s != calibration::QUARTZ);
+    let names = |v: &[&str]| v.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+    let calibrate_run = |schedulers: Vec<String>, workloads: Vec<String>, size| {
+        run(RunArgs {
+            schedulers,
+            workloads,
+            size,
+            repeats: repeats.max(1) as u64,
+            out: out.clone(),
+            ..RunArgs::default()
+        })
+        .map(|(r, _)| r)
+    };
+    let mut results = None;
+    if !chosen.is_empty() {
+        results = Some(calibrate_run(
+            chosen,
+            names(calibration::WORKLOADS),
+            Size::Full,
+        )?);
+    }
+    // Quartz: W2 and W3 at full size, W1 at its own size (see QUARTZ_W1),
+    // and its reference measured now, outside the workbench.
+    let mut live = Vec::new();
+    if quartz {
+        let q = vec![calibration::QUARTZ.to_owned()];
+        let mut r = calibrate_run(
+            q.clone(),
+            names(&["fire-lateness", "periodic-fixed-rate"]),
+            Size::Full,
+        )?;
+        let w1 = calibrate_run(q, names(&["ack-batch"]), Size::Quick)?;
+        r.records.extend(w1.records);
+        r.workloads.extend(w1.workloads);
+        r.runs.extend(w1.runs);
+        eprintln!("workbench: running QuartzCalibrate (w1, w2, w3) {repeats} times");
+        live.push(calibration::quartz(repeats)?);
+        results = Some(match results {
+            Some(mut all) => {
+                all.records.extend(r.records);
+                all.subjects.extend(r.subjects);
+                all
+            }
+            None => r,
+        });
+    }
+    let Some(results) = results else {
+        bail!("no peer to calibrate");
+    };
+    println!("\nagainst shared/reference/peer-calibration.md (2026-11-23, quiet machine) and QuartzCalibrate (now):\n");
+    println!("{}", calibration::markdown(&results, &live));
     Ok(())
 }
 

@@ -89,6 +89,18 @@ pub enum Unit {
     /// Nanoseconds (of CPU) per schedule + cancel pair (contention).
     #[serde(rename = "ns/pair")]
     NsPerPair,
+    /// Database transactions per job.
+    #[serde(rename = "transactions/job")]
+    TransactionsPerJob,
+    /// Database sessions (a mean over samples).
+    #[serde(rename = "sessions")]
+    Sessions,
+    /// Microseconds of CPU per fire.
+    #[serde(rename = "µs/fire")]
+    MicrosPerFire,
+    /// Bytes per calendar schedule.
+    #[serde(rename = "B/schedule")]
+    BytesPerSchedule,
 }
 
 impl Unit {
@@ -113,6 +125,10 @@ impl Unit {
             Unit::RoundTripsPerSecond => "round trips/s",
             Unit::PairsPerSecond => "pairs/s",
             Unit::NsPerPair => "ns/pair",
+            Unit::TransactionsPerJob => "transactions/job",
+            Unit::Sessions => "sessions",
+            Unit::MicrosPerFire => "µs/fire",
+            Unit::BytesPerSchedule => "B/schedule",
         }
     }
 }
@@ -303,6 +319,34 @@ metrics! {
     /// the cores; about 1 when they took turns, on a loaded machine or
     /// behind a lock that lets one thread run on while the others sleep).
     Parallelism = "parallelism", Ratio, Neither;
+    /// The database's CPU time per job while draining (a Quartz cluster:
+    /// PostgreSQL's processes, from /proc), µs.
+    DbCpuDrain = "db_cpu_per_job_drain", MicrosPerJob, Lower;
+    /// The database's CPU time per job at the paced load, µs.
+    DbCpuPaced = "db_cpu_per_job_paced", MicrosPerJob, Lower;
+    /// Database transactions per job while draining (`pg_stat_database`).
+    DbTransactionsDrain = "db_transactions_per_job_drain", TransactionsPerJob, Lower;
+    /// Database transactions per job at the paced load.
+    DbTransactionsPaced = "db_transactions_per_job_paced", TransactionsPerJob, Lower;
+    /// Database sessions waiting for a lock while draining: the mean of
+    /// `pg_stat_activity` sampled every 10 ms. Nodes that serialize on a
+    /// lock show here.
+    DbLockWaitersDrain = "db_lock_waiters_drain", Sessions, Lower;
+    /// Database sessions waiting for a lock at the paced load.
+    DbLockWaitersPaced = "db_lock_waiters_paced", Sessions, Lower;
+    /// Calendar schedules: CPU time of the scheduler's own processes (the
+    /// JVM, the worker processes, the workbench for an in-process subject)
+    /// over the watched window, per fire, µs.
+    CpuPerFire = "cpu_per_fire", MicrosPerFire, Lower;
+    /// Calendar schedules: CPU time of the store they live in (Redis,
+    /// PostgreSQL) over the window, per fire, µs.
+    StoreCpuPerFire = "store_cpu_per_fire", MicrosPerFire, Lower;
+    /// Calendar schedules: what the scheduler holds per schedule (heap,
+    /// resident memory, Redis memory or database relations), bytes.
+    MemoryPerSchedule = "memory_per_schedule", BytesPerSchedule, Lower;
+    /// Runs beyond one per intended instant (a calendar fire or a job run
+    /// twice): 0 for exactly-once.
+    Duplicates = "duplicates", Count, Lower;
 }
 
 impl Metric {

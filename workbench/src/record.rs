@@ -66,6 +66,11 @@ pub struct Sample {
     pub clean: bool,
 }
 
+/// A number, or NaN for `null` (how serde_json writes NaN).
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// One figure of one (scheduler, workload): the median over clean repeats,
 /// with every sample, the run's environment and the workload's seed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -81,7 +86,9 @@ pub struct Record {
     /// The pending count, for sweeps.
     #[serde(default)]
     pub size: Option<u64>,
-    /// The median over the clean repeats (NaN if none was clean).
+    /// The median over the clean repeats (NaN if none was clean: JSON has
+    /// no NaN, so it is written as `null` and read back as NaN).
+    #[serde(deserialize_with = "nan_if_null")]
     pub value: f64,
     /// Every repeat's value, clean or not.
     pub samples: Vec<Sample>,
@@ -560,6 +567,18 @@ mod test {
             .map(|r| r.metric)
             .collect();
         assert_eq!(unstable, vec![Metric::Memory]);
+    }
+
+    #[test]
+    fn a_figure_without_a_clean_repeat_survives_a_round_trip() {
+        let mut s = Samples::default();
+        s.add("a", "w", 0, false, &[Measurement::new(Metric::Missed, 3.0)]);
+        let recs = s.records(|_| 1, &Environment::default());
+        let text = serde_json::to_string(&recs).unwrap();
+        assert!(text.contains("\"value\":null"), "{text}");
+        let back: Vec<Record> = serde_json::from_str(&text).unwrap();
+        assert!(back[0].value.is_nan());
+        assert_eq!(back[0].samples, recs[0].samples);
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! A spec is one TOML file in `workbench/workloads/`. It is either a
 //! **timeline** (one or more `[[group]]`s of timers, each with its arrival
 //! process, delay distribution, and optional cancels and resets, executed
-//! in real time) or a **sweep** (`[sweep]`: schedule, reset and cancel cost
+//! in real time), a **sweep** (`[sweep]`: schedule, reset and cancel cost
 //! and memory per timer at a list of pending counts), durable jobs
-//! (`[distributed]`, [`Distributed`]) or threads sharing one subject
-//! (`[contention]`, [`Contention`]). Every random choice
+//! (`[distributed]`, [`Distributed`]), threads sharing one subject
+//! (`[contention]`, [`Contention`]) or calendar schedules (`[calendar]`,
+//! [`Calendar`]). Every random choice
 //! comes from `seed`, so the same spec gives the same operations in the same
 //! order on every run and every subject.
 //!
@@ -86,6 +87,9 @@ pub struct Workload {
     /// Threads sharing one subject (instead of groups).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contention: Option<Contention>,
+    /// Calendar (cron) schedules (instead of groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calendar: Option<Calendar>,
     /// The figures the report's verdict ranks subjects by on this workload,
     /// one row each: one metric or a list (default: lateness p99 for a
     /// timeline, batch schedule cost for a sweep, drain jobs/s and paced p99
@@ -113,6 +117,36 @@ pub enum WorkloadKind {
     Distributed,
     /// `[contention]`: threads sharing one subject.
     Contention,
+    /// `[calendar]` cron schedules firing at wall-clock instants.
+    Calendar,
+}
+
+/// Calendar schedules (`[calendar]`): `schedules` cron schedules, schedule
+/// `k` firing every `every` seconds at second `k mod every` of the minute
+/// (cron `S/E * * * * *`; once a minute at second `k mod 60` when `every` is
+/// `60s`), in the IANA time zone `zone`, watched for `run_for` from a common
+/// start: lateness from the intended wall-clock instant, CPU per fire,
+/// memory per schedule (see [`crate::calendar`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calendar {
+    /// How many schedules.
+    pub schedules: u64,
+    /// Seconds between two fires of one schedule: a divisor of a minute.
+    pub every: Dur,
+    /// How long the fires are watched.
+    pub run_for: Dur,
+    /// The time zone the expressions are read in.
+    #[serde(default = "utc")]
+    pub zone: String,
+    /// Handler threads of the subjects that run jobs on a pool (a Quartz
+    /// cluster node's pool, BullMQ's `concurrency`).
+    #[serde(default = "four")]
+    pub threads: u64,
+}
+
+fn utc() -> String {
+    "UTC".to_owned()
 }
 
 /// Threads sharing one subject (`[contention]`), as a server's I/O threads
@@ -551,12 +585,13 @@ impl Workload {
             self.sweep.is_some(),
             self.distributed.is_some(),
             self.contention.is_some(),
+            self.calendar.is_some(),
         ];
         match kinds.iter().filter(|k| **k).count() {
             0 => {
                 return Err(SpecError::field(
                     "group",
-                    "a workload needs [[group]]s, a [sweep], [distributed] or [contention]",
+                    "a workload needs [[group]]s, a [sweep], [distributed], [contention] or [calendar]",
                 ))
             }
             1 => {}
@@ -566,10 +601,12 @@ impl Workload {
                         "sweep"
                     } else if self.distributed.is_some() {
                         "distributed"
-                    } else {
+                    } else if self.contention.is_some() {
                         "contention"
+                    } else {
+                        "calendar"
                     },
-                    "a workload has one of [[group]]s, a [sweep], [distributed] or [contention], not several",
+                    "a workload has one of [[group]]s, a [sweep], [distributed], [contention] or [calendar], not several",
                 ))
             }
         }
@@ -585,6 +622,9 @@ impl Workload {
             }
         }
         if let Some(c) = &self.contention {
+            c.check()?;
+        }
+        if let Some(c) = &self.calendar {
             c.check()?;
         }
         if let Some(sweep) = &self.sweep {
@@ -646,6 +686,12 @@ impl Workload {
         if let Some(x) = &mut w.contention {
             x.pairs = ((x.pairs as f64 * c).round() as u64).max(1);
         }
+        if let Some(cal) = &mut w.calendar {
+            cal.schedules = ((cal.schedules as f64 * c).round() as u64).max(1);
+            // Whole seconds: the window is a number of the schedules' seconds.
+            let secs = (cal.run_for.0.as_secs_f64() * t).round().max(1.0);
+            cal.run_for = Dur(Duration::from_secs(secs as u64));
+        }
         w
     }
 
@@ -657,6 +703,8 @@ impl Workload {
             WorkloadKind::Distributed
         } else if self.contention.is_some() {
             WorkloadKind::Contention
+        } else if self.calendar.is_some() {
+            WorkloadKind::Calendar
         } else {
             WorkloadKind::Timeline
         }
@@ -668,7 +716,7 @@ impl Workload {
             return self.verdict.clone();
         }
         match self.kind() {
-            WorkloadKind::Timeline => vec![Metric::LatenessP99],
+            WorkloadKind::Timeline | WorkloadKind::Calendar => vec![Metric::LatenessP99],
             WorkloadKind::Sweep => vec![Metric::ScheduleBatch],
             WorkloadKind::Distributed => vec![Metric::DrainJobsPerS, Metric::PacedP99],
             WorkloadKind::Contention => vec![Metric::ContendedPairsPerS, Metric::PairsPerS],
@@ -696,6 +744,9 @@ impl Workload {
         }
         if let Some(x) = &mut w.contention {
             x.pairs = ((x.pairs as f64 * f).round() as u64).max(1);
+        }
+        if let Some(c) = &mut w.calendar {
+            c.schedules = ((c.schedules as f64 * f).round() as u64).max(1);
         }
         w
     }
@@ -728,6 +779,25 @@ impl Workload {
                     .to_owned(),
             ];
         }
+        if let Some(c) = &self.calendar {
+            let every = c.every.0.as_secs();
+            return vec![
+                format!(
+                    "{} cron schedules in {}, schedule k firing every {every} s at second k mod {every} (about {:.0} fires/s), watched for {} \
+                     from a common start; {} handler threads where a subject runs jobs on a pool",
+                    format_count(c.schedules),
+                    c.zone,
+                    c.schedules as f64 / every.max(1) as f64,
+                    c.run_for,
+                    c.threads
+                ),
+                "lateness: fire − the wall-clock instant the expression names (an early fire counts as 0 and in `early`) · \
+                 cpu_per_fire: the scheduler's processes over the window · store_cpu_per_fire: its database or Redis · \
+                 memory_per_schedule: what it holds per schedule (heap, RSS, Redis memory or database relations) · \
+                 schedule (batch): creating one schedule"
+                    .to_owned(),
+            ];
+        }
         if let Some(d) = &self.distributed {
             return vec![
                 format!(
@@ -741,8 +811,9 @@ impl Workload {
                     d.shards
                 ),
                 "drain jobs/s: first start to last ack · paced p50–max: start − due (ms resolution; ours on Redis's clock, \
-                 BullMQ's on the host's) · a fresh redis-server per measurement; Redis CPU and commands per job from INFO; \
-                 on redis-1w also the claim-script ceiling and an idle worker's round trips"
+                 BullMQ's and Quartz's on the host's) · a fresh redis-server per measurement; Redis CPU and commands per job from INFO; \
+                 on redis-1w also the claim-script ceiling and an idle worker's round trips · the Quartz cluster on a fresh \
+                 PostgreSQL per measurement: its CPU (/proc), transactions and sessions waiting for a lock per job"
                     .to_owned(),
             ];
         }
@@ -844,6 +915,37 @@ impl Contention {
             ));
         }
         self.delay.check("contention.delay")
+    }
+}
+
+impl Calendar {
+    fn check(&self) -> Result<(), SpecError> {
+        let every = self.every.0;
+        let secs = every.as_secs();
+        if every.subsec_nanos() != 0 || secs == 0 || 60 % secs != 0 {
+            return Err(SpecError::field(
+                "calendar.every",
+                "whole seconds dividing a minute (1s, 2s, 3s, 4s, 5s, 6s, 10s, 12s, 15s, 20s, 30s, 60s)",
+            ));
+        }
+        if self.schedules == 0 || self.threads == 0 || self.run_for.0.is_zero() {
+            return Err(SpecError::field(
+                "calendar",
+                "schedules, threads and run_for must be above zero",
+            ));
+        }
+        let name_ok = !self.zone.is_empty()
+            && self
+                .zone
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/_+-".contains(c));
+        if !name_ok {
+            return Err(SpecError::field(
+                "calendar.zone",
+                "an IANA time zone name (UTC, Europe/Berlin)",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -1092,6 +1194,48 @@ mod test {
         );
         let timeline = serde_json::to_value(Workload::parse(OK).unwrap()).unwrap();
         assert!(timeline.get("contention").is_none());
+    }
+
+    #[test]
+    fn calendar_workloads_are_checked_and_shrunk_to_whole_seconds() {
+        let cal = r#"
+            name = "c"
+            description = "d"
+            seed = 1
+            [calendar]
+            schedules = 100_000
+            every = "60s"
+            run_for = "60s"
+            [quick]
+            count = 0.1
+            time = 0.3333
+        "#;
+        let w = Workload::parse(cal).unwrap();
+        assert_eq!(w.kind(), WorkloadKind::Calendar);
+        assert_eq!(w.verdict_metrics(), [Metric::LatenessP99]);
+        let c = w.calendar.as_ref().unwrap();
+        assert_eq!((c.zone.as_str(), c.threads), ("UTC", 4));
+        let q = w.quick().calendar.unwrap();
+        assert_eq!((q.schedules, q.run_for.nanos()), (10_000, 20_000_000_000));
+        assert_eq!(w.resized(0.5).calendar.unwrap().schedules, 50_000);
+        assert!(w.summary()[0].contains("1667 fires/s"), "{:?}", w.summary());
+        for (bad, field) in [
+            ("every = \"60s\"", "every = \"7s\""),
+            ("every = \"60s\"", "every = \"1.5s\""),
+        ] {
+            assert_eq!(err(&cal.replace(bad, field)).field, "calendar.every");
+        }
+        let e = err(&cal.replace(
+            "run_for = \"60s\"",
+            "run_for = \"60s\"\nzone = \"Mars; DROP\"",
+        ));
+        assert_eq!(e.field, "calendar.zone");
+        let e = err(&cal.replace("schedules = 100_000", "schedules = 0"));
+        assert_eq!(e.field, "calendar");
+        let both = format!(
+            "{cal}\n[sweep]\nsizes = [1]\ndelay = {{ dist = \"fixed\", value = \"1h\" }}\n"
+        );
+        assert_eq!(err(&both).field, "sweep");
     }
 
     #[test]

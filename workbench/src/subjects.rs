@@ -10,17 +10,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use schedulers::calendar::Calendar;
 use schedulers::{
     HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler,
     SchedulerExt, Task, TaskHandle,
 };
 
+use crate::calendar::Cron;
 use crate::record::SubjectKind;
 use crate::runner::contention::{self, Request, Shared};
 use crate::runner::{
     drive_threaded, App, Fire, OwnLateness, Refused, RunError, Subject, Timers, TimersFactory,
 };
-use crate::spec::Kind;
+use crate::spec::{Kind, WorkloadKind};
 
 /// One of this crate's schedulers, as the workbench builds it.
 #[derive(Debug, Clone, Copy)]
@@ -96,7 +98,14 @@ pub fn all() -> Vec<Subject> {
                 let scheduler = make().unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
                 Box::new(SchedulerTimers::new(scheduler, capacity)) as Box<dyn Timers>
             });
-            let subject = Subject::in_process(a.name, SubjectKind::Algorithm, a.about, timers);
+            let subject = Subject {
+                workloads: &[
+                    WorkloadKind::Timeline,
+                    WorkloadKind::Sweep,
+                    WorkloadKind::Calendar,
+                ],
+                ..Subject::in_process(a.name, SubjectKind::Algorithm, a.about, timers)
+            };
             // The contention workload's threads share one `Arc<dyn Scheduler>`.
             let shared = contention::runner(move |_threads| {
                 make()
@@ -162,6 +171,19 @@ impl Timers for SchedulerTimers {
             _ => s.schedule_at_fixed_rate(initial, period, move || fire.hit()),
         };
         self.handles[id] = Some(h.map_err(|e| Refused(Box::new(e)))?);
+        Ok(())
+    }
+
+    /// The library's calendar API: the workload's expression read in its
+    /// zone ([`Calendar::parse_in`]), scheduled as a calendar task.
+    fn schedule_cron(&mut self, id: usize, cron: &Cron, fire: Fire) -> Result<(), Refused> {
+        let calendar =
+            Calendar::parse_in(&cron.expr(), &cron.zone).map_err(|e| Refused(Box::new(e)))?;
+        let h = self
+            .scheduler
+            .schedule_calendar(calendar, move || fire.hit())
+            .map_err(|e| Refused(Box::new(e)))?;
+        self.handles[id] = Some(h);
         Ok(())
     }
 

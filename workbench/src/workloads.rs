@@ -40,6 +40,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "distributed.toml",
         include_str!("../workloads/distributed.toml"),
     ),
+    ("calendar.toml", include_str!("../workloads/calendar.toml")),
 ];
 
 /// Parses every shipped spec.

@@ -57,8 +57,9 @@ pub struct WorkerMetrics {
     /// Times the claimer woke from a wait (for a due time, a wake-up
     /// message, room in its buffer, or its periodic look).
     pub wakeups: u64,
-    /// Each run's lateness: its start minus its fire's due time, on
-    /// Redis's clock (its first claim's `TIME`, in whole milliseconds).
+    /// Each run's lateness: its start minus its fire's due time, on Redis's
+    /// clock (its first claim's `TIME`, in whole milliseconds, so up to
+    /// 1 ms early, plus the time the job waited in the worker's buffer).
     pub lateness: Histogram,
     /// Each handler run's duration.
     pub run_time: Histogram,

@@ -309,10 +309,11 @@ impl Drop for Proc {
 /// Redis's own counters: calls and time per command (`INFO commandstats`,
 /// which also counts the commands scripts run) and its CPU time.
 #[derive(Debug, Default)]
-struct RedisCounters {
+pub(super) struct RedisCounters {
     calls: BTreeMap<String, u64>,
     usec: BTreeMap<String, u64>,
-    cpu_s: f64,
+    /// Redis's CPU time (user + system), seconds.
+    pub(super) cpu_s: f64,
 }
 
 /// Plain connections to every master (one for a single server): Redis's
@@ -334,7 +335,7 @@ fn redis_counters(m: &mut Masters) -> Result<RedisCounters, BenchError> {
     Ok(sum)
 }
 
-fn node_counters(con: &mut redis::Connection) -> Result<RedisCounters, BenchError> {
+pub(super) fn node_counters(con: &mut redis::Connection) -> Result<RedisCounters, BenchError> {
     let text: String = redis::cmd("INFO")
         .arg("commandstats")
         .arg("cpu")

@@ -34,9 +34,13 @@
 //! the workbench, so no `cargo build` runs in the middle of a run, and the
 //! worker is always the code the report describes.
 //!
+//! On the calendar workload, [`cron`] (`redis-cron`): calendar jobs and
+//! one worker in this process.
+//!
 //! No `redis-server`: every subject here is skipped with one note.
 
 pub mod bench;
+pub mod cron;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -128,9 +132,11 @@ const OURS: [OurSubject; 6] = [
 ];
 
 /// Our subjects: `redis-1w`, `redis-2w`, `redis-4w`, `redis-fsync-1w`,
-/// `redis-cluster-2w`, `redis-cluster-wait-2w`.
+/// `redis-cluster-2w`, `redis-cluster-wait-2w`, and on the calendar
+/// workload [`cron::NAME`].
 pub fn subjects() -> Vec<Subject> {
-    OURS.iter()
+    let mut v: Vec<Subject> = OURS
+        .iter()
         .map(|o| {
             let (workers, server) = (o.workers, o.server);
             Subject {
@@ -158,7 +164,9 @@ pub fn subjects() -> Vec<Subject> {
                 timers: None,
             }
         })
-        .collect()
+        .collect();
+    v.push(cron::subject());
+    v
 }
 
 /// One of our subjects: the benchmark with a given number of worker

@@ -108,6 +108,13 @@ impl Harness {
         Ok(Harness { node, dir, version })
     }
 
+    /// `node SCRIPT` in the harness's folder, where its packages resolve.
+    pub fn node(&self, script: &str) -> Command {
+        let mut c = Command::new(&self.node);
+        c.current_dir(&self.dir).arg(script);
+        c
+    }
+
     /// Runs one shape with `workers` Node worker processes against a fresh
     /// `redis-server`.
     ///

@@ -1,14 +1,19 @@
 //! The Java originals as peers: `java.util.Timer`,
 //! `ScheduledThreadPoolExecutor` (1 and 2 threads, `removeOnCancel` off and
-//! on) and Netty's `HashedWheelTimer` (1 ms and 100 ms ticks), measured on
-//! the same workloads, in the same run, by the same rules as our clones.
+//! on), Netty's `HashedWheelTimer` (1 ms and 100 ms ticks) and Quartz in
+//! memory (`quartz`: `RAMJobStore`, 2 pool threads; also on the `calendar`
+//! workload), measured on the same workloads, in the same run, by the same
+//! rules as our clones. The Quartz cluster on PostgreSQL runs the same
+//! classes from [`super::quartz`].
 //!
 //! # How
 //!
 //! The harness is a few Java files in `workbench/java/` (compiled into this
 //! binary as text). On first use, [`harness`] finds a JDK (`JAVA_HOME/bin`,
 //! else `PATH`) and the jars (`WORKBENCH_JAVA_LIBS`, else `/usr/share/java`:
-//! Debian's `libhdrhistogram-java` and `libnetty-java`), writes the sources
+//! Debian's `libhdrhistogram-java`, `libnetty-java`, `libquartz2-java` with
+//! `libslf4j-java` and `libc3p0-java`, and `libpostgresql-jdbc-java`),
+//! writes the sources
 //! into the cargo target directory (`target/java-peers/<hash>/`, never the
 //! source tree) and compiles them there with `javac`, once per source
 //! version. Each Java subject is then one child JVM
@@ -31,9 +36,10 @@
 //!
 //! # Skipping
 //!
-//! No JVM, no HdrHistogram jar, or (for the Netty peers) no Netty jar: the
-//! subject's runner returns one clear line saying what is missing and which
-//! Debian package provides it, and the suite skips it. Never a failure; the
+//! No JVM, no HdrHistogram jar, or (for the Netty peers) no Netty jar, (for
+//! Quartz) no Quartz or slf4j jar: the subject's runner returns one clear
+//! line saying what is missing and which Debian package provides it, and
+//! the suite skips it. Never a failure; the
 //! CI test (`tests/java_peers.rs`) is the only place that insists.
 //!
 //! # Knobs (environment)
@@ -57,7 +63,13 @@
 //! cancelled tasks queued; Netty has no periodic API (the harness re-arms a
 //! timeout from the task, as Netty users do, so a period shorter than the
 //! tick runs once per tick). None has a reset: the harness cancels and, if
-//! that stopped the timer, schedules anew.
+//! that stopped the timer, schedules anew. Quartz counts in wall-clock
+//! milliseconds too and fires a trigger once it is within 2 ms of its time
+//! (so up to about 3 ms early); its reset is `rescheduleJob`.
+//!
+//! A calendar workload gets one line back with the run's fires
+//! ([`crate::calendar::CalendarRun`]) instead of figures; the figures are
+//! computed here as for every other subject ([`crate::calendar::figures`]).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -87,30 +99,66 @@ const SOURCES: &[(&str, &str)] = &[
     ("Json.java", include_str!("../../java/Json.java")),
     ("NettyPeer.java", include_str!("../../java/NettyPeer.java")),
     ("Peer.java", include_str!("../../java/Peer.java")),
+    (
+        "QuartzCalendar.java",
+        include_str!("../../java/QuartzCalendar.java"),
+    ),
+    (
+        "QuartzCalibrate.java",
+        include_str!("../../java/QuartzCalibrate.java"),
+    ),
+    (
+        "QuartzCluster.java",
+        include_str!("../../java/QuartzCluster.java"),
+    ),
+    (
+        "QuartzPeer.java",
+        include_str!("../../java/QuartzPeer.java"),
+    ),
     ("Timeline.java", include_str!("../../java/Timeline.java")),
 ];
 
-/// A Java peer: its name in reports, whether it needs Netty, one line about it.
+/// The library a Java peer needs beyond the JDK and HdrHistogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lib {
+    /// The JDK alone.
+    Jdk,
+    /// Netty's `netty-common.jar`.
+    Netty,
+    /// Quartz with slf4j ([`Toolchain::quartz`]).
+    Quartz,
+}
+
+/// A Java peer: its name in reports, the library it needs, one line about it.
 #[derive(Clone, Copy, Debug)]
 pub struct JavaPeer {
     /// Short name (`jdk-timer`).
     pub name: &'static str,
-    /// Needs Netty's jar.
-    pub netty: bool,
+    /// What it needs beyond the JDK.
+    pub lib: Lib,
     /// One line for the report.
     pub about: &'static str,
 }
 
 /// Every Java peer, in report order.
 pub const PEERS: &[JavaPeer] = &[
-    JavaPeer { name: "jdk-timer", netty: false, about: "JDK java.util.Timer: one thread, binary heap, ms wall clock, lazy cancel (child JVM)" },
-    JavaPeer { name: "jdk-stpe-1", netty: false, about: "JDK ScheduledThreadPoolExecutor, 1 thread, removeOnCancel off (the default) (child JVM)" },
-    JavaPeer { name: "jdk-stpe-1-roc", netty: false, about: "JDK ScheduledThreadPoolExecutor, 1 thread, removeOnCancel on (child JVM)" },
-    JavaPeer { name: "jdk-stpe-2", netty: false, about: "JDK ScheduledThreadPoolExecutor, 2 threads, removeOnCancel off (child JVM)" },
-    JavaPeer { name: "jdk-stpe-2-roc", netty: false, about: "JDK ScheduledThreadPoolExecutor, 2 threads, removeOnCancel on (child JVM)" },
-    JavaPeer { name: "netty-1ms", netty: true, about: "Netty 4.1 HashedWheelTimer, 1 ms tick, 512 buckets (child JVM)" },
-    JavaPeer { name: "netty-100ms", netty: true, about: "Netty 4.1 HashedWheelTimer, 100 ms tick (Netty's default), 512 buckets (child JVM)" },
+    JavaPeer { name: "jdk-timer", lib: Lib::Jdk, about: "JDK java.util.Timer: one thread, binary heap, ms wall clock, lazy cancel (child JVM)" },
+    JavaPeer { name: "jdk-stpe-1", lib: Lib::Jdk, about: "JDK ScheduledThreadPoolExecutor, 1 thread, removeOnCancel off (the default) (child JVM)" },
+    JavaPeer { name: "jdk-stpe-1-roc", lib: Lib::Jdk, about: "JDK ScheduledThreadPoolExecutor, 1 thread, removeOnCancel on (child JVM)" },
+    JavaPeer { name: "jdk-stpe-2", lib: Lib::Jdk, about: "JDK ScheduledThreadPoolExecutor, 2 threads, removeOnCancel off (child JVM)" },
+    JavaPeer { name: "jdk-stpe-2-roc", lib: Lib::Jdk, about: "JDK ScheduledThreadPoolExecutor, 2 threads, removeOnCancel on (child JVM)" },
+    JavaPeer { name: "netty-1ms", lib: Lib::Netty, about: "Netty 4.1 HashedWheelTimer, 1 ms tick, 512 buckets (child JVM)" },
+    JavaPeer { name: "netty-100ms", lib: Lib::Netty, about: "Netty 4.1 HashedWheelTimer, 100 ms tick (Netty's default), 512 buckets (child JVM)" },
+    JavaPeer { name: "quartz", lib: Lib::Quartz, about: QUARTZ_ABOUT },
 ];
+
+/// The Quartz peer's line: how it is set up and what its defaults mean for
+/// its figures.
+const QUARTZ_ABOUT: &str = "Quartz 2.3.2 in memory as its users run it: StdSchedulerFactory with Quartz's shipped defaults \
+     (RAMJobStore, one trigger acquired at a time, misfire threshold 60 s), SimpleThreadPool of 2 threads; a JobDetail and a \
+     SimpleTrigger (calendar: a CronTrigger) per timer; unscheduleJob cancels, rescheduleJob resets. Deadlines are wall-clock ms \
+     and a trigger fires once within 2 ms of its time: up to ~3 ms early, counted as early; a run over 60 s late is a misfire \
+     (child JVM)";
 
 /// The Java subjects, for [`crate::peers::all`]. Cheap: nothing is looked
 /// up or started until the suite asks a subject for its runner.
@@ -123,11 +171,18 @@ pub fn subjects() -> Vec<Subject> {
                 name: peer.name,
                 kind: SubjectKind::Peer,
                 about: peer.about,
-                workloads: &[
-                    WorkloadKind::Timeline,
-                    WorkloadKind::Sweep,
-                    WorkloadKind::Contention,
-                ],
+                workloads: match peer.lib {
+                    Lib::Quartz => &[
+                        WorkloadKind::Timeline,
+                        WorkloadKind::Sweep,
+                        WorkloadKind::Calendar,
+                    ],
+                    Lib::Jdk | Lib::Netty => &[
+                        WorkloadKind::Timeline,
+                        WorkloadKind::Sweep,
+                        WorkloadKind::Contention,
+                    ],
+                },
                 runner: Arc::new(move || {
                     JavaRunner::start(peer).map(|r| Box::new(r) as Box<dyn Runner>)
                 }),
@@ -148,6 +203,12 @@ pub struct Toolchain {
     pub hdrhistogram: PathBuf,
     /// Netty's common jar (Debian `libnetty-java`), if installed.
     pub netty: Option<PathBuf>,
+    /// Quartz and the slf4j API and binding it logs through, or what is
+    /// missing.
+    pub quartz: Result<Vec<PathBuf>, Unavailable>,
+    /// The Quartz cluster's JDBC pool (c3p0, Quartz's default) and the
+    /// PostgreSQL driver, or what is missing.
+    pub jdbc: Result<Vec<PathBuf>, Unavailable>,
 }
 
 impl Toolchain {
@@ -173,12 +234,45 @@ impl Toolchain {
             )));
         }
         let netty = Some(libs.join("netty-common.jar")).filter(|p| p.is_file());
+        let jars = |list: &[(&str, &str)]| {
+            list.iter()
+                .map(|(jar, package)| {
+                    let p = libs.join(jar);
+                    p.is_file().then_some(p).ok_or_else(|| {
+                        Unavailable(format!(
+                            "no {jar}: {} is missing (install {package})",
+                            libs.join(jar).display()
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
         Ok(Toolchain {
             java,
             javac,
             hdrhistogram,
             netty,
+            quartz: jars(&[
+                ("quartz2.jar", "libquartz2-java"),
+                ("slf4j-api.jar", "libslf4j-java"),
+                ("slf4j-simple.jar", "libslf4j-java"),
+            ]),
+            jdbc: jars(&[
+                ("c3p0.jar", "libc3p0-java"),
+                ("postgresql.jar", "libpostgresql-jdbc-java"),
+            ]),
         })
+    }
+
+    /// The jars beside the compiled classes: HdrHistogram, then every
+    /// optional library that is installed.
+    fn jars(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.hdrhistogram.clone()];
+        v.extend(self.netty.clone());
+        for jars in [&self.quartz, &self.jdbc].into_iter().flatten() {
+            v.extend(jars.iter().cloned());
+        }
+        v
     }
 }
 
@@ -201,9 +295,10 @@ pub struct Harness {
 }
 
 impl Harness {
-    fn classpath(&self) -> OsString {
-        let mut parts = vec![self.classes.clone(), self.toolchain.hdrhistogram.clone()];
-        parts.extend(self.toolchain.netty.clone());
+    /// The classes and every jar, as `java -cp` takes them.
+    pub fn classpath(&self) -> OsString {
+        let mut parts = vec![self.classes.clone()];
+        parts.extend(self.toolchain.jars());
         std::env::join_paths(parts).unwrap_or_default()
     }
 }
@@ -251,9 +346,11 @@ fn build_root() -> PathBuf {
 }
 
 fn compile(toolchain: Toolchain) -> Result<Harness, Unavailable> {
+    // The classes of an optional library that is not installed are left out.
     let sources: Vec<&(&str, &str)> = SOURCES
         .iter()
         .filter(|(f, _)| toolchain.netty.is_some() || *f != "NettyPeer.java")
+        .filter(|(f, _)| toolchain.quartz.is_ok() || !f.starts_with("Quartz"))
         .collect();
     let mut key: Vec<&[u8]> = sources
         .iter()
@@ -279,8 +376,7 @@ fn compile(toolchain: Toolchain) -> Result<Harness, Unavailable> {
         std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         files.push(p);
     }
-    let mut cp = vec![toolchain.hdrhistogram.clone()];
-    cp.extend(toolchain.netty.clone());
+    let cp = toolchain.jars();
     let out = Command::new(&toolchain.javac)
         .arg("-encoding")
         .arg("UTF-8")
@@ -330,6 +426,9 @@ enum Line {
     Result {
         workload: String,
         measurements: Vec<Measurement>,
+        /// A calendar run's report, from which the figures are computed.
+        #[serde(default)]
+        calendar: Option<crate::calendar::CalendarRun>,
     },
     Error {
         message: String,
@@ -404,10 +503,16 @@ impl JavaRunner {
         timers: u32,
     ) -> Result<JavaRunner, Unavailable> {
         let h = harness()?;
-        if peer.netty && h.toolchain.netty.is_none() {
-            return Err(Unavailable(
-                "no Netty jar: netty-common.jar is missing (install libnetty-java)".into(),
-            ));
+        match peer.lib {
+            Lib::Netty if h.toolchain.netty.is_none() => {
+                return Err(Unavailable(
+                    "no Netty jar: netty-common.jar is missing (install libnetty-java)".into(),
+                ))
+            }
+            Lib::Quartz => {
+                h.toolchain.quartz.clone()?;
+            }
+            _ => {}
         }
         let mut cmd = Command::new(&h.toolchain.java);
         // A fixed heap, as the calibration harness runs the JDK; the user's
@@ -568,7 +673,11 @@ impl Runner for JavaRunner {
             Line::Result {
                 workload: w,
                 measurements,
-            } if w == workload.name => Ok(measurements),
+                calendar,
+            } if w == workload.name => match calendar {
+                Some(run) => crate::calendar::figures(workload, &run),
+                None => Ok(measurements),
+            },
             Line::Result { workload: w, .. } => Err(RunError::Child(format!(
                 "{}: asked for {}, got {w}",
                 self.peer.name, workload.name
@@ -597,6 +706,92 @@ impl Drop for JavaRunner {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The JVM's largest heap, bytes: the last `-Xmx` of [`JVM_OPTS`] and
+/// `WORKBENCH_JAVA_OPTS`.
+pub fn max_heap() -> Option<f64> {
+    let user = std::env::var("WORKBENCH_JAVA_OPTS").unwrap_or_default();
+    JVM_OPTS
+        .iter()
+        .copied()
+        .chain(user.split_whitespace())
+        .filter_map(|o| o.strip_prefix("-Xmx"))
+        .filter_map(|v| {
+            let (num, unit) = v.split_at(v.find(|c: char| c.is_ascii_alphabetic())?);
+            let scale = match unit.to_ascii_lowercase().as_str() {
+                "k" => 1024.0,
+                "m" => 1024.0 * 1024.0,
+                "g" => 1024.0 * 1024.0 * 1024.0,
+                "t" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+                _ => return None,
+            };
+            Some(num.parse::<f64>().ok()? * scale)
+        })
+        .next_back()
+}
+
+/// The heap a sweep cycle of `n` timers needs at `per_timer` bytes each:
+/// the harness's rule (`Timeline.heapNeeded`), which skips a size (and the
+/// larger ones) when the memory measured at the size before says it would
+/// not fit.
+pub fn heap_needed(n: u64, per_timer: f64) -> f64 {
+    n as f64 * (2.0 * per_timer + 64.0)
+}
+
+/// What the reader should know about the Java peers' sweeps: every size a
+/// peer did not reach, with the reason computed from what it measured (the
+/// memory per timer at its largest size, against the JVM's heap).
+pub fn notes(results: &crate::record::Results, workloads: &[Workload]) -> Vec<String> {
+    use crate::record::Metric;
+    let heap = max_heap();
+    let mut out = Vec::new();
+    for w in workloads {
+        let Some(sweep) = &w.sweep else { continue };
+        for p in PEERS {
+            let measured = |n: u64| results.value(p.name, &w.name, Metric::Memory, Some(n));
+            let Some((largest, per)) = sweep
+                .sizes
+                .iter()
+                .filter_map(|&n| measured(n).map(|b| (n, b)))
+                .next_back()
+            else {
+                continue;
+            };
+            let missing: Vec<u64> = sweep
+                .sizes
+                .iter()
+                .copied()
+                .filter(|&n| n > largest)
+                .collect();
+            let Some(&next) = missing.first() else {
+                continue;
+            };
+            let need = heap_needed(next, per);
+            let sizes: Vec<String> = missing
+                .iter()
+                .map(|n| crate::spec::format_count(*n))
+                .collect();
+            let why = match heap {
+                Some(h) if need > h => format!(
+                    "at the {per:.0} B per pending timer it held at {} (measured), {} timers need about {:.1} GB of heap \
+                     with a cycle's garbage, beyond its JVM's {:.1} GB (-Xmx; WORKBENCH_JAVA_OPTS=-Xmx… raises it)",
+                    crate::spec::format_count(largest),
+                    crate::spec::format_count(next),
+                    need / 1e9,
+                    h / 1e9
+                ),
+                _ => "the harness stopped the sweep there (its stderr says why)".to_owned(),
+            };
+            out.push(format!(
+                "{} did not run {} at {}: {why}",
+                p.name,
+                w.name,
+                sizes.join(", ")
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -14,28 +14,37 @@
 //!   mutex; one and two workers), the closest Rust peer of
 //!   `ScheduledThreadPoolExecutor`.
 //! - [`java`]: the Java originals (JDK `Timer`, `ScheduledThreadPoolExecutor`,
-//!   Netty's `HashedWheelTimer`), each in a child JVM running the same specs.
+//!   Netty's `HashedWheelTimer`) and Quartz in memory, each in a child JVM
+//!   running the same specs.
 //! - [`contention`]: the Rust peers shared between threads on the
 //!   contention workload (`stp` and `stp-2` as they are; tokio's timer in
 //!   the runtime's workers; nexus-timer and `DelayQueue` behind a mutex).
+//! - [`quartz`]: Quartz clustered on PostgreSQL (1, 2 and 4 nodes) on the
+//!   distributed workload, and on the calendar workload.
+//! - [`tokio_cron`]: `tokio-cron-scheduler` on the calendar workload.
 //! - [`bullmq`]: BullMQ, the peer of the Redis scheduler
 //!   ([`crate::distributed`]) on the distributed workload, through a Node
 //!   harness that reports as our load benchmark does.
+//! - [`bullmq_cron`]: BullMQ's job schedulers on the calendar workload.
 //!
 //! A peer joins with one line in [`all`].
 
 pub mod bullmq;
+pub mod bullmq_cron;
 pub mod contention;
 pub mod delay_queue;
 pub mod java;
 pub mod nexus;
+pub mod quartz;
 pub mod stp;
+pub mod tokio_cron;
 pub mod tokio_sleep;
 
 use std::sync::atomic::{AtomicU32, Ordering::AcqRel, Ordering::Acquire};
 
-use crate::record::SubjectKind;
+use crate::record::{Results, SubjectKind};
 use crate::runner::Subject;
+use crate::spec::{Workload, WorkloadKind};
 
 /// Every peer. Add yours here.
 pub fn all() -> Vec<Subject> {
@@ -57,7 +66,25 @@ pub fn all() -> Vec<Subject> {
     .chain(contention::subjects()) // the contention workload's shared peers
     .chain(java::subjects()) // the Java originals, each in a child JVM
     .chain(bullmq::subjects()) // the Redis scheduler's peer
+    .chain(quartz::subjects()) // Quartz clustered on PostgreSQL
+    .chain([
+        Subject {
+            workloads: &[WorkloadKind::Calendar],
+            ..peer("tokio-cron", tokio_cron::ABOUT, tokio_cron::factory())
+        },
+        bullmq_cron::subject(),
+    ])
     .collect()
+}
+
+/// What the reader should know about the runs of `workloads`: sweep sizes a
+/// JVM could not hold, what the Quartz cluster's figures say, and what each
+/// repeat that missed timers measured.
+pub fn notes(results: &Results, workloads: &[Workload]) -> Vec<String> {
+    let mut v = java::notes(results, workloads);
+    v.extend(quartz::notes(results, workloads));
+    v.extend(quartz::missed_notes(results, workloads));
+    v
 }
 
 /// Per-timer state shared by a peer's caller and its timer thread, for

@@ -474,24 +474,8 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
         .filter(|w| has(results, &w.name, Metric::DrainJobsPerS))
     {
         let w = w.name.as_str();
-        let bars_of = |cats: &[(&str, Metric)]| {
-            let cats: Vec<(&str, Metric)> = cats
-                .iter()
-                .copied()
-                .filter(|(_, m)| has(results, w, *m))
-                .collect();
-            let ms: Vec<Metric> = cats.iter().map(|(_, m)| *m).collect();
-            let series = series_for(results, &ms, &[], |s, _| {
-                cats.iter()
-                    .enumerate()
-                    .map(|(i, (_, m))| (i as f64, results.value(s, w, *m, None)))
-                    .collect()
-            });
-            let names: Vec<String> = cats.iter().map(|(n, _)| (*n).to_owned()).collect();
-            (names, series)
-        };
         let title = format!("{w}: backlog drain, jobs/s (capacity; higher is better)");
-        let (names, series) = bars_of(&[("drain", Metric::DrainJobsPerS)]);
+        let (names, series) = bars_of(results, w, &[("drain", Metric::DrainJobsPerS)]);
         out.push(Chart {
             id: format!("{w}-drain"),
             title: title.clone(),
@@ -506,14 +490,18 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
                 format!("{w}: lateness at the paced load (start − due, ms resolution)"),
             ));
         }
-        let (names, series) = bars_of(&[
-            ("Redis CPU µs\ndrain", Metric::RedisCpuDrain),
-            ("Redis CPU µs\npaced", Metric::RedisCpuPaced),
-            ("Redis calls\ndrain", Metric::RedisCallsDrain),
-            ("Redis calls\npaced", Metric::RedisCallsPaced),
-            ("round trips\ndrain", Metric::RoundTripsDrain),
-            ("round trips\npaced", Metric::RoundTripsPaced),
-        ]);
+        let (names, series) = bars_of(
+            results,
+            w,
+            &[
+                ("Redis CPU µs\ndrain", Metric::RedisCpuDrain),
+                ("Redis CPU µs\npaced", Metric::RedisCpuPaced),
+                ("Redis calls\ndrain", Metric::RedisCallsDrain),
+                ("Redis calls\npaced", Metric::RedisCallsPaced),
+                ("round trips\ndrain", Metric::RoundTripsDrain),
+                ("round trips\npaced", Metric::RoundTripsPaced),
+            ],
+        );
         if !names.is_empty() {
             let title =
                 format!("{w}: Redis's cost per job (INFO cpu, commandstats; workers' round trips)");
@@ -523,6 +511,51 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
                 svg: charts::bars(&title, "per job (log)", &names, &series),
             });
         }
+        let (names, series) = bars_of(
+            results,
+            w,
+            &[
+                ("DB CPU µs\ndrain", Metric::DbCpuDrain),
+                ("DB CPU µs\npaced", Metric::DbCpuPaced),
+                ("transactions\ndrain", Metric::DbTransactionsDrain),
+                ("transactions\npaced", Metric::DbTransactionsPaced),
+                ("lock waiters\ndrain", Metric::DbLockWaitersDrain),
+                ("lock waiters\npaced", Metric::DbLockWaitersPaced),
+            ],
+        );
+        if !names.is_empty() {
+            let title = format!("{w}: PostgreSQL's cost per job (Quartz cluster)");
+            out.push(Chart {
+                id: format!("{w}-db-cost"),
+                title: title.clone(),
+                svg: charts::bars(&title, "per job / sessions (log)", &names, &series),
+            });
+        }
+    }
+
+    // Calendar schedules: what a fire and a schedule cost.
+    for w in results
+        .workloads
+        .iter()
+        .filter(|w| has(results, &w.name, Metric::CpuPerFire))
+    {
+        let w = w.name.as_str();
+        let (names, series) = bars_of(
+            results,
+            w,
+            &[
+                ("CPU µs per fire\n(scheduler)", Metric::CpuPerFire),
+                ("CPU µs per fire\n(its store)", Metric::StoreCpuPerFire),
+                ("B per schedule", Metric::MemoryPerSchedule),
+                ("ns to create\na schedule", Metric::ScheduleBatch),
+            ],
+        );
+        let title = format!("{w}: cost per fire and per schedule");
+        out.push(Chart {
+            id: format!("{w}-cost"),
+            title: title.clone(),
+            svg: charts::bars(&title, "value (log)", &names, &series),
+        });
     }
 
     // Periodic jitter.
@@ -555,6 +588,24 @@ pub fn charts_of(results: &Results) -> Vec<Chart> {
         });
     }
     out
+}
+
+/// The bars of workload `w`'s figures `cats` (label, metric) that it has:
+/// their labels, and one series per subject.
+fn bars_of(results: &Results, w: &str, cats: &[(&str, Metric)]) -> (Vec<String>, Vec<Series>) {
+    let cats: Vec<(&str, Metric)> = cats
+        .iter()
+        .copied()
+        .filter(|(_, m)| has(results, w, *m))
+        .collect();
+    let series = subjects_series(results, |s, _| {
+        cats.iter()
+            .enumerate()
+            .map(|(i, (_, m))| (i as f64, results.value(s, w, *m, None)))
+            .collect()
+    });
+    let names: Vec<String> = cats.iter().map(|(n, _)| (*n).to_owned()).collect();
+    (names, series)
 }
 
 /// A line chart of workload `w`'s lateness percentiles (`percentiles`: the

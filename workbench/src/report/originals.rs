@@ -107,6 +107,20 @@ pub const ORIGINALS: &[Original] = &[
         ],
     },
     Original {
+        ours: "ScheduledThreadPool as a job scheduler",
+        names: &["stpe", "thread-pool", "pool", "scheduled-thread-pool", "thread_pool"],
+        originals: Some(&["quartz"]),
+        differences: &[
+            "Quartz in memory is the same design (a queue ordered by next fire time, one scheduler thread, a pool of workers: the seed calls it Timer plus a thread pool), with a job framework around each fire; both run 2 workers here",
+            "monotonic nanosecond deadlines; Quartz takes wall-clock millisecond Dates and fires a trigger once within 2 ms of its time, so up to about 3 ms early",
+            "a schedule due before the one the driver waits for wakes it at once; Quartz's scheduler thread keeps waiting for the trigger it holds unless that one is more than 7 ms away",
+            "a due task goes straight to a worker; Quartz acquires one trigger at a time and makes a JobExecutionContext and a job instance for every fire",
+            "missed fixed-rate runs are caught up back to back; Quartz catches up within its 60 s misfire threshold and skips beyond it",
+            "native fixed-delay and reset; Quartz has neither (its jobs re-arm their own trigger; reset is rescheduleJob, a new trigger)",
+            "no persistence and no cluster here: Quartz's JDBC store and cluster are measured apart (quartz-pg-*) beside the Redis scheduler",
+        ],
+    },
+    Original {
         ours: "HashedWheelTimer",
         names: &["hashed-wheel", "hashed", "wheel", "hashed_wheel"],
         originals: Some(&["netty-1ms", "netty-100ms"]),

@@ -214,10 +214,11 @@ pub fn only(
 }
 
 fn plus_contention(kinds: &'static [WorkloadKind]) -> &'static [WorkloadKind] {
-    use WorkloadKind::{Contention, Sweep, Timeline};
+    use WorkloadKind::{Calendar, Contention, Sweep, Timeline};
     match kinds {
         k if k.contains(&Contention) => k,
         [Timeline, Sweep] => &[Timeline, Sweep, Contention],
+        [Timeline, Sweep, Calendar] => &[Timeline, Sweep, Calendar, Contention],
         [] => &[Contention],
         // Not a combination any subject has today: a few bytes, once per
         // registry built.

@@ -159,6 +159,24 @@ pub trait Timers {
     /// Moves timer `id` to `delay` from now; true iff it was still pending.
     fn reset(&mut self, id: usize, delay: Duration) -> bool;
 
+    /// Schedules calendar schedule `id`: `fire.hit()` at every wall-clock
+    /// instant `cron` names, until it is cancelled (the `calendar`
+    /// workload, [`crate::calendar`]).
+    ///
+    /// # Errors
+    ///
+    /// The subject refused; by default it has no calendar API
+    /// ([`crate::calendar::NO_CALENDAR_API`]), and the run says so.
+    fn schedule_cron(
+        &mut self,
+        id: usize,
+        cron: &crate::calendar::Cron,
+        fire: Fire,
+    ) -> Result<(), Refused> {
+        let _ = (id, cron, fire);
+        Err(Refused::because(crate::calendar::NO_CALENDAR_API))
+    }
+
     /// Runs the application: calls `app.step` with this subject until it
     /// returns `None`, and between steps waits until the instant it
     /// returned. A subject with threads of its own calls
@@ -270,9 +288,12 @@ impl fmt::Debug for InProcess {
 
 impl Runner for InProcess {
     fn run(&mut self, workload: &Workload, ctx: &RunContext) -> Result<Vec<Measurement>, RunError> {
-        match &workload.sweep {
-            Some(sweep) => sweep::run(self.name, &self.make, workload.seed, sweep, ctx),
-            None => timeline::run(&self.make, workload, ctx),
+        match (&workload.sweep, &workload.calendar) {
+            (Some(sweep), _) => sweep::run(self.name, &self.make, workload.seed, sweep, ctx),
+            (None, Some(calendar)) => {
+                crate::calendar::run(self.name, &self.make, workload, calendar, ctx)
+            }
+            (None, None) => timeline::run(&self.make, workload, ctx),
         }
     }
 }

@@ -506,13 +506,17 @@ pub fn run(
     Ok(out)
 }
 
-fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     // Auto-resizing, 3 significant figures: valid arguments, so `new`
     // cannot fail.
     Histogram::new(3).expect("3 significant figures is a valid precision")
 }
 
-fn push_percentiles(h: &Histogram<u64>, which: &[(Metric, f64)], out: &mut Vec<Measurement>) {
+pub(crate) fn push_percentiles(
+    h: &Histogram<u64>,
+    which: &[(Metric, f64)],
+    out: &mut Vec<Measurement>,
+) {
     if h.is_empty() {
         return;
     }
