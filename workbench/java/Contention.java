@@ -132,8 +132,11 @@ final class Contention {
      * Schedules a timeout per delay (the first {@code n}), each cancelling
      * the one set {@code ring.length} requests before, then cancels what is
      * left (also after a failure); returns how many cancels stopped theirs.
+     * Thread {@code t} of {@code p} numbers its timeouts {@code i * p + t}:
+     * no two threads' live timeouts share a number (Quartz names its jobs
+     * by it).
      */
-    private static long pass(Peer p, long[] delays, int n, Object[] ring, Conn conn) {
+    private static long pass(Peer peer, long[] delays, int n, Object[] ring, Conn conn, int t, int p) {
         long stopped = 0;
         int j = 0;
         try {
@@ -141,11 +144,11 @@ final class Contention {
                 Object h = ring[j];
                 if (h != null) {
                     ring[j] = null;
-                    if (p.cancel(h)) {
+                    if (peer.cancel(h)) {
                         stopped++;
                     }
                 }
-                ring[j] = p.schedule(delays[i], conn, i, 0);
+                ring[j] = peer.schedule(delays[i], conn, i * p + t, 0);
                 if (++j == ring.length) {
                     j = 0;
                 }
@@ -153,7 +156,7 @@ final class Contention {
         } finally {
             for (int k = 0; k < ring.length; k++) {
                 if (ring[k] != null) {
-                    if (p.cancel(ring[k])) {
+                    if (peer.cancel(ring[k])) {
                         stopped++;
                     }
                     ring[k] = null;
@@ -198,7 +201,7 @@ final class Contention {
                     Object[] ring = new Object[s.window];
                     Throwable warmed = null;
                     try {
-                        pass(peerAtP, delays[t], s.warm, ring, conns[t]);
+                        pass(peerAtP, delays[t], s.warm, ring, conns[t], t, p);
                     } catch (Throwable e) {
                         warmed = e;
                     }
@@ -209,7 +212,7 @@ final class Contention {
                             return;
                         }
                         long c0 = THREADS.getCurrentThreadCpuTime();
-                        stopped[t] = pass(peerAtP, delays[t], s.pairs, ring, conns[t]);
+                        stopped[t] = pass(peerAtP, delays[t], s.pairs, ring, conns[t], t, p);
                         end[t] = System.nanoTime();
                         cpu[t] = THREADS.getCurrentThreadCpuTime() - c0;
                     } catch (Throwable e) {

@@ -87,6 +87,10 @@ pub const CANNOT: &[(&str, &str)] = &[
         "tokio-sleep-2w",
         "a task spawned per timer on 2 fixed workers: threads sharing tokio are its P workers, each setting request timeouts as Sleeps in its own task, which is tokio-timeout",
     ),
+    (
+        "tokio-cron",
+        "a cron scheduler: its jobs fire on calendar instants, not after a request's timeout (it runs the calendar workload only)",
+    ),
 ];
 
 /// The contention-only peers, for [`crate::peers::all`].
