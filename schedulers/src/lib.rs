@@ -71,25 +71,29 @@
 //! threads). A one-shot due meanwhile still starts on time. Measured
 //! with `cargo run --release -p workbench -- run --size full --repeats 2 -s heap
 //! -s stpe -s wheel -s hier -s jdk-stpe-2 -s jdk-stpe-1-roc -w periodic-fixed-rate
-//! -w fire-lateness` (medians of two repeats), CPU per periodic run,
-//! start-time jitter p99, and the lateness of 1e5 one-shots over 2 s:
+//! -w fire-lateness` (medians of two repeats; 2026-11-26, load average
+//! 1.6 to 1.7 on a 2-core VM), CPU per periodic run, start-time jitter p50
+//! and p99, and the lateness of 1e5 one-shots over 2 s:
 //!
-//! | | CPU per run | jitter p99 | one-shot lateness p50 / p99 |
+//! | | CPU per run | jitter p50 / p99 | one-shot lateness p50 / p99 |
 //! |---|---|---|---|
-//! | `HeapTimer` | 2.5 µs | 79 µs | 13 / 34 µs |
-//! | `ScheduledThreadPool`, 2 workers | 2.3 µs | 128 µs | 12 / 73 µs (repeats: 24, 122) |
-//! | `HashedWheelTimer` | 6.9 µs | 30 µs | 13 / 32 µs |
-//! | `HierarchicalWheelTimer` | 6.8 µs | 28 µs | 14 / 46 µs |
-//! | JDK `ScheduledThreadPoolExecutor`, 2 threads | 3.1 µs | 89 µs | 41 / 209 µs (repeats: 324, 94) |
-//! | the same, 1 thread, `removeOnCancel` | 2.5 µs | 77 µs | 47 / 85 µs |
+//! | `HeapTimer` | 0.74 µs | 32 / 925 µs | 2.7 / 1061 µs |
+//! | `ScheduledThreadPool`, 2 workers | 0.91 µs | 57 / 812 µs | 3.2 / 128 µs |
+//! | `HashedWheelTimer` | 3.1 µs | 2.5 / 33 µs | 2.5 / 28 µs |
+//! | `HierarchicalWheelTimer` | 3.4 µs | 2.9 / 243 µs | 2.8 / 19 µs |
+//! | JDK `ScheduledThreadPoolExecutor`, 2 threads | 1.5 µs | 32 / 1049 µs | 35 / 158 µs |
+//! | the same, 1 thread, `removeOnCancel` | 0.95 µs | 33 / 824 µs | 38 / 722 µs |
 //!
-//! With `periodic_slack(Duration::ZERO)`, `HeapTimer` wakes for every run:
-//! a jitter p99 of 27 µs at 6.5 µs a run. The wheels keep a bound per bucket,
-//! not the kind of each timer, so they wake for every deadline. The
-//! lateness p99 of a few hundred thousand wake-ups moves between repeats on
-//! a shared VM: `HeapTimer` measured 28 to 94 µs, `ScheduledThreadPool`
-//! 23 to 30 µs in most repeats and a few far out (122 to 393 µs), the JDK's
-//! 2-thread executor 94 to 324 µs.
+//! The p50 figures hold from run to run; the p99 ones are the machine's:
+//! on a shared VM a few hundred of a few hundred thousand wake-ups come a
+//! millisecond late, for every subject alike (the repeats' spreads are 100
+//! to 200 %), so read them as an upper bound, not a ranking.
+//!
+//! With `periodic_slack(Duration::ZERO)`, `HeapTimer` wakes for every run
+//! (an earlier run of the same command, on a quieter machine: a jitter p99
+//! of 27 µs at 6.5 µs a run). The wheels keep a bound per bucket, not the
+//! kind of each timer, so they wake for every deadline: hence their CPU per
+//! run above.
 //!
 //! The **timer slack** (`timer_slack` on every builder, default
 //! [`DEFAULT_TIMER_SLACK`], 1 ns) sets how late Linux may wake a driver's
