@@ -3,7 +3,7 @@
 //! [`Calendar`] section).
 //!
 //! Schedule `k` of `N` fires every `every` seconds at second `k mod every`
-//! of the minute ([`Cron`]), so the fires spread evenly over the minute.
+//! of the minute ([`Schedule`]), so the fires spread evenly over the minute.
 //! Every subject creates the `N` schedules, then its fires are watched over
 //! a window `[T0, T0 + run_for)` that starts at a whole second after the
 //! last schedule is in place; each reports the same [`CalendarRun`] (the
@@ -66,7 +66,7 @@ pub const EARLY_TOLERANCE_US: i64 = 1_000_000;
 /// One calendar schedule: every `every` seconds at second `second` of the
 /// minute (`second < every`, `every` divides 60), in the IANA zone `zone`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cron {
+pub struct Schedule {
     /// The second of the minute (mod `every`) it fires at.
     pub second: u32,
     /// Seconds between fires: a divisor of 60.
@@ -75,11 +75,11 @@ pub struct Cron {
     pub zone: String,
 }
 
-impl Cron {
+impl Schedule {
     /// Schedule `k` of the workload's calendar.
-    pub fn of(c: &Calendar, k: usize) -> Cron {
+    pub fn of(c: &Calendar, k: usize) -> Schedule {
         let every = c.every.0.as_secs().clamp(1, 60) as u32;
-        Cron {
+        Schedule {
             second: (k % every as usize) as u32,
             every,
             zone: c.zone.clone(),
@@ -99,11 +99,11 @@ impl Cron {
     /// cron-parser's dialect): `S/E * * * * *`.
     ///
     /// ```
-    /// use workbench::calendar::Cron;
+    /// use workbench::calendar::Schedule;
     ///
-    /// let c = Cron { second: 7, every: 15, zone: "UTC".into() };
+    /// let c = Schedule { second: 7, every: 15, zone: "UTC".into() };
     /// assert_eq!(c.expr(), "7/15 * * * * *");
-    /// assert_eq!(Cron { every: 60, ..c }.expr(), "7 * * * * *");
+    /// assert_eq!(Schedule { every: 60, ..c }.expr(), "7 * * * * *");
     /// ```
     pub fn expr(&self) -> String {
         format!("{} * * * * *", self.seconds_field())
@@ -115,9 +115,9 @@ impl Cron {
     /// the second of the minute in every zone.
     ///
     /// ```
-    /// use workbench::calendar::Cron;
+    /// use workbench::calendar::Schedule;
     ///
-    /// let c = Cron { second: 7, every: 60, zone: "UTC".into() };
+    /// let c = Schedule { second: 7, every: 60, zone: "UTC".into() };
     /// assert_eq!(c.intended(67_250_000), 67_000_000); // 250 ms late
     /// assert_eq!(c.intended(66_900_000), 67_000_000); // 100 ms early
     /// assert_eq!(c.intended(125_000_000), 67_000_000); // 58 s late
@@ -201,7 +201,7 @@ pub fn figures(w: &Workload, run: &CalendarRun) -> Result<Vec<Measurement>, RunE
                 "a fire of schedule {k}, of {n}"
             )));
         }
-        let intended = Cron::of(c, k as usize).intended(at);
+        let intended = Schedule::of(c, k as usize).intended(at);
         if !(from..to).contains(&intended) {
             continue;
         }
@@ -293,7 +293,7 @@ pub fn run(
     let mut timers = make(n);
     let probe = Probe::new(measure::now(), 0, n, cap);
     let mut fires: Vec<Option<Fire>> = (0..n).map(|k| Some(probe.periodic(k))).collect();
-    let crons: Vec<Cron> = (0..n).map(|k| Cron::of(c, k)).collect();
+    let crons: Vec<Schedule> = (0..n).map(|k| Schedule::of(c, k)).collect();
     let t0 = measure::now();
     within(timers.as_mut(), |t| create(t, &crons, &mut fires))?;
     let schedule_ns = measure::now().duration_since(t0).as_nanos() as f64 / n as f64;
@@ -352,7 +352,7 @@ pub fn run(
 /// Creates schedule `k` of `crons` for every `k`, handing it its fire slot.
 fn create(
     t: &mut dyn crate::runner::Timers,
-    crons: &[Cron],
+    crons: &[Schedule],
     fires: &mut [Option<Fire>],
 ) -> Result<(), RunError> {
     for (k, cron) in crons.iter().enumerate() {
@@ -401,7 +401,7 @@ pub fn memory_probe(make: &TimersFactory, c: &Calendar) -> Result<f64, RunError>
     let mut timers = make(n);
     let probe = Probe::new(measure::now(), 0, n, 2);
     let mut fires: Vec<Option<Fire>> = (0..n).map(|k| Some(probe.periodic(k))).collect();
-    let crons: Vec<Cron> = (0..n).map(|k| Cron::of(c, k)).collect();
+    let crons: Vec<Schedule> = (0..n).map(|k| Schedule::of(c, k)).collect();
     let until = measure::now() + Duration::from_millis(20);
     timers.drive(&mut Steps(|_: &mut dyn crate::runner::Timers| {
         (measure::now() < until).then_some(until)
@@ -487,8 +487,8 @@ mod test {
     fn once_a_minute_spreads_the_schedules_over_the_minute() {
         let w = workload(120, "60s", "20s");
         let c = w.calendar.as_ref().unwrap();
-        assert_eq!(Cron::of(c, 61).second, 1);
-        assert_eq!(Cron::of(c, 61).expr(), "1 * * * * *");
+        assert_eq!(Schedule::of(c, 61).second, 1);
+        assert_eq!(Schedule::of(c, 61).expr(), "1 * * * * *");
         // A 20 s window holds a third of the minute's instants.
         let run = CalendarRun {
             start_us: 60_000_000 * 7,

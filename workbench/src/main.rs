@@ -77,10 +77,14 @@ enum Command {
     List,
     /// Writes the reference run the default selection is computed from
     /// (`workbench/reference.toml`) from the results.json of a finished
-    /// `workbench run --all`, to stdout.
+    /// `workbench run --all`, to stdout; further results files add the
+    /// subjects that run could not start.
     Reference {
         /// The results file of a `run --all`.
         results: PathBuf,
+        /// Results of runs of subjects the first could not start (same
+        /// repeats).
+        more: Vec<PathBuf>,
     },
     /// (Internal) Measures memory per pending timer in this fresh process
     /// and prints it: sweeps run it as a child.
@@ -240,7 +244,7 @@ fn main() -> ExitCode {
         }) => calibrate(repeats, schedulers, out),
         Some(Command::Compare { a, b }) => compare(&a, &b),
         Some(Command::List) => list(),
-        Some(Command::Reference { results }) => reference(&results),
+        Some(Command::Reference { results, more }) => reference(&results, &more),
         Some(Command::Report { results, out }) => rerender(&results, out),
         Some(Command::RedisBench(args)) => redis_bench(&args),
         Some(Command::RedisWorker { command }) => redis_worker(&command),
@@ -337,9 +341,13 @@ fn list() -> Result<()> {
     Ok(())
 }
 
-fn reference(path: &Path) -> Result<()> {
+fn reference(path: &Path, more: &[PathBuf]) -> Result<()> {
     let results = report::read_results(path)?;
-    print!("{}", Reference::from_results(&results)?.to_toml());
+    let more = more
+        .iter()
+        .map(|p| report::read_results(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    print!("{}", Reference::from_runs(&results, &more)?.to_toml());
     Ok(())
 }
 

@@ -123,6 +123,56 @@ impl Reference {
         Ok(toml::from_str(REFERENCE)?)
     }
 
+    /// The reference of a finished `run --all` and of runs of the subjects
+    /// it could not start (`more`: BullMQ where Node's packages were
+    /// missing, say): every verdict figure ranked as the verdict ranks it,
+    /// and the seconds of every run. A subject of `more` that the first run
+    /// measured is not taken again; `run` names every run used.
+    ///
+    /// # Errors
+    ///
+    /// As [`Reference::from_results`], for the first; a run of `more` that
+    /// had not finished, or was made with another repeat count, is refused
+    /// too.
+    pub fn from_runs(all: &Results, more: &[Results]) -> Result<Reference, ReferenceError> {
+        let mut merged = all.clone();
+        for r in more {
+            if r.partial || r.repeats != all.repeats {
+                return Err(ReferenceError::NotAll(format!(
+                    "{} had not finished or ran {} repeats, not {}",
+                    r.run_id, r.repeats, all.repeats
+                )));
+            }
+            let new: Vec<&str> = r
+                .subjects
+                .iter()
+                .map(|s| s.name.as_str())
+                .filter(|n| !all.subjects.iter().any(|s| s.name == *n))
+                .collect();
+            merged.subjects.extend(
+                r.subjects
+                    .iter()
+                    .filter(|s| new.contains(&s.name.as_str()))
+                    .cloned(),
+            );
+            merged.records.extend(
+                r.records
+                    .iter()
+                    .filter(|x| new.contains(&x.scheduler.as_str()))
+                    .cloned(),
+            );
+            merged.runs.extend(
+                r.runs
+                    .iter()
+                    .filter(|x| new.contains(&x.subject.as_str()))
+                    .cloned(),
+            );
+            merged.run_id = format!("{} + {} ({})", merged.run_id, r.run_id, new.join(", "));
+            merged.wall_seconds += r.runs.iter().map(|x| x.seconds).sum::<f64>();
+        }
+        Reference::from_results(&merged)
+    }
+
     /// The reference of a finished `run --all`: every verdict figure
     /// ranked as the verdict ranks it, and the seconds of every run.
     ///
@@ -794,5 +844,31 @@ mod test {
         let back: Reference =
             toml::from_str(&Reference::from_results(&r).unwrap().to_toml()).unwrap();
         assert_eq!(back.run, "t");
+    }
+
+    /// A second run adds the subjects the first could not start, and only
+    /// those; one with other repeats is refused.
+    #[test]
+    fn a_reference_takes_the_subjects_a_second_run_adds() {
+        use crate::record::{Environment, SubjectInfo};
+        let subject = |name: &str| SubjectInfo {
+            name: name.into(),
+            kind: SubjectKind::Peer,
+            about: String::new(),
+        };
+        let mut all = Results::new("a".into(), Environment::default(), 3);
+        all.partial = false;
+        all.selection = Some(SelectionInfo {
+            name: "all".into(),
+            ..SelectionInfo::default()
+        });
+        all.subjects = vec![subject("heap")];
+        let mut more = Results::new("b".into(), Environment::default(), 3);
+        more.partial = false;
+        more.subjects = vec![subject("heap"), subject("bullmq-1w")];
+        let r = Reference::from_runs(&all, &[more.clone()]).unwrap();
+        assert_eq!(r.run, "a + b (bullmq-1w)");
+        more.repeats = 1;
+        assert!(Reference::from_runs(&all, &[more]).is_err());
     }
 }

@@ -16,7 +16,7 @@ use schedulers::{
     SchedulerExt, Task, TaskHandle,
 };
 
-use crate::calendar::Cron;
+use crate::calendar::Schedule;
 use crate::record::SubjectKind;
 use crate::runner::contention::{self, Request, Shared};
 use crate::runner::{
@@ -176,7 +176,7 @@ impl Timers for SchedulerTimers {
 
     /// The library's calendar API: the workload's expression read in its
     /// zone ([`Calendar::parse_in`]), scheduled as a calendar task.
-    fn schedule_cron(&mut self, id: usize, cron: &Cron, fire: Fire) -> Result<(), Refused> {
+    fn schedule_cron(&mut self, id: usize, cron: &Schedule, fire: Fire) -> Result<(), Refused> {
         let calendar =
             Calendar::parse_in(&cron.expr(), &cron.zone).map_err(|e| Refused(Box::new(e)))?;
         let h = self

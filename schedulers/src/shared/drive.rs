@@ -9,8 +9,7 @@ use std::num::NonZeroU64;
 use std::time::Duration;
 
 use super::{Claimed, DriverState, Queue, Shared};
-use crate::body::Body;
-use crate::body::Ran;
+use crate::body::{Body, Ran};
 use crate::calendar::jiff::Timestamp;
 use crate::calendar::MissedRuns;
 use crate::clock::NEVER;

@@ -24,7 +24,7 @@ use schedulers::calendar::Calendar;
 use schedulers_redis::{Config, Job, LocalRedis, RedisScheduler, Worker};
 
 use super::bench::{node_counters, BenchError};
-use crate::calendar::{self, CalendarRun, Cron, EARLY_TOLERANCE_US};
+use crate::calendar::{self, CalendarRun, Schedule, EARLY_TOLERANCE_US};
 use crate::record::{Measurement, SubjectKind};
 use crate::runner::{measure, RunContext, RunError, Runner, Subject, Unavailable};
 use crate::spec::{Calendar as CalendarSpec, Workload, WorkloadKind};
@@ -97,7 +97,7 @@ fn measure_run(
 
     // One calendar per distinct expression: parsing is not what is timed.
     let mut calendars: HashMap<String, Calendar> = HashMap::new();
-    let crons: Vec<Cron> = (0..n).map(|k| Cron::of(c, k)).collect();
+    let crons: Vec<Schedule> = (0..n).map(|k| Schedule::of(c, k)).collect();
     for cron in &crons {
         if let Entry::Vacant(slot) = calendars.entry(cron.expr()) {
             let cal = Calendar::parse_in(slot.key(), &cron.zone)

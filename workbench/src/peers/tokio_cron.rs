@@ -14,7 +14,7 @@ use tokio::runtime::Runtime;
 use tokio_cron_scheduler::{Job, JobScheduler};
 use uuid::Uuid;
 
-use crate::calendar::Cron;
+use crate::calendar::Schedule;
 use crate::runner::{drive_threaded, App, Fire, Refused, Timers, TimersFactory};
 use crate::spec::Kind;
 
@@ -99,7 +99,7 @@ impl Timers for TokioCron {
         false
     }
 
-    fn schedule_cron(&mut self, id: usize, cron: &Cron, fire: Fire) -> Result<(), Refused> {
+    fn schedule_cron(&mut self, id: usize, cron: &Schedule, fire: Fire) -> Result<(), Refused> {
         let tz = Tz::from_str(&cron.zone)
             .map_err(|e| Refused::because(format!("time zone {:?}: {e}", cron.zone)))?;
         let job = Job::new_async_tz(cron.expr(), tz, move |_, _| {

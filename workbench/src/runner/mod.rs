@@ -170,7 +170,7 @@ pub trait Timers {
     fn schedule_cron(
         &mut self,
         id: usize,
-        cron: &crate::calendar::Cron,
+        cron: &crate::calendar::Schedule,
         fire: Fire,
     ) -> Result<(), Refused> {
         let _ = (id, cron, fire);
