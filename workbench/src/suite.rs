@@ -67,6 +67,28 @@ pub struct NothingToRun {
 }
 
 impl Suite {
+    /// A suite for tests: every pair of `subjects` and `workloads` (the
+    /// kinds allowing), `repeats` each, no progress output, no notes, the
+    /// environment stamped with the profile `test`. The command line sets
+    /// every field itself.
+    pub fn test(
+        subjects: Vec<Subject>,
+        workloads: Vec<Workload>,
+        repeats: usize,
+        run_id: &str,
+    ) -> Suite {
+        Suite {
+            subjects,
+            workloads,
+            repeats,
+            run_id: run_id.to_owned(),
+            env: crate::env::detect("test"),
+            progress: false,
+            notes: Vec::new(),
+            selection: Selection::all(),
+        }
+    }
+
     /// Whether `s` runs `w`: its kinds allow it and the selection has it.
     pub fn runs(&self, s: &Subject, w: &Workload) -> bool {
         s.runs(w) && self.selection.includes(s.name, &w.name)

@@ -7,7 +7,6 @@
 use workbench::peers::contention as peers;
 use workbench::record::{Metric, Results, RunStatus};
 use workbench::report;
-use workbench::selection::Selection;
 use workbench::spec::{Workload, WorkloadKind};
 use workbench::subjects;
 use workbench::suite::Suite;
@@ -43,17 +42,7 @@ fn run() -> Results {
     for s in &subjects {
         assert!(s.runs(&w), "{} runs the contention workload", s.name);
     }
-    Suite {
-        subjects,
-        workloads: vec![w],
-        repeats: 1,
-        run_id: "contention-test".into(),
-        env: workbench::env::detect("test"),
-        progress: false,
-        notes: vec![],
-        selection: Selection::all(),
-    }
-    .run(&mut |_| {})
+    Suite::test(subjects, vec![w], 1, "contention-test").run(&mut |_| {})
 }
 
 #[test]

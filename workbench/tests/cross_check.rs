@@ -11,7 +11,6 @@
 
 use workbench::record::{Metric, SubjectKind};
 use workbench::report;
-use workbench::selection::Selection;
 use workbench::spec::Workload;
 use workbench::subjects;
 use workbench::suite::Suite;
@@ -37,16 +36,12 @@ fn built_in_lateness_agrees_with_the_workbench_on_the_same_runs() {
         .filter(|s| ["heap", "stpe", "wheel", "hier-kafka"].contains(&s.name))
         .collect();
     assert_eq!(algorithms.len(), 4);
-    let results = Suite {
-        subjects: algorithms,
-        workloads: vec![Workload::parse(ONE_SHOTS).unwrap()],
-        repeats: 1,
-        run_id: "cross-check".into(),
-        env: workbench::env::detect("test"),
-        progress: false,
-        notes: vec![],
-        selection: Selection::all(),
-    }
+    let results = Suite::test(
+        algorithms,
+        vec![Workload::parse(ONE_SHOTS).unwrap()],
+        1,
+        "cross-check",
+    )
     .run(&mut |_| {});
     for s in ["heap", "stpe", "wheel", "hier-kafka"] {
         let value = |m| {

@@ -17,24 +17,12 @@ use workbench::distributed;
 use workbench::peers::bullmq;
 use workbench::record::{Metric, Results, RunStatus, SubjectKind};
 use workbench::report;
-use workbench::selection::Selection;
 use workbench::spec::Workload;
 use workbench::subjects;
 use workbench::suite::Suite;
 
-fn ci() -> bool {
-    std::env::var_os("CI").is_some()
-}
-
-/// Says why (part of) the test does not run, or fails under CI.
-fn skip(why: &str) {
-    assert!(!ci(), "under CI the distributed workload must run: {why}");
-    // The real stderr, so the skip shows in the test output.
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("SKIPPED: {why}\n").as_bytes(),
-    );
-}
+mod support;
+use support::skip;
 
 const TINY: &str = r#"
     name = "tiny-jobs"
@@ -57,16 +45,7 @@ fn run(names: &[&str]) -> Results {
         .iter()
         .map(|n| subjects::find(n).unwrap_or_else(|| panic!("no subject {n}")))
         .collect();
-    let suite = Suite {
-        subjects,
-        workloads: vec![Workload::parse(TINY).unwrap()],
-        repeats: 1,
-        run_id: "test".into(),
-        env: workbench::env::detect("test"),
-        progress: false,
-        notes: vec![],
-        selection: Selection::all(),
-    };
+    let suite = Suite::test(subjects, vec![Workload::parse(TINY).unwrap()], 1, "test");
     suite.check().unwrap();
     let mut updates = 0;
     let mut results = suite.run(&mut |r| {

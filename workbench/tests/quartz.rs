@@ -16,7 +16,6 @@ use workbench::peers::quartz::{self, Bench};
 use workbench::postgres::LocalPostgres;
 use workbench::record::{Metric, RunStatus};
 use workbench::runner::{RunContext, Runner};
-use workbench::selection::Selection;
 use workbench::spec::Workload;
 use workbench::subjects;
 use workbench::suite::Suite;
@@ -155,16 +154,12 @@ fn the_suite_runs_the_cluster_on_both_shapes_and_the_calendar_and_notes_the_clai
         Workload::parse(TINY_JOBS).unwrap(),
         Workload::parse(support::CALENDAR).unwrap(),
     ];
-    let suite = Suite {
-        subjects: vec![subjects::find("quartz-pg-2w").unwrap()],
-        workloads: workloads.clone(),
-        repeats: 1,
-        run_id: "test".into(),
-        env: workbench::env::detect("test"),
-        progress: false,
-        notes: vec![],
-        selection: Selection::all(),
-    };
+    let suite = Suite::test(
+        vec![subjects::find("quartz-pg-2w").unwrap()],
+        workloads.clone(),
+        1,
+        "test",
+    );
     let mut results = suite.run(&mut |_| {});
     for run in &results.runs {
         assert_eq!(run.status, RunStatus::Ok, "{run:?}");

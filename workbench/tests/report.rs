@@ -11,7 +11,6 @@ use std::process::Command;
 
 use workbench::record::{Metric, Results, RunStatus, SubjectKind};
 use workbench::report;
-use workbench::selection::Selection;
 use workbench::spec::Workload;
 use workbench::subjects;
 use workbench::suite::Suite;
@@ -78,20 +77,16 @@ fn tiny_run() -> Results {
     let mut updates = 0;
     assert!(subjects.iter().any(|s| s.kind == SubjectKind::Algorithm));
     assert!(subjects.iter().any(|s| s.kind == SubjectKind::Peer));
-    let results = Suite {
+    let results = Suite::test(
         subjects,
-        workloads: vec![
+        vec![
             Workload::parse(TIMELINE).unwrap(),
             Workload::parse(SWEEP).unwrap(),
             Workload::parse(CONTENTION).unwrap(),
         ],
-        repeats: 2,
-        run_id: "test".into(),
-        env: workbench::env::detect("test"),
-        progress: false,
-        notes: vec![],
-        selection: Selection::all(),
-    }
+        2,
+        "test",
+    )
     .run(&mut |r| {
         // After every finished run: the results so far, marked partial.
         assert!(r.partial);
