@@ -318,7 +318,16 @@ impl ScheduledThreadPool {
             return Ok(handle);
         };
         let shared = self.shared.clone();
-        shared.thread_started(&mut shared.lock());
+        {
+            let mut driver = shared.lock();
+            if driver.terminated {
+                // Shut down with nothing left to run: this task was
+                // cancelled by the shutdown, and no worker may start now.
+                self.started.fetch_sub(1, Relaxed);
+                return Ok(handle);
+            }
+            shared.thread_started(&mut driver);
+        }
         let spawned = crate::builder::spawn(format!("{}-{id}", self.thread_name), move || {
             worker(shared, id)
         });

@@ -39,7 +39,6 @@ impl Shared {
     /// `shutdown`: no new tasks; what the policy does not keep is cancelled.
     pub(crate) fn shutdown(&self) {
         let mut driver = self.lock();
-        self.terminate_if_threadless(&mut driver);
         if !self.shutdown.swap(true, SeqCst) {
             // Every submission that saw the flag clear pushed under its
             // lane's lock: take them all in.
@@ -74,6 +73,7 @@ impl Shared {
                 self.stop_periodic_in_flight(&mut driver);
             }
         }
+        self.terminate_if_done(&mut driver);
         drop(self.bury(driver));
         self.wakeup.notify_all();
     }
@@ -113,7 +113,7 @@ impl Shared {
         let mut driver = self.lock();
         self.stopped.store(true, SeqCst);
         self.shutdown.store(true, SeqCst);
-        self.terminate_if_threadless(&mut driver);
+        self.terminate_if_done(&mut driver);
         self.lanes.barrier();
         self.intake_for_query(&mut driver);
         let mut all = Vec::new();
@@ -148,9 +148,16 @@ impl Shared {
         never_ran.into_iter().map(|(_, key)| key).collect()
     }
 
-    /// A scheduler whose threads start lazily may have none at shutdown.
-    fn terminate_if_threadless(&self, driver: &mut DriverState) {
-        if driver.threads == 0 && !driver.terminated {
+    /// Marks the scheduler terminated once it is shut down, no thread of
+    /// its own runs, and nothing is left to run (the JDK's
+    /// `tryTerminate`). A pool's workers start with the tasks, so it may
+    /// have none at shutdown; a task it kept that was accepted just
+    /// before, whose submitter is still starting the first worker, holds
+    /// termination back until that worker has run it and exits.
+    pub(crate) fn terminate_if_done(&self, driver: &mut DriverState) {
+        let nothing_left =
+            self.is_stopped() || (driver.queue.is_empty() && driver.ready.is_empty());
+        if driver.threads == 0 && self.is_shutdown() && nothing_left && !driver.terminated {
             driver.terminated = true;
             self.terminated.notify_all();
         }

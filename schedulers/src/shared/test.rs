@@ -130,3 +130,27 @@ fn a_cancelled_closure_is_dropped_once_by_its_canceller() {
         shared.release(key);
     }
 }
+
+/// A task accepted just before shutdown, whose submitter has not yet
+/// started the pool's first worker, holds termination back: the worker
+/// still comes and runs it. `shutdown_now` abandons it and terminates a
+/// threadless scheduler at once.
+#[test]
+fn shutdown_waits_for_a_kept_task_that_has_no_thread_yet() {
+    let shared = threadless(Duration::ZERO);
+    let (key, _) = shared
+        .submit(When::After(Duration::from_secs(1)), Task::once(|| ()))
+        .unwrap();
+    shared.shutdown();
+    assert!(!shared.is_terminated(), "a kept task waits for its worker");
+    assert_eq!(shared.shutdown_now(), vec![key]);
+    assert!(shared.is_terminated());
+}
+
+/// With nothing pending, a threadless scheduler terminates at shutdown.
+#[test]
+fn shutdown_of_a_threadless_scheduler_with_nothing_left_terminates() {
+    let shared = threadless(Duration::ZERO);
+    shared.shutdown();
+    assert!(shared.is_terminated());
+}

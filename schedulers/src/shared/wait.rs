@@ -138,13 +138,11 @@ impl Shared {
         driver.threads += 1;
     }
 
-    /// A driver thread exits; the last one marks the scheduler terminated.
+    /// A driver thread exits (or never started); the last one of a shut
+    /// down scheduler marks it terminated.
     pub(crate) fn thread_exited(&self, mut driver: MutexGuard<'_, DriverState>) {
         driver.threads -= 1;
-        if driver.threads == 0 {
-            driver.terminated = true;
-            self.terminated.notify_all();
-        }
+        self.terminate_if_done(&mut driver);
         drop(self.bury(driver));
         self.wakeup.notify_all();
         self.clock.on_idle();
