@@ -37,6 +37,11 @@
 //! on one `Arc<dyn Scheduler>`, the workbench's contention loop
 //! (`contention/<algorithm>/<P>`, throughput in total pairs per second).
 //!
+//! `benches/handles.rs`, what a `ScheduledFuture` costs over a
+//! `TaskHandle`: `schedule()` against `submit(Task::once(..))` on our four
+//! algorithms, per schedule and per cancel, at 1e5 (and, in the long run,
+//! 1e6) pending timers (`handles/<op>/<algorithm>/<how>/<n>`).
+//!
 //! `benches/cores.rs`, the pure cores alone (`schedulers::core`),
 //! single-threaded, against nexus-timer's wheel in the same groups: what
 //! the data structure costs before any thread, lock or clock is involved.
