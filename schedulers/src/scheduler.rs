@@ -88,7 +88,9 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
     /// True once `shutdown` or `shutdown_now` was called.
     fn is_shutdown(&self) -> bool;
 
-    /// True once shut down and every thread of the scheduler has finished.
+    /// True once shut down, every task the shutdown kept has run, and
+    /// every thread of the scheduler has finished. (A pool whose first
+    /// worker is still starting waits for it to run what was kept.)
     fn is_terminated(&self) -> bool;
 
     /// Blocks until terminated or until `timeout` of real time has passed;
