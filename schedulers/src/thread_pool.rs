@@ -131,7 +131,7 @@ use crate::executor::Executor;
 use crate::handle::{Anchors, TaskHandle};
 use crate::lanes::Spot;
 use crate::scheduler::AsShared;
-use crate::shared::{Config, Queue, Shared};
+use crate::shared::{Config, Queue, Shared, MOVES_PER_LOOK};
 
 pub use crate::shared::AUTO_PURGE_MIN;
 
@@ -437,7 +437,7 @@ fn worker(shared: Arc<Shared>, id: usize) {
         if shared.is_stopped() {
             break;
         }
-        shared.intake(&mut driver, true);
+        shared.intake(&mut driver);
         driver = shared.bury(driver);
         shared.collect_due(&mut driver, shared.now());
         if let Some(claimed) = shared.claim_next(&mut driver) {
@@ -460,6 +460,10 @@ fn worker(shared: Arc<Shared>, id: usize) {
             }
             finished = Some(shared.run_claimed(claimed));
             driver = shared.lock();
+            continue;
+        }
+        // Resets after what is due, a few at a time (see `apply_moves`).
+        if shared.apply_moves(&mut driver, MOVES_PER_LOOK) {
             continue;
         }
         if shared.may_exit(&mut driver) {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::clock::NEVER;
 use crate::error::Error;
-use crate::shared::Shared;
+use crate::shared::{Shared, MOVES_PER_LOOK};
 
 /// Starts the timer thread of `shared`.
 ///
@@ -35,7 +35,7 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
     let inline = shared.executor.is_inline();
     let mut driver = shared.lock();
     loop {
-        shared.intake(&mut driver, true);
+        shared.intake(&mut driver);
         driver = shared.bury(driver);
         shared.collect_due(&mut driver, shared.now());
         if inline {
@@ -47,6 +47,10 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
             while let Some(e) = driver.ready.pop_front() {
                 shared.hand_off(&mut driver, e);
             }
+        }
+        // Resets after what is due, a few at a time (see `apply_moves`).
+        if shared.apply_moves(&mut driver, MOVES_PER_LOOK) {
+            continue;
         }
         if shared.may_exit(&mut driver) {
             break;

@@ -9,6 +9,11 @@ use crate::core::Key;
 use crate::lanes::TAKEN_BACK;
 use crate::state;
 
+/// Resets a driver applies between two looks for due work (a look is a
+/// clock read and a peek at the queue): some tens of microseconds of
+/// rescheduling at the most before a due task starts.
+pub(crate) const MOVES_PER_LOOK: usize = 256;
+
 impl Shared {
     /// True if callers may have left work the driver has not taken in:
     /// entries in a lane, or cancel marks.
@@ -18,18 +23,18 @@ impl Shared {
 
     /// Takes in everything in the lanes, under the driver's lock: new
     /// timers are queued (or, if cancelled already, their closures are left
-    /// to [`Shared::bury`]), cancelled ones are left to `bury` too, and,
-    /// with `moves`, resets move their timers.
+    /// to [`Shared::bury`]), cancelled ones are left to `bury` too, and
+    /// resets are read, for [`Shared::apply_moves`] to move their timers.
     ///
     /// Only a thread that claims tasks under this lock, or the timer
-    /// thread between its batches, applies resets (`moves`): a reset may
-    /// queue again a task that is due, and a batch claimed with the lock
-    /// released must not meet it queued behind its back. Anyone else leaves
-    /// them for the driver.
+    /// thread between its batches, applies resets: a reset may queue again
+    /// a task that is due, and a batch claimed with the lock released must
+    /// not meet it queued behind its back. Anyone else leaves them for the
+    /// driver.
     ///
     /// Returns how many new timers it found cancelled already (and so never
     /// queued): a purge counts them as removed.
-    pub(crate) fn intake(&self, driver: &mut DriverState, moves: bool) -> usize {
+    pub(crate) fn intake(&self, driver: &mut DriverState) -> usize {
         let mut dropped = 0;
         let (dirty, marked) = (self.lanes.any_dirty(), self.slab.any_marked());
         if dirty {
@@ -40,14 +45,10 @@ impl Shared {
             }
             dropped = self.take_in_submitted(driver);
             self.take_in_calendars(driver);
-            let moved = std::mem::take(&mut driver.moved);
-            driver.early_moves.extend(moved);
+            driver.early_moves.extend(driver.moved.drain(..));
         }
         if marked {
             self.take_in_cancelled(driver);
-        }
-        if moves && !driver.early_moves.is_empty() {
-            self.take_in_moved(driver);
         }
         if driver.dead >= AUTO_PURGE_MIN as u64 && driver.dead * 2 > driver.queue.len() as u64 {
             self.purge(driver);
@@ -130,18 +131,26 @@ impl Shared {
         driver.cancelled = cancelled;
     }
 
-    /// Applies the resets read so far, in order (the last of a task wins);
-    /// those read before their task's submission wait for the next intake.
-    fn take_in_moved(&self, driver: &mut DriverState) {
-        let moved = std::mem::take(&mut driver.early_moves);
+    /// Applies up to `max` of the resets read so far, in order (the last
+    /// of a task wins); those read before their task's submission wait, in
+    /// place, for the next intake. Returns true if it applied any: then the
+    /// driver looks for due work before it applies the next ones, so that a
+    /// pile of resets (a lane holds up to 16 Ki) never holds up a task that
+    /// comes due meanwhile.
+    pub(crate) fn apply_moves(&self, driver: &mut DriverState, max: usize) -> bool {
         let mut early = Vec::new();
-        for m in moved {
+        let mut applied = 0;
+        while applied < max {
+            let Some(m) = driver.early_moves.pop_front() else {
+                break;
+            };
             let word = self.slab.word(m.key);
             let w = word.load(Acquire);
             if w & state::DRAINED == 0 && state::of(w) == state::SCHEDULED {
                 early.push(m);
                 continue;
             }
+            applied += 1;
             let (waits, last) = state::reset_read(word);
             if waits && state::is_calendar(w) {
                 // Its next run is at the new deadline, and its fire times
@@ -161,7 +170,10 @@ impl Shared {
                 driver.to_free.push(m.key);
             }
         }
-        driver.early_moves = early;
+        for m in early.into_iter().rev() {
+            driver.early_moves.push_front(m);
+        }
+        applied > 0
     }
 
     /// Removes every cancelled entry from the queue; returns how many.

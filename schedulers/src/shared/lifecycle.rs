@@ -17,7 +17,7 @@ impl Shared {
     /// Returns how many new timers it found cancelled (see
     /// [`Shared::intake`]).
     pub(crate) fn intake_for_query(&self, driver: &mut DriverState) -> usize {
-        let dropped = self.intake(driver, false);
+        let dropped = self.intake(driver);
         if !driver.early_moves.is_empty() || !driver.graveyard.is_empty() {
             driver.nudged = true;
             if driver.waiting > 0 {

@@ -76,6 +76,7 @@ use crate::lanes::{Lanes, Moved, Submitted};
 use crate::observe::Observer;
 use crate::slab::Slab;
 
+pub(crate) use intake::MOVES_PER_LOOK;
 pub(crate) use queue::Queue;
 use wait::{SpinMeter, SPIN_WINDOW};
 
@@ -132,7 +133,7 @@ pub(crate) struct DriverState {
     moved: Vec<Moved>,
     cancelled: Vec<Key>,
     /// Resets read before their task's submission: read again next time.
-    early_moves: Vec<Moved>,
+    early_moves: VecDeque<Moved>,
     /// Keys whose closure the driver drops with the lock released; each
     /// holds a reference, let go of afterwards.
     graveyard: Vec<Key>,
@@ -236,7 +237,7 @@ impl Shared {
                 submitted: Vec::new(),
                 moved: Vec::new(),
                 cancelled: Vec::new(),
-                early_moves: Vec::new(),
+                early_moves: VecDeque::new(),
                 graveyard: Vec::new(),
                 to_free: Vec::new(),
                 balance: 0,

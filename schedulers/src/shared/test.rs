@@ -33,7 +33,7 @@ fn a_periodic_run_waits_its_slack_unless_a_one_shot_is_due_first() {
     let shared = threadless(us(50));
     let wake = || {
         let mut driver = shared.lock();
-        shared.intake(&mut driver, true);
+        shared.intake(&mut driver);
         shared.next_wake(&driver).map(|t| t - shared.now())
     };
     let tick = Task::fixed_rate(ms(10), || {}).unwrap();
@@ -71,7 +71,7 @@ fn a_caller_wakes_the_driver_only_when_it_must() {
     assert!(nudged(&shared), "due before the planned wake-up");
     assert_eq!(shared.lanes.earliest(), nanos(secs(5)));
     let mut driver = shared.lock();
-    shared.intake(&mut driver, true);
+    shared.intake(&mut driver);
     assert_eq!(driver.queue.len(), 2);
     drop(driver);
     assert_eq!(shared.lanes.earliest(), u64::MAX, "taken in: nothing waits");
@@ -111,7 +111,7 @@ fn a_cancelled_closure_is_dropped_once_by_its_canceller() {
     );
     assert_eq!(Arc::strong_count(&token), 2);
     let mut driver = shared.lock();
-    shared.intake(&mut driver, true);
+    shared.intake(&mut driver);
     assert_eq!(driver.queue.len(), 1, "only the live task is queued");
     drop(driver);
     assert!(
@@ -121,7 +121,7 @@ fn a_cancelled_closure_is_dropped_once_by_its_canceller() {
     assert_eq!(Arc::strong_count(&token), 1);
     assert!(shared.slab.any_marked(), "marked for the driver");
     let mut driver = shared.lock();
-    shared.intake(&mut driver, true);
+    shared.intake(&mut driver);
     assert_eq!(driver.dead, 1, "its entry is dead");
     drop(driver);
     assert_eq!(shared.metrics().cancelled, 3);
