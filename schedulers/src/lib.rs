@@ -36,9 +36,10 @@
 //!   earliest one waiting in a lane, and callers wake it only for work due
 //!   before that (or when a lane holds 16 Ki entries): servers setting and
 //!   clearing far timeouts never wake it. Whenever it wakes it takes in what
-//!   the lanes hold: it queues new timers, moves reset ones, and lets go of
-//!   the entries of cancelled ones. It runs what comes due in batches, one
-//!   lock round trip per batch.
+//!   the lanes hold: it queues new timers and lets go of the entries of
+//!   cancelled ones. It runs what comes due in batches, one lock round trip
+//!   per batch, and moves reset timers between them, 256 at a time, so a
+//!   pile of resets never holds up a due task.
 //!
 //! A handle is 16 bytes. A pending timer costs 48 bytes on the wheels (a
 //! 4-byte state word, a 24-byte slot body, a 20-byte list node) and 56 on

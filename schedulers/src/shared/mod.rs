@@ -28,7 +28,8 @@
 //! - **deferred, on the driver**: whenever it wakes (for a deadline, never
 //!   past the earliest one waiting in a lane; or woken by a caller whose
 //!   work is due first, or whose lane is crowded) the driver takes the
-//!   lanes in: it queues new timers and moves reset ones; a cancelled
+//!   lanes in: it queues new timers, and moves reset ones after what is
+//!   due, [`MOVES_PER_LOOK`] at a time (see [`Shared::apply_moves`]); a cancelled
 //!   timer's queue entry stays (dead) until it comes due or a bulk purge
 //!   removes it once dead entries outnumber live ones, so memory stays
 //!   within about twice the live set. Callers setting and clearing timeouts

@@ -154,3 +154,51 @@ fn shutdown_of_a_threadless_scheduler_with_nothing_left_terminates() {
     shared.shutdown();
     assert!(shared.is_terminated());
 }
+
+/// The driver applies resets a bounded number at a time (`apply_moves`),
+/// so that a pile of them never holds up a due task; split across calls
+/// they keep their order: a task's last reset wins.
+#[test]
+fn resets_are_applied_a_few_at_a_time_in_order() {
+    let shared = threadless(Duration::ZERO);
+    let secs = Duration::from_secs;
+    let keys: Vec<Key> = (0..600)
+        .map(|_| {
+            let task = Task::once(|| ());
+            shared.submit(When::After(secs(3600)), task).unwrap().0
+        })
+        .collect();
+    shared.intake(&mut shared.lock());
+    for (i, &key) in keys.iter().enumerate() {
+        assert!(shared
+            .reset(key, When::After(secs(7200 + i as u64)))
+            .unwrap());
+    }
+    // The first task's second reset comes last (its lane's resets are
+    // read in order, lane by lane).
+    assert!(shared.reset(keys[0], When::After(secs(60))).unwrap());
+    let mut driver = shared.lock();
+    shared.intake(&mut driver);
+    let moved = |driver: &DriverState| {
+        let at = |key| driver.queue.deadline(key).unwrap();
+        keys.iter()
+            .filter(|&&key| at(key) != nanos(secs(3600)))
+            .count()
+    };
+    assert_eq!(moved(&driver), 0, "read, not applied");
+    assert!(shared.apply_moves(&mut driver, 1));
+    assert_eq!(moved(&driver), 1);
+    assert_eq!(driver.queue.deadline(keys[0]), Some(nanos(secs(7200))));
+    assert!(shared.apply_moves(&mut driver, MOVES_PER_LOOK));
+    // 1 + 256 resets applied, the first task's second among them.
+    assert_eq!(moved(&driver), MOVES_PER_LOOK);
+    assert_eq!(driver.queue.deadline(keys[0]), Some(nanos(secs(60))));
+    while shared.apply_moves(&mut driver, MOVES_PER_LOOK) {}
+    assert_eq!(moved(&driver), keys.len());
+    assert_eq!(driver.queue.deadline(keys[0]), Some(nanos(secs(60))));
+    assert_eq!(driver.queue.deadline(keys[1]), Some(nanos(secs(7201))));
+    drop(driver);
+    for key in keys {
+        shared.release(key);
+    }
+}
