@@ -29,11 +29,11 @@
 //!   past the earliest one waiting in a lane; or woken by a caller whose
 //!   work is due first, or whose lane is crowded) the driver takes the
 //!   lanes in: it queues new timers, and moves reset ones after what is
-//!   due, [`MOVES_PER_LOOK`] at a time (see [`Shared::apply_moves`]); a cancelled
-//!   timer's queue entry stays (dead) until it comes due or a bulk purge
-//!   removes it once dead entries outnumber live ones, so memory stays
-//!   within about twice the live set. Callers setting and clearing timeouts
-//!   far ahead wake it for nothing.
+//!   due, [`MOVES_PER_LOOK`] at a time (see [`Shared::apply_moves`]); a
+//!   cancelled timer's queue entry stays (dead) until it comes due or a
+//!   bulk purge removes it once dead entries outnumber live ones, so memory
+//!   stays within about twice the live set. Callers setting and clearing
+//!   timeouts far ahead wake it for nothing.
 //! - **fire**: the timer thread claims and runs due tasks in batches with
 //!   one CAS each, taking its lock once per batch; a pool's worker takes one
 //!   task per lock round trip, as the JDK's do.
@@ -133,7 +133,9 @@ pub(crate) struct DriverState {
     submitted: Vec<Submitted>,
     moved: Vec<Moved>,
     cancelled: Vec<Key>,
-    /// Resets read before their task's submission: read again next time.
+    /// Resets read from the lanes and not applied yet, in order (see
+    /// [`Shared::apply_moves`]): those read before their task's submission
+    /// stay until it is taken in.
     early_moves: VecDeque<Moved>,
     /// Keys whose closure the driver drops with the lock released; each
     /// holds a reference, let go of afterwards.
