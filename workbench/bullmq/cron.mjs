@@ -13,8 +13,8 @@
 // upserts in flight) ends well before it; the worker starts after creation.
 // Prints one JSON line, the workbench's CalendarRun: T0, the fires as
 // [k, wall-clock µs], ns per created scheduler, the worker's CPU and Redis's
-// (INFO cpu) over [T0, T0 + R + grace], and Redis's used_memory growth per
-// scheduler.
+// (INFO cpu) over [T0, T0 + R + grace], and Redis's used_memory growth (less
+// its clients' buffers) per scheduler.
 
 import { fork } from 'node:child_process';
 import { Queue, Worker } from 'bullmq';
@@ -47,9 +47,16 @@ async function work(o) {
 
 // ---- driver ---------------------------------------------------------------
 
+// Redis's used_memory less its clients' buffers (mem_clients_normal): what
+// the data takes, not what a pipeline's query buffer happened to hold (tens
+// of kilobytes, as much as a few dozen schedulers).
 function usedMemory(info) {
-  const m = info.match(/^used_memory:(\d+)/m);
-  return m ? Number(m[1]) : 0;
+  const field = (name) => {
+    const m = info.match(new RegExp(`^${name}:(\\d+)`, 'm'));
+    if (!m) throw new Error(`INFO memory has no ${name}`);
+    return Number(m[1]);
+  };
+  return field('used_memory') - field('mem_clients_normal');
 }
 
 function pattern(k, every) {

@@ -8,8 +8,8 @@
 //! lateness is counted from the instant the expression names
 //! ([`crate::calendar::figures`]), not from the job's due time on Redis's
 //! clock. The worker's CPU is this process's over the window and its grace,
-//! Redis's (`INFO cpu`) the store's, and Redis's `used_memory` growth over
-//! the creation the memory per schedule.
+//! Redis's (`INFO cpu`) the store's, and Redis's `used_memory` growth (less
+//! its clients' buffers) over the creation the memory per schedule.
 //!
 //! The worker starts after the jobs are created (and Redis's memory read),
 //! as BullMQ's does: fires due while the producer was busy run as soon as
@@ -165,17 +165,23 @@ fn measure_run(
     })
 }
 
-/// Redis's `used_memory`, bytes.
+/// Redis's `used_memory` less its clients' buffers (`mem_clients_normal`),
+/// bytes: what the data takes, not what a pipeline's query buffer happened
+/// to hold (tens of kilobytes, as much as a few dozen schedules).
 fn used_memory(con: &mut redis::Connection) -> Result<u64, BenchError> {
     let text: String = redis::cmd("INFO").arg("memory").query(con)?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| {
-            let e = (
-                redis::ErrorKind::UnexpectedReturnType,
-                "INFO memory has no used_memory",
-            );
-            BenchError::Redis(e.into())
-        })
+    let field = |name: &str| -> Result<u64, BenchError> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| {
+                let e = (
+                    redis::ErrorKind::UnexpectedReturnType,
+                    "INFO memory lacks a field",
+                    name.to_owned(),
+                );
+                BenchError::Redis(e.into())
+            })
+    };
+    Ok(field("used_memory")?.saturating_sub(field("mem_clients_normal")?))
 }
