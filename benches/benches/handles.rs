@@ -118,10 +118,7 @@ fn timed(s: &dyn Scheduler, via: Via, iters: u64, cancels: bool, rng: &mut Rng) 
         if !cancels {
             total += SystemClock.now() - start;
         }
-        let mut order: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            order.swap(i, rng.below(i as u64 + 1) as usize);
-        }
+        let order = rng.permutation(n);
         let start = SystemClock.now();
         for &i in &order {
             black_box(held[i].cancel());
@@ -158,10 +155,15 @@ fn handles(c: &mut Criterion) {
 }
 
 fn config() -> Criterion {
+    let t = benches::timing(benches::Timing {
+        warm_up: Duration::from_millis(500),
+        measurement: Duration::from_secs(2),
+        samples: 20,
+    });
     Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2))
+        .sample_size(t.samples)
+        .warm_up_time(t.warm_up)
+        .measurement_time(t.measurement)
 }
 
 criterion_group! {
