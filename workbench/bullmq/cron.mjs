@@ -13,8 +13,8 @@
 // upserts in flight) ends well before it; the worker starts after creation.
 // Prints one JSON line, the workbench's CalendarRun: T0, the fires as
 // [k, wall-clock µs], ns per created scheduler, the worker's CPU and Redis's
-// (INFO cpu) over [T0, T0 + R + grace], and Redis's used_memory growth (less
-// its clients' buffers) per scheduler.
+// (INFO cpu) over [T0, T0 + R + grace], and the growth of Redis's keys (MEMORY
+// USAGE summed over them) per scheduler.
 
 import { fork } from 'node:child_process';
 import { Queue, Worker } from 'bullmq';
@@ -47,16 +47,24 @@ async function work(o) {
 
 // ---- driver ---------------------------------------------------------------
 
-// Redis's used_memory less its clients' buffers (mem_clients_normal): what
-// the data takes, not what a pipeline's query buffer happened to hold (tens
-// of kilobytes, as much as a few dozen schedulers).
-function usedMemory(info) {
-  const field = (name) => {
-    const m = info.match(new RegExp(`^${name}:(\\d+)`, 'm'));
-    if (!m) throw new Error(`INFO memory has no ${name}`);
-    return Number(m[1]);
-  };
-  return field('used_memory') - field('mem_clients_normal');
+// What Redis's keys take: MEMORY USAGE (every element, SAMPLES 0) summed over
+// every key, read with nothing else running. Unlike used_memory this moves
+// only with the data: used_memory also holds client buffers, whose
+// accounting lags, so on a few dozen schedulers its growth came out negative.
+async function keysMemory(admin) {
+  let total = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await admin.scan(cursor, 'COUNT', 1000);
+    cursor = next;
+    const p = admin.pipeline();
+    for (const k of keys) p.memory('USAGE', k, 'SAMPLES', '0');
+    for (const [err, bytes] of await p.exec()) {
+      if (err) throw err;
+      total += Number(bytes ?? 0);
+    }
+  } while (cursor !== '0');
+  return total;
 }
 
 function pattern(k, every) {
@@ -111,13 +119,13 @@ async function drive(o) {
   await Promise.all(probe.map((k) => queue.removeJobScheduler(`probe-${k}`)));
   const start = Math.ceil((Date.now() + Math.max(3000, 2 * perMs * n) + 2000) / 1000) * 1000;
 
-  const before = usedMemory(await admin.info('memory'));
+  const before = await keysMemory(admin);
   t = performance.now();
   // A scheduler's first run is the first instant after its startDate: a
   // millisecond before the start, so the start itself is one.
   await upsert(queue, Array.from({ length: n }, (_, k) => k), (k) => `c${k}`, every, zone, start - 1);
   const scheduleNs = ((performance.now() - t) * 1e6) / n;
-  const bytes = (usedMemory(await admin.info('memory')) - before) / n;
+  const bytes = (await keysMemory(admin) - before) / n;
   if (Date.now() > start - 500) {
     throw new Error(`creating ${n} schedulers ended ${Date.now() - start} ms after their start, beyond the lead measured on a few`);
   }

@@ -8,8 +8,9 @@
 //! lateness is counted from the instant the expression names
 //! ([`crate::calendar::figures`]), not from the job's due time on Redis's
 //! clock. The worker's CPU is this process's over the window and its grace,
-//! Redis's (`INFO cpu`) the store's, and Redis's `used_memory` growth (less
-//! its clients' buffers) over the creation the memory per schedule.
+//! Redis's (`INFO cpu`) the store's, and the growth of Redis's keys
+//! (`MEMORY USAGE` summed over them) over the creation the memory per
+//! schedule.
 //!
 //! The worker starts after the jobs are created (and Redis's memory read),
 //! as BullMQ's does: fires due while the producer was busy run as soon as
@@ -105,7 +106,7 @@ fn measure_run(
             slot.insert(cal);
         }
     }
-    let memory0 = used_memory(&mut admin)?;
+    let memory0 = keys_memory(&mut admin)?;
     let t0 = measure::now();
     for from in (0..n).step_by(BATCH) {
         let jobs = (from..n.min(from + BATCH))
@@ -116,7 +117,7 @@ fn measure_run(
         }
     }
     let schedule_ns = measure::now().duration_since(t0).as_nanos() as f64 / n.max(1) as f64;
-    let bytes = used_memory(&mut admin)?.saturating_sub(memory0) as f64 / n.max(1) as f64;
+    let bytes = keys_memory(&mut admin)?.saturating_sub(memory0) as f64 / n.max(1) as f64;
     ctx.progress.set_position(1);
 
     let fires: Arc<Mutex<Vec<(u32, i64)>>> = Arc::new(Mutex::new(Vec::new()));
@@ -165,23 +166,28 @@ fn measure_run(
     })
 }
 
-/// Redis's `used_memory` less its clients' buffers (`mem_clients_normal`),
-/// bytes: what the data takes, not what a pipeline's query buffer happened
-/// to hold (tens of kilobytes, as much as a few dozen schedules).
-fn used_memory(con: &mut redis::Connection) -> Result<u64, BenchError> {
-    let text: String = redis::cmd("INFO").arg("memory").query(con)?;
-    let field = |name: &str| -> Result<u64, BenchError> {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| {
-                let e = (
-                    redis::ErrorKind::UnexpectedReturnType,
-                    "INFO memory lacks a field",
-                    name.to_owned(),
-                );
-                BenchError::Redis(e.into())
-            })
-    };
-    Ok(field("used_memory")?.saturating_sub(field("mem_clients_normal")?))
+/// What Redis's keys take, bytes: `MEMORY USAGE` (every element,
+/// `SAMPLES 0`) summed over every key, read with nothing else running.
+/// Unlike `used_memory` this moves only with the data: `used_memory` also
+/// holds client buffers, whose accounting lags, so on a few dozen schedules
+/// its growth came out negative.
+fn keys_memory(con: &mut redis::Connection) -> Result<u64, BenchError> {
+    let keys: Vec<Vec<u8>> = redis::cmd("SCAN")
+        .cursor_arg(0)
+        .arg("COUNT")
+        .arg(1000)
+        .clone()
+        .iter(con)?
+        .collect::<Result<_, _>>()?;
+    let mut total = 0;
+    for chunk in keys.chunks(1000) {
+        let mut pipe = redis::pipe();
+        for k in chunk {
+            pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+        }
+        // A key gone since the scan reads as nil.
+        let sizes: Vec<Option<u64>> = pipe.query(con)?;
+        total += sizes.into_iter().flatten().sum::<u64>();
+    }
+    Ok(total)
 }

@@ -4,8 +4,8 @@
 //! and time zone, all starting at the window's first second, then one
 //! `Worker` process (`concurrency` = the workload's threads) runs them;
 //! against a fresh `redis-server` started here. Redis's CPU (`INFO cpu`)
-//! is the store's CPU, its `used_memory` growth (less its clients' buffers)
-//! the memory per schedule.
+//! is the store's CPU, the growth of its keys (`MEMORY USAGE` summed over
+//! them) the memory per schedule.
 
 use std::sync::{Arc, OnceLock};
 
