@@ -63,9 +63,15 @@ fn a_worker_counts_its_runs_lateness_and_run_time_by_kind() {
     let m = w.metrics();
     assert!(done, "{m:?}");
     let after = s.now_ms().unwrap();
-    assert_eq!(
-        s.cancel("tick").unwrap(),
-        schedulers_redis::CancelOutcome::Cancelled
+    // The tick runs every second: a run of it may be in progress now, and
+    // then that run is its last.
+    let stopped = s.cancel("tick").unwrap();
+    assert!(
+        matches!(
+            stopped,
+            schedulers_redis::CancelOutcome::Cancelled | schedulers_redis::CancelOutcome::InFlight
+        ),
+        "{stopped:?}"
     );
 
     let ok = kind(&m, "ok");
