@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering::AcqRel, Ordering::Acquire};
 use std::sync::{Arc, Mutex};
 
-use crossbeam_channel::{unbounded, Sender};
+use crossbeam_channel::unbounded;
 
 use crate::clock::{lock, Clock};
 use crate::error::{Error, Setting};
@@ -160,11 +160,11 @@ impl Executor {
                 receiver.iter().for_each(Runnable::run)
             })?;
         }
-        let sender = Mutex::new(sender);
         Ok(Executor::spawning(
             "pool",
+            // A crossbeam sender is shared between threads as it is: a
+            // send takes no lock of ours.
             Arc::new(move |runnable: Runnable| {
-                let sender: Sender<Runnable> = lock(&sender).clone();
                 // The workers hold the receiver for as long as the
                 // executor lives, so the send cannot fail.
                 if let Err(returned) = sender.send(runnable) {
@@ -198,7 +198,9 @@ impl Executor {
     }
 
     /// Runs tasks through `spawn`, which must run each [`Runnable`] once, on any
-    /// thread, now or later.
+    /// thread, now or later. (Run now, on the timer thread, a task that
+    /// advances a [`ManualClock`](crate::ManualClock) waits for itself: the
+    /// clock waits until the executor has taken what came due.)
     pub fn from_fn(spawn: impl Fn(Runnable) + Send + Sync + 'static) -> Executor {
         Executor::spawning("fn", Arc::new(spawn))
     }

@@ -44,9 +44,7 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
                 continue;
             }
         } else {
-            while let Some(e) = driver.ready.pop_front() {
-                shared.hand_off(&mut driver, e);
-            }
+            driver = shared.hand_off(driver);
         }
         // Resets after what is due, a few at a time (see `apply_moves`).
         if shared.apply_moves(&mut driver, MOVES_PER_LOOK) {

@@ -64,3 +64,13 @@ crate::conformance!(on_tokio, Duration::ZERO, |o| wheel(
 ));
 
 crate::conformance!(from_fn, Duration::ZERO, |o| wheel(o, one_thread()));
+
+// A function that runs each task at once, on the timer thread that hands
+// it over ("now", as `from_fn` allows; the timer thread hands tasks over
+// with its lock released, or this would deadlock). Without the cases that
+// advance a virtual clock from inside a task: that waits for the executor
+// to take what came due, and here the executor is the waiting thread.
+crate::conformance_multi_worker!(from_fn_at_once, Duration::ZERO, |o| wheel(
+    o,
+    Executor::from_fn(Runnable::run)
+));

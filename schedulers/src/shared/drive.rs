@@ -340,12 +340,30 @@ impl Shared {
         unsafe { self.slab.with_body(key, task::clear_contained) };
     }
 
-    /// Hands a ready key to the executor; its worker claims it when it
-    /// starts, so until then it can still be cancelled, reset or abandoned.
-    pub(crate) fn hand_off(self: &Arc<Self>, driver: &mut DriverState, e: Expired) {
-        driver.busy += 1;
-        let shared = self.clone();
-        self.executor.execute(move || shared.run_handed_off(e));
+    /// Hands every ready key to the executor, with the lock released (an
+    /// executor may run a task at once, on this thread); its worker claims
+    /// it when it starts, so until then it can still be cancelled, reset or
+    /// abandoned. Returns the lock.
+    pub(crate) fn hand_off<'a>(
+        self: &'a Arc<Self>,
+        mut driver: MutexGuard<'a, DriverState>,
+    ) -> MutexGuard<'a, DriverState> {
+        if driver.ready.is_empty() {
+            return driver;
+        }
+        let mut handed = std::mem::take(&mut driver.due);
+        handed.extend(driver.ready.drain(..));
+        driver.busy += handed.len();
+        drop(driver);
+        for e in handed.drain(..) {
+            let shared = self.clone();
+            self.executor.execute(move || shared.run_handed_off(e));
+        }
+        let mut driver = self.lock();
+        if driver.due.is_empty() {
+            driver.due = handed;
+        }
+        driver
     }
 
     fn run_handed_off(&self, e: Expired) {
