@@ -353,13 +353,17 @@ impl Shared {
         }
         let mut handed = std::mem::take(&mut driver.due);
         handed.extend(driver.ready.drain(..));
-        driver.busy += handed.len();
+        // Each key, and this thread until it has the lock again: the
+        // executor may be done with every key by then, and resets it took
+        // in wait for it (a virtual clock must not see the scheduler idle).
+        driver.busy += handed.len() + 1;
         drop(driver);
         for e in handed.drain(..) {
             let shared = self.clone();
             self.executor.execute(move || shared.run_handed_off(e));
         }
         let mut driver = self.lock();
+        driver.busy -= 1;
         if driver.due.is_empty() {
             driver.due = handed;
         }
