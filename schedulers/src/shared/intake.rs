@@ -26,12 +26,6 @@ impl Shared {
     /// to [`Shared::bury`]), cancelled ones are left to `bury` too, and
     /// resets are read, for [`Shared::apply_moves`] to move their timers.
     ///
-    /// Only a thread that claims tasks under this lock, or the timer
-    /// thread between its batches, applies resets: a reset may queue again
-    /// a task that is due, and a batch claimed with the lock released must
-    /// not meet it queued behind its back. Anyone else leaves them for the
-    /// driver.
-    ///
     /// Returns how many new timers it found cancelled already (and so never
     /// queued): a purge counts them as removed.
     pub(crate) fn intake(&self, driver: &mut DriverState) -> usize {
@@ -137,6 +131,11 @@ impl Shared {
     /// driver looks for due work before it applies the next ones, so that a
     /// pile of resets (a lane holds up to 16 Ki) never holds up a task that
     /// comes due meanwhile.
+    ///
+    /// Only a thread that claims tasks under this lock, or the timer thread
+    /// between its batches, applies resets: a reset may queue again a task
+    /// that is due, and a batch claimed with the lock released must not
+    /// meet it queued behind its back.
     pub(crate) fn apply_moves(&self, driver: &mut DriverState, max: usize) -> bool {
         let mut early = Vec::new();
         let mut applied = 0;
