@@ -2,7 +2,7 @@
 //! batch of trivial tasks due at one instant (from the first run's start to
 //! the last one's), on `HeapTimer`'s timer thread (one clock read per run
 //! and the histograms, in batches) and on a one-worker
-//! `ScheduledThreadPool` (two reads per run, one lock round trip each);
+//! `ScheduledThreadPool` (the same batches, through its worker's loop);
 //! each beside the same scheduler built with `run_figures(false)` (no
 //! clock read and no histogram for a run: `-untimed`), so one run gives the
 //! cost. Beside them, the clock read itself.

@@ -3,7 +3,7 @@
 //! `Worker`, Kafka's reaper): sleep until the queue's next deadline, collect
 //! what came due, run it inline or hand it to the executor, repeat.
 //!
-//! Inline, what came due runs in batches (see `Shared::run_batch`): one lock
+//! Inline, what came due runs in batches (see `Shared::run_taken`): one lock
 //! round trip per batch, one CAS per task to claim it just before it starts,
 //! so a task waiting behind a slow one can still be cancelled.
 
@@ -39,8 +39,9 @@ fn main_loop(shared: Arc<Shared>, spin: Duration) {
         driver = shared.bury(driver);
         shared.collect_due(&mut driver, shared.now());
         if inline {
-            if !driver.ready.is_empty() {
-                driver = shared.run_batch(driver);
+            if let Some(batch) = shared.take_batch(&mut driver, usize::MAX, false) {
+                drop(driver);
+                driver = shared.run_taken(batch).0;
                 continue;
             }
         } else {

@@ -57,8 +57,8 @@
 //! # Cost
 //!
 //! Timing a run costs one clock read (a run in a batch starts when the one
-//! before it ended, so a batch reads the clock once per run; a pool's
-//! worker reads it before and after) and two histogram updates. Measured
+//! before it on the same thread ended, so a batch reads the clock once per
+//! run) and two histogram updates. Measured
 //! by `cargo bench -p benches --bench observe` (2-core VM, load 0.8,
 //! 2026-11-26; `clock_read` 22 ns there): a trivial run in a batch on
 //! `HeapTimer`'s thread takes 69 ns timed against 38 ns untimed, so about

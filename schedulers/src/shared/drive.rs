@@ -1,7 +1,8 @@
 //! What drivers do with the queue: collect what came due, claim and run
 //! it, re-queue periodic tasks, drop what ended.
 
-use std::sync::atomic::Ordering::Acquire;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
@@ -45,6 +46,60 @@ pub(crate) enum Next {
     Wall(Timestamp),
 }
 
+/// Due keys, each with its calendar task's fire time.
+type Items = Vec<(Expired, Option<Timestamp>)>;
+
+/// Due keys taken from `ready` under the lock and then claimed one at a
+/// time without it: `items[next..end]` are the ones no thread has taken
+/// yet. A pool's other threads may take half of them at a time (see
+/// [`Shared::open_batch`]) into a batch of their own over the same items.
+/// Each key goes to the one thread whose `take` drew its index.
+#[derive(Default)]
+pub(crate) struct Batch {
+    items: Arc<Items>,
+    start: usize,
+    end: usize,
+    next: AtomicUsize,
+    /// A pool's: a periodic task is queued again right after its run, as
+    /// the JDK's are, not after the batch (which a slow task behind it
+    /// may hold up for as long as it runs).
+    pool: bool,
+    /// A pool's threads working through it; changed under the driver's
+    /// lock. The batch is listed in `DriverState::open` until it is 0.
+    runners: AtomicUsize,
+}
+
+impl Batch {
+    /// The next key no thread has taken yet.
+    fn take(&self) -> Option<&(Expired, Option<Timestamp>)> {
+        // The items were written before the batch was shared (under the
+        // driver's lock): only the index needs to be unique.
+        let i = self.next.fetch_add(1, Relaxed);
+        self.items[..self.end].get(i)
+    }
+
+    /// Keys no thread has taken yet.
+    fn left(&self) -> usize {
+        self.end.saturating_sub(self.next.load(Relaxed))
+    }
+
+    /// Takes the first half of the keys no thread has taken yet (at least
+    /// one), as a batch of their own: the thread that runs this one goes on
+    /// after them.
+    fn split(&self) -> Option<Batch> {
+        let half = self.left().div_ceil(2).max(1);
+        let start = self.next.fetch_add(half, Relaxed);
+        (start < self.end).then(|| Batch {
+            items: self.items.clone(),
+            start,
+            end: self.end.min(start + half),
+            next: AtomicUsize::new(start),
+            pool: true,
+            runners: AtomicUsize::new(1),
+        })
+    }
+}
+
 impl Shared {
     /// Moves every key due at `now` from the queue to `ready`. Returns true
     /// if any is ready.
@@ -86,18 +141,6 @@ impl Shared {
         } else {
             0
         }
-    }
-
-    /// Takes the next ready key and claims its task to run on this thread.
-    /// Keys met on the way that are dead or moved are let go. `None` when
-    /// nothing is ready.
-    pub(crate) fn claim_next(&self, driver: &mut DriverState) -> Option<Claimed> {
-        while let Some(e) = driver.ready.pop_front() {
-            if let Some(claimed) = self.claim(driver, e) {
-                return Some(claimed);
-            }
-        }
-        None
     }
 
     /// Claims a due key for this thread, under the lock, if its task is
@@ -240,43 +283,67 @@ impl Shared {
         }
     }
 
-    /// The timer thread's batch: takes every ready key that was not queued
-    /// again, with the lock held; then, with it released, claims and runs
-    /// each in turn (one CAS each, so a task waiting behind a slow one can
-    /// still be cancelled, reset or abandoned) and finishes the one-shots;
-    /// then, locked again, finishes the rest (periodic tasks are queued
-    /// again) and counts. Returns the lock.
-    pub(crate) fn run_batch<'a>(
-        &'a self,
-        mut driver: MutexGuard<'a, DriverState>,
-    ) -> MutexGuard<'a, DriverState> {
-        let mut batch = std::mem::take(&mut driver.batch);
-        while let Some(e) = driver.ready.pop_front() {
+    /// Takes up to `max` ready keys that were not queued again into a
+    /// batch, with the lock held, counted as claimed: no task is seen done
+    /// while still counted as waiting; those that turn out moved or
+    /// cancelled are counted back by [`Shared::run_taken`]. An `open` batch
+    /// is listed for the other threads of a pool to take keys from too
+    /// (see [`Shared::open_batch`]). `None` when nothing is ready.
+    pub(crate) fn take_batch(
+        &self,
+        driver: &mut DriverState,
+        max: usize,
+        open: bool,
+    ) -> Option<Arc<Batch>> {
+        let mut batch = driver.spare.take().unwrap_or_default();
+        let b = Arc::get_mut(&mut batch).expect("a spare batch is unshared");
+        b.pool = open;
+        *b.runners.get_mut() = usize::from(open);
+        let items = Arc::get_mut(&mut b.items).expect("a spare batch's items are unshared");
+        while items.len() < max {
+            let Some(e) = driver.ready.pop_front() else {
+                break;
+            };
             if driver.queue.contains(e.key) {
-                self.release_locked(&mut driver, e.key);
+                self.release_locked(driver, e.key);
             } else {
-                batch.push((e, self.calendar_due(&driver, e.key)));
+                items.push((e, self.calendar_due(driver, e.key)));
             }
         }
-        if batch.is_empty() {
-            driver.batch = batch;
-            return driver;
+        let n = items.len();
+        b.end = n;
+        if n == 0 {
+            driver.spare = Some(batch);
+            return None;
         }
-        // Counted as claimed before any of them runs, so that no task is
-        // seen done while still counted as waiting; those that turn out
-        // moved or cancelled are counted back after.
-        let n = batch.len() as u64;
-        driver.busy += batch.len();
+        driver.busy += n;
         driver.balance -= n as i64;
-        driver.fired += n;
-        drop(driver);
-        let (mut moved, mut dead) = (0, 0);
+        driver.fired += n as u64;
+        if open {
+            driver.open.push(batch.clone());
+        }
+        Some(batch)
+    }
+
+    /// Runs keys of `batch` until none is left, with the lock released:
+    /// claims each in turn just before it starts (one CAS, so a task waiting
+    /// behind a slow one can still be cancelled, reset or abandoned) and
+    /// finishes the one-shots (a pool's periodic tasks too, locked, when
+    /// keys are left behind them); then, locked again, finishes the rest
+    /// (periodic tasks are queued again) and counts. Returns the lock, and
+    /// whether a task queued again is due before the planned wake-up.
+    pub(crate) fn run_taken<'a>(
+        &'a self,
+        batch: Arc<Batch>,
+    ) -> (MutexGuard<'a, DriverState>, bool) {
+        let (mut taken, mut moved, mut dead, mut finished_here) = (0usize, 0u64, 0u64, 0usize);
         let mut to_finish = Vec::new();
         let mut freed = Vec::new();
-        // One clock read per run: a run starts when the one before it in
-        // the batch ended (the first, when it reads the clock).
+        // One clock read per run: a run starts when the one before it on
+        // this thread ended (the first, when it reads the clock).
         let mut chained = None;
-        for &(e, due) in batch.iter() {
+        while let Some(&(e, due)) = batch.take() {
+            taken += 1;
             let word = self.slab.word(e.key);
             match state::claim(word) {
                 Claim::Claimed => {
@@ -297,6 +364,13 @@ impl Shared {
                                 freed.push(e.key);
                             }
                         }
+                        _ if batch.pool && batch.left() > 0 => {
+                            let mut driver = self.lock();
+                            finished_here += 1;
+                            if self.finish(&mut driver, finished) {
+                                self.wakeup.notify_one();
+                            }
+                        }
                         _ => to_finish.push(finished),
                     }
                 }
@@ -315,22 +389,77 @@ impl Shared {
             }
         }
         let mut driver = self.lock();
-        let fired = n - moved - dead;
+        let fired = taken as u64 - moved - dead;
         // Moved ones still wait; cancelled ones were counted at the cancel.
         driver.balance += (moved + dead) as i64;
         driver.fired -= moved + dead;
         driver.dead = driver.dead.saturating_sub(dead);
-        driver.completed += fired - to_finish.len() as u64;
-        driver.busy -= batch.len() - to_finish.len();
+        // `finish` counts the others.
+        let finishing = to_finish.len() + finished_here;
+        driver.completed += fired - finishing as u64;
+        driver.busy -= taken - finishing;
+        let mut wake = false;
         for finished in to_finish {
-            self.finish(&mut driver, finished);
+            wake |= self.finish(&mut driver, finished);
         }
         if !freed.is_empty() {
             self.slab.give_keys(freed);
         }
-        batch.clear();
-        driver.batch = batch;
+        if batch.pool {
+            batch.runners.fetch_sub(1, Relaxed);
+            driver.open.retain(|b| b.runners.load(Relaxed) > 0);
+        }
+        self.recycle(&mut driver, batch);
+        (driver, wake)
+    }
+
+    /// Half the keys a batch another thread of a pool opened has not taken
+    /// yet (it may be stuck behind a slow task, or off its core): this
+    /// thread takes them from there, as it would have taken them from
+    /// `ready`. Half, so that two threads seldom take keys from one batch.
+    pub(crate) fn open_batch(&self, driver: &mut DriverState) -> Option<Arc<Batch>> {
+        let half = driver.open.iter().find_map(|b| b.split())?;
+        let batch = Arc::new(half);
+        driver.open.push(batch.clone());
+        Some(batch)
+    }
+
+    /// Whether a pool's batch still holds `key` (taken from `ready`, and
+    /// perhaps not claimed yet). Its claim, with no lock, cannot see that
+    /// the key was queued again, so a reset must wait until the batch is
+    /// through (see [`Shared::apply_moves`]).
+    pub(crate) fn in_a_batch(&self, driver: &DriverState, key: Key) -> bool {
         driver
+            .open
+            .iter()
+            .any(|b| b.items[b.start..b.end].iter().any(|(e, _)| e.key == key))
+    }
+
+    /// Keeps a batch nobody else holds any more, emptied, for the next one.
+    fn recycle(&self, driver: &mut DriverState, mut batch: Arc<Batch>) {
+        let Some(b) = Arc::get_mut(&mut batch) else {
+            return;
+        };
+        if let Some(items) = Arc::get_mut(&mut b.items) {
+            items.clear();
+            (b.start, b.end) = (0, 0);
+            *b.next.get_mut() = 0;
+            *b.runners.get_mut() = 0;
+            driver.spare = Some(batch);
+        }
+    }
+
+    /// A pool's threads not working through a batch (blocked in a task,
+    /// perhaps): a fair share of what is ready is its part for each.
+    pub(crate) fn free_threads(&self, driver: &DriverState) -> usize {
+        let running: usize = driver.open.iter().map(|b| b.runners.load(Relaxed)).sum();
+        driver.threads.saturating_sub(running).max(1)
+    }
+
+    /// Tasks counted busy that no thread has taken yet: keys left in open
+    /// batches.
+    pub(crate) fn untaken(&self, driver: &DriverState) -> usize {
+        driver.open.iter().map(|b| b.left()).sum()
     }
 
     /// Empties the body of a key nobody holds any more (a value nobody
@@ -568,5 +697,68 @@ impl Shared {
             return driver.queue.is_empty();
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// However a pool's threads take keys and split batches (the owner
+    /// taking one at a time, the others halves of what is left, and halves
+    /// of those), each key goes to exactly one thread.
+    #[test]
+    fn every_key_of_a_batch_goes_to_one_thread() {
+        const N: usize = 50_000;
+        let mut stolen = 0;
+        for _ in 0..20 {
+            let items: Items = (0..N as Key)
+                .map(|key| (Expired { key, deadline: 0 }, None))
+                .collect();
+            let batch = Arc::new(Batch {
+                items: Arc::new(items),
+                end: N,
+                pool: true,
+                ..Batch::default()
+            });
+            let open = Mutex::new(vec![batch.clone()]);
+            let taken: Vec<Vec<Key>> = std::thread::scope(|s| {
+                let threads: Vec<_> = (0..4)
+                    .map(|t| {
+                        let (open, mut own) = (&open, (t == 0).then(|| batch.clone()));
+                        s.spawn(move || {
+                            let mut mine = Vec::new();
+                            loop {
+                                let b = match own.take() {
+                                    Some(b) => b,
+                                    None => {
+                                        let mut open = open.lock().unwrap();
+                                        let Some(half) = open.iter().find_map(|b| b.split()) else {
+                                            break mine;
+                                        };
+                                        open.push(Arc::new(half));
+                                        open.last().unwrap().clone()
+                                    }
+                                };
+                                while let Some(&(e, _)) = b.take() {
+                                    mine.push(e.key);
+                                    if mine.len() % 64 == 0 {
+                                        std::thread::yield_now();
+                                    }
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                threads.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            stolen += usize::from(taken[0].len() < N);
+            let mut all = taken.concat();
+            all.sort_unstable();
+            assert_eq!(all, (0..N as Key).collect::<Vec<_>>());
+        }
+        assert!(stolen > 0, "other threads never took a key");
     }
 }

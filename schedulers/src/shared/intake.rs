@@ -145,7 +145,14 @@ impl Shared {
             };
             let word = self.slab.word(m.key);
             let w = word.load(Acquire);
-            if w & state::DRAINED == 0 && state::of(w) == state::SCHEDULED {
+            let unsubmitted = w & state::DRAINED == 0 && state::of(w) == state::SCHEDULED;
+            // A pool's batch holding the key claims it with no lock: until
+            // the claim has met this reset (and let the key go as moved),
+            // reading the reset would let the claim run it at once.
+            let batched = !driver.open.is_empty()
+                && !driver.queue.contains(m.key)
+                && self.in_a_batch(driver, m.key);
+            if unsubmitted || batched {
                 early.push(m);
                 continue;
             }

@@ -34,9 +34,12 @@
 //!   bulk purge removes it once dead entries outnumber live ones, so memory
 //!   stays within about twice the live set. Callers setting and clearing
 //!   timeouts far ahead wake it for nothing.
-//! - **fire**: the timer thread claims and runs due tasks in batches with
-//!   one CAS each, taking its lock once per batch; a pool's worker takes one
-//!   task per lock round trip, as the JDK's do.
+//! - **fire**: a driver thread takes what is due in batches, one lock
+//!   round trip per batch, and claims each task with one CAS just before it
+//!   runs. The timer thread takes all that is due; a pool's worker takes a
+//!   fair share (what is due divided among the workers not running a
+//!   batch), and a worker with nothing left takes half of what another's
+//!   batch has not started (see [`Shared::open_batch`]).
 //!
 //! A slot is reused once its last holder (handles, the driver, entries in
 //! lanes) lets go.
@@ -77,6 +80,7 @@ use crate::lanes::{Lanes, Moved, Submitted};
 use crate::observe::Observer;
 use crate::slab::Slab;
 
+use drive::Batch;
 pub(crate) use intake::MOVES_PER_LOOK;
 pub(crate) use queue::Queue;
 use wait::{SpinMeter, SPIN_WINDOW};
@@ -128,8 +132,11 @@ pub(crate) struct DriverState {
     /// Scratch space of polls, batches and the intake, kept to reuse
     /// their allocations.
     due: Vec<Expired>,
-    /// The timer thread's batch, with each calendar task's fire time.
-    batch: Vec<(Expired, Option<Timestamp>)>,
+    /// An emptied batch kept to reuse its allocation (see
+    /// [`Shared::take_batch`]).
+    spare: Option<Arc<Batch>>,
+    /// A pool's batches with keys no thread has taken yet.
+    open: Vec<Arc<Batch>>,
     submitted: Vec<Submitted>,
     moved: Vec<Moved>,
     cancelled: Vec<Key>,
@@ -152,7 +159,8 @@ pub(crate) struct DriverState {
     cancelled_count: u64,
     /// Cancelled tasks whose entry may still be queued.
     dead: u64,
-    /// Tasks claimed and not yet finished, plus keys handed to an executor.
+    /// Tasks claimed and not yet finished, keys taken into a batch and not
+    /// yet run, and keys handed to an executor.
     pub(crate) busy: usize,
     spin: SpinMeter,
     /// Driver threads alive.
@@ -236,7 +244,8 @@ impl Shared {
                 queue: config.queue,
                 ready: VecDeque::new(),
                 due: Vec::new(),
-                batch: Vec::new(),
+                spare: None,
+                open: Vec::new(),
                 submitted: Vec::new(),
                 moved: Vec::new(),
                 cancelled: Vec::new(),
