@@ -80,7 +80,7 @@ fn runs(c: &mut Criterion) {
             .run_figures(timed)
             .build()
             .expect("a pool");
-        g.bench_function(format!("run_one_by_one/stpe-1{suffix}"), |b| {
+        g.bench_function(format!("run_in_batch/stpe-1{suffix}"), |b| {
             b.iter_custom(|iters| per_run(&pool, iters))
         });
     }

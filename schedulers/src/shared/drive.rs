@@ -73,8 +73,16 @@ impl Batch {
     /// The next key no thread has taken yet.
     fn take(&self) -> Option<&(Expired, Option<Timestamp>)> {
         // The items were written before the batch was shared (under the
-        // driver's lock): only the index needs to be unique.
-        let i = self.next.fetch_add(1, Relaxed);
+        // driver's lock): only the index needs to be unique. Only a pool's
+        // batch is shared: the timer thread's saves the locked add.
+        let i = match self.pool {
+            true => self.next.fetch_add(1, Relaxed),
+            false => {
+                let i = self.next.load(Relaxed);
+                self.next.store(i + 1, Relaxed);
+                i
+            }
+        };
         self.items[..self.end].get(i)
     }
 
