@@ -46,6 +46,10 @@ pub(crate) enum Next {
     Wall(Timestamp),
 }
 
+/// Keys in a pool's batches up to which [`Shared::in_a_batch`] searches
+/// them.
+const SEARCHED: usize = 1024;
+
 /// Due keys, each with its calendar task's fire time.
 type Items = Vec<(Expired, Option<Timestamp>)>;
 
@@ -432,15 +436,18 @@ impl Shared {
         Some(batch)
     }
 
-    /// Whether a pool's batch still holds `key` (taken from `ready`, and
-    /// perhaps not claimed yet). Its claim, with no lock, cannot see that
-    /// the key was queued again, so a reset must wait until the batch is
-    /// through (see [`Shared::apply_moves`]).
+    /// Whether a pool's batch may still hold `key` (taken from `ready`,
+    /// and perhaps not claimed yet). Its claim, with no lock, cannot see
+    /// that the key was queued again, so a reset must wait until the batch
+    /// is through (see [`Shared::apply_moves`]). Past [`SEARCHED`] keys in
+    /// batches it answers yes without looking: those batches end soon, and
+    /// a search per reset would not.
     pub(crate) fn in_a_batch(&self, driver: &DriverState, key: Key) -> bool {
-        driver
-            .open
-            .iter()
-            .any(|b| b.items[b.start..b.end].iter().any(|(e, _)| e.key == key))
+        let mut batches = driver.open.iter().map(|b| &b.items[b.start..b.end]);
+        if driver.open.iter().map(|b| b.end - b.start).sum::<usize>() > SEARCHED {
+            return true;
+        }
+        batches.any(|items| items.iter().any(|(e, _)| e.key == key))
     }
 
     /// Keeps a batch nobody else holds any more, emptied, for the next one.

@@ -135,7 +135,7 @@ pub(crate) struct DriverState {
     /// An emptied batch kept to reuse its allocation (see
     /// [`Shared::take_batch`]).
     spare: Option<Arc<Batch>>,
-    /// A pool's batches with keys no thread has taken yet.
+    /// The batches a pool's threads are working through.
     open: Vec<Arc<Batch>>,
     submitted: Vec<Submitted>,
     moved: Vec<Moved>,
