@@ -192,6 +192,9 @@ impl Wakeable for Shared {
         let driver = self.lock();
         driver.terminated
             || (driver.busy == 0
+                // A batch's last runner may have run its keys and not yet
+                // closed it (and applied the resets waiting for it).
+                && driver.open.is_empty()
                 && driver.burying == 0
                 && driver.ready.is_empty()
                 && driver.graveyard.is_empty()
