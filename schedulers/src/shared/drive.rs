@@ -1,8 +1,8 @@
 //! What drivers do with the queue: collect what came due, claim and run
 //! it, re-queue periodic tasks, drop what ended.
 
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
@@ -50,8 +50,26 @@ pub(crate) enum Next {
 /// them.
 const SEARCHED: usize = 1024;
 
-/// Due keys, each with its calendar task's fire time.
-type Items = Vec<(Expired, Option<Timestamp>)>;
+/// A due key in a batch, with its calendar task's fire time.
+struct Item {
+    e: Expired,
+    due: Option<Timestamp>,
+    /// The thread that took it has claimed it (or let it go): a reset of
+    /// its key no longer waits for this batch (see [`Shared::in_a_batch`]).
+    passed: AtomicBool,
+}
+
+impl Item {
+    fn new(e: Expired, due: Option<Timestamp>) -> Item {
+        Item {
+            e,
+            due,
+            passed: AtomicBool::new(false),
+        }
+    }
+}
+
+type Items = Vec<Item>;
 
 /// Due keys taken from `ready` under the lock and then claimed one at a
 /// time without it: `items[next..end]` are the ones no thread has taken
@@ -75,7 +93,7 @@ pub(crate) struct Batch {
 
 impl Batch {
     /// The next key no thread has taken yet.
-    fn take(&self) -> Option<&(Expired, Option<Timestamp>)> {
+    fn take(&self) -> Option<&Item> {
         // The items were written before the batch was shared (under the
         // driver's lock): only the index needs to be unique. Only a pool's
         // batch is shared: the timer thread's saves the locked add.
@@ -155,50 +173,16 @@ impl Shared {
         }
     }
 
-    /// Claims a due key for this thread, under the lock, if its task is
-    /// still waiting and was not queued again since (a reset).
-    pub(crate) fn claim(&self, driver: &mut DriverState, e: Expired) -> Option<Claimed> {
-        if driver.queue.contains(e.key) {
-            self.release_locked(driver, e.key);
-            return None;
-        }
-        match state::claim(self.slab.word(e.key)) {
-            Claim::Claimed => {
-                driver.balance -= 1;
-                driver.fired += 1;
-                self.unpend();
-                driver.busy += 1;
-                Some(Claimed {
-                    key: e.key,
-                    scheduled: e.deadline,
-                    due: self.calendar_due(driver, e.key),
-                })
-            }
-            Claim::Moved => {
-                self.release_locked(driver, e.key);
-                None
-            }
-            Claim::Gone => {
-                driver.dead = driver.dead.saturating_sub(1);
-                self.release_locked(driver, e.key);
-                None
-            }
-        }
-    }
-
     /// Runs the body of a task this thread claimed, if its rule says so
     /// (a missed-run policy may pass over a late deadline), and plans its
     /// next run. A panic's report takes the place of the closure (dropped
     /// here, with no lock held), unless the task goes on
     /// ([`OnPanic::Continue`](crate::calendar::OnPanic::Continue)).
-    pub(crate) fn run_claimed(&self, claimed: Claimed) -> Finished {
-        self.run_claimed_at(claimed, None).0
-    }
-
-    /// As [`Shared::run_claimed`]; also returns when the run ended, if the
-    /// scheduler times its runs (`run_figures`). The run starts at `start`
-    /// (ticks: the end of the run before it in a batch, read by the
-    /// caller), or, if `None`, when this reads the clock just before it.
+    ///
+    /// Also returns when the run ended, if the scheduler times its runs
+    /// (`run_figures`). The run starts at `start` (ticks: the end of the
+    /// run before it in a batch, read by the caller), or, if `None`, when
+    /// this reads the clock just before it.
     /// Its lateness and run time go to the scheduler's figures.
     pub(crate) fn run_claimed_at(
         &self,
@@ -319,7 +303,7 @@ impl Shared {
             if driver.queue.contains(e.key) {
                 self.release_locked(driver, e.key);
             } else {
-                items.push((e, self.calendar_due(driver, e.key)));
+                items.push(Item::new(e, self.calendar_due(driver, e.key)));
             }
         }
         let n = items.len();
@@ -354,11 +338,14 @@ impl Shared {
         // One clock read per run: a run starts when the one before it on
         // this thread ended (the first, when it reads the clock).
         let mut chained = None;
-        while let Some(&(e, due)) = batch.take() {
+        while let Some(item) = batch.take() {
+            let (e, due) = (item.e, item.due);
             taken += 1;
             let word = self.slab.word(e.key);
             match state::claim(word) {
                 Claim::Claimed => {
+                    // A reset now meets it running, as with no batch.
+                    item.passed.store(true, Release);
                     self.unpend();
                     let claimed = Claimed {
                         key: e.key,
@@ -390,6 +377,9 @@ impl Shared {
                     // A reset on its way holds a reference: not the last.
                     moved += 1;
                     state::release(word);
+                    // Let go, and never taken again: the reset may queue
+                    // it again.
+                    item.passed.store(true, Release);
                 }
                 Claim::Gone => {
                     dead += 1;
@@ -419,7 +409,16 @@ impl Shared {
         }
         if batch.pool {
             batch.runners.fetch_sub(1, Relaxed);
+            let open = driver.open.len();
             driver.open.retain(|b| b.runners.load(Relaxed) > 0);
+            // Resets that waited for this batch's claims may go ahead now:
+            // a thread that applies them must look (an executor's job
+            // will not, and the timer thread may be asleep).
+            let closed = driver.open.len() < open;
+            if (moved > 0 || closed) && !driver.early_moves.is_empty() {
+                driver.nudged = true;
+                wake = true;
+            }
         }
         self.recycle(&mut driver, batch);
         (driver, wake)
@@ -436,18 +435,22 @@ impl Shared {
         Some(batch)
     }
 
-    /// Whether a pool's batch may still hold `key` (taken from `ready`,
-    /// and perhaps not claimed yet). Its claim, with no lock, cannot see
-    /// that the key was queued again, so a reset must wait until the batch
-    /// is through (see [`Shared::apply_moves`]). Past [`SEARCHED`] keys in
-    /// batches it answers yes without looking: those batches end soon, and
-    /// a search per reset would not.
+    /// Whether a shared batch may still hold `key` unclaimed (taken from
+    /// `ready`, and not yet claimed or let go). Its claim, with no lock,
+    /// cannot see that the key was queued again, so a reset must wait until
+    /// the claim is through (see [`Shared::apply_moves`]). Past
+    /// [`SEARCHED`] keys in batches it answers yes without looking: those
+    /// batches end soon, and a search per reset would not.
     pub(crate) fn in_a_batch(&self, driver: &DriverState, key: Key) -> bool {
         let mut batches = driver.open.iter().map(|b| &b.items[b.start..b.end]);
         if driver.open.iter().map(|b| b.end - b.start).sum::<usize>() > SEARCHED {
             return true;
         }
-        batches.any(|items| items.iter().any(|(e, _)| e.key == key))
+        batches.any(|items| {
+            items
+                .iter()
+                .any(|item| item.e.key == key && !item.passed.load(Acquire))
+        })
     }
 
     /// Keeps a batch nobody else holds any more, emptied, for the next one.
@@ -484,53 +487,43 @@ impl Shared {
         unsafe { self.slab.with_body(key, task::clear_contained) };
     }
 
-    /// Hands every ready key to the executor, with the lock released (an
-    /// executor may run a task at once, on this thread); its worker claims
-    /// it when it starts, so until then it can still be cancelled, reset or
-    /// abandoned. Returns the lock.
+    /// Hands every ready key to the executor as one batch, with the lock
+    /// released (an executor may run a task at once, on this thread): one
+    /// job per key, each taking the next key no job has taken yet until
+    /// none is left, so a task behind a slow one goes to the next job that
+    /// starts, and jobs that run one after another take one lock round trip
+    /// between them, not two per task. A key is claimed when its run
+    /// starts, so until then it can still be cancelled, reset or abandoned.
+    /// Returns the lock.
     pub(crate) fn hand_off<'a>(
         self: &'a Arc<Self>,
         mut driver: MutexGuard<'a, DriverState>,
     ) -> MutexGuard<'a, DriverState> {
-        if driver.ready.is_empty() {
+        let Some(batch) = self.take_batch(&mut driver, usize::MAX, true) else {
             return driver;
-        }
-        let mut handed = std::mem::take(&mut driver.due);
-        handed.extend(driver.ready.drain(..));
-        // Each key, and this thread until it has the lock again: the
-        // executor may be done with every key by then, and resets it took
-        // in wait for it (a virtual clock must not see the scheduler idle).
-        driver.busy += handed.len() + 1;
+        };
+        let jobs = batch.end;
+        batch.runners.store(jobs, Relaxed);
+        // This thread too, until it has the lock again: the jobs may be
+        // done with every key by then, and resets it took in wait for it
+        // (a virtual clock must not see the scheduler idle).
+        driver.busy += 1;
         drop(driver);
-        for e in handed.drain(..) {
-            let shared = self.clone();
-            self.executor.execute(move || shared.run_handed_off(e));
+        for _ in 0..jobs {
+            let (shared, batch) = (self.clone(), batch.clone());
+            self.executor.execute(move || shared.run_handed_off(batch));
         }
+        drop(batch);
         let mut driver = self.lock();
         driver.busy -= 1;
-        if driver.due.is_empty() {
-            driver.due = handed;
-        }
         driver
     }
 
-    fn run_handed_off(&self, e: Expired) {
-        let mut driver = self.lock();
-        driver.busy -= 1;
-        let Some(claimed) = self.claim(&mut driver, e) else {
-            let wake = self.is_shutdown() && driver.busy == 0;
-            drop(self.bury(driver));
-            if wake {
-                self.wakeup.notify_all();
-            }
-            return;
-        };
-        drop(driver);
-        let finished = self.run_claimed(claimed);
-        let mut driver = self.lock();
-        let wake = self.finish(&mut driver, finished);
+    /// One job of a batch handed to the executor (see [`Shared::hand_off`]).
+    fn run_handed_off(&self, batch: Arc<Batch>) {
+        let (driver, requeued_first) = self.run_taken(batch);
         // After shutdown the driver waits for the last run to end.
-        let wake = wake || (self.is_shutdown() && driver.busy == 0);
+        let wake = requeued_first || (self.is_shutdown() && driver.busy == 0);
         drop(self.bury(driver));
         if wake {
             self.wakeup.notify_all();
@@ -569,7 +562,7 @@ impl Shared {
                 self.clear_later(driver, key);
                 state::DONE
             }
-            // `run_claimed` left the report in the body.
+            // `run_claimed_at` left the report in the body.
             (Ran::Panicked(_), _) => state::PANICKED,
             (Ran::Again, next) => {
                 let dropped =
@@ -730,7 +723,7 @@ mod tests {
         let mut stolen = 0;
         for _ in 0..20 {
             let items: Items = (0..N as Key)
-                .map(|key| (Expired { key, deadline: 0 }, None))
+                .map(|key| Item::new(Expired { key, deadline: 0 }, None))
                 .collect();
             let batch = Arc::new(Batch {
                 items: Arc::new(items),
@@ -757,8 +750,8 @@ mod tests {
                                         open.last().unwrap().clone()
                                     }
                                 };
-                                while let Some(&(e, _)) = b.take() {
-                                    mine.push(e.key);
+                                while let Some(item) = b.take() {
+                                    mine.push(item.e.key);
                                     if mine.len() % 64 == 0 {
                                         std::thread::yield_now();
                                     }
