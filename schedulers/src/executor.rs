@@ -11,13 +11,19 @@ use crossbeam_channel::unbounded;
 use crate::clock::{lock, Clock};
 use crate::error::{Error, Setting};
 
-/// One due task on its way to a thread: run it with [`Runnable::run`].
+/// Due work on its way to a thread: run it with [`Runnable::run`].
 ///
-/// What [`Executor::from_fn`] hands its function. The task is claimed when
-/// the runnable runs, not before, so until then it can still be cancelled, reset
-/// or abandoned (the runnable then does nothing). A `Runnable` dropped without being
-/// run (a runtime shutting down, say) runs its task on the dropping thread
-/// instead: a task is never lost silently.
+/// What [`Executor::from_fn`] hands its function: one runnable per task that
+/// came due. The tasks due together are shared by their runnables: each
+/// runs the next one no runnable has started, and goes on with the next
+/// until none is left. So tasks behind a slow one go to the next runnable
+/// that starts, and one thread that runs the runnables in turn runs all the
+/// tasks with the first (the others find none left and return at once).
+///
+/// A task is claimed when its run starts, not before, so until then it can
+/// still be cancelled, reset or abandoned (it is then passed over). A
+/// `Runnable` dropped without being run (a runtime shutting down, say) runs
+/// on the dropping thread instead: a task is never lost silently.
 pub struct Runnable {
     work: Option<Box<dyn FnOnce() + Send>>,
     active: Arc<Active>,

@@ -5,7 +5,9 @@
 //!
 //! Inline, what came due runs in batches (see `Shared::run_taken`): one lock
 //! round trip per batch, one CAS per task to claim it just before it starts,
-//! so a task waiting behind a slow one can still be cancelled.
+//! so a task waiting behind a slow one can still be cancelled. On an
+//! executor, what came due goes over as one batch with a job per task, each
+//! job running the next task no job has started (see `Shared::hand_off`).
 
 use std::sync::Arc;
 use std::time::Duration;
