@@ -1,7 +1,7 @@
 //! What drivers do with the queue: collect what came due, claim and run
 //! it, re-queue periodic tasks, drop what ended.
 
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
@@ -46,7 +46,7 @@ pub(crate) enum Next {
     Wall(Timestamp),
 }
 
-/// Keys in a pool's batches up to which [`Shared::in_a_batch`] searches
+/// Keys in open batches up to which [`Shared::in_a_batch`] searches
 /// them.
 const SEARCHED: usize = 1024;
 
@@ -82,12 +82,13 @@ pub(crate) struct Batch {
     start: usize,
     end: usize,
     next: AtomicUsize,
-    /// A pool's: a periodic task is queued again right after its run, as
-    /// the JDK's are, not after the batch (which a slow task behind it
-    /// may hold up for as long as it runs).
-    pool: bool,
-    /// A pool's threads working through it; changed under the driver's
-    /// lock. The batch is listed in `DriverState::open` until it is 0.
+    /// Shared by several threads (a pool's workers, an executor's jobs)
+    /// and listed in `DriverState::open` until the last of its `runners`
+    /// leaves. A periodic task is queued again right after its run, as the
+    /// JDK's are, not after the batch (which a slow task behind it may hold
+    /// up for as long as it runs).
+    open: bool,
+    /// The threads or jobs working through an open batch.
     runners: AtomicUsize,
 }
 
@@ -95,9 +96,9 @@ impl Batch {
     /// The next key no thread has taken yet.
     fn take(&self) -> Option<&Item> {
         // The items were written before the batch was shared (under the
-        // driver's lock): only the index needs to be unique. Only a pool's
+        // driver's lock): only the index needs to be unique. Only an open
         // batch is shared: the timer thread's saves the locked add.
-        let i = match self.pool {
+        let i = match self.open {
             true => self.next.fetch_add(1, Relaxed),
             false => {
                 let i = self.next.load(Relaxed);
@@ -106,6 +107,11 @@ impl Batch {
             }
         };
         self.items[..self.end].get(i)
+    }
+
+    /// One of its runners is through with it; true for the last.
+    fn leave(&self) -> bool {
+        self.runners.fetch_sub(1, AcqRel) == 1
     }
 
     /// Keys no thread has taken yet.
@@ -124,7 +130,7 @@ impl Batch {
             start,
             end: self.end.min(start + half),
             next: AtomicUsize::new(start),
-            pool: true,
+            open: true,
             runners: AtomicUsize::new(1),
         })
     }
@@ -283,8 +289,9 @@ impl Shared {
     /// batch, with the lock held, counted as claimed: no task is seen done
     /// while still counted as waiting; those that turn out moved or
     /// cancelled are counted back by [`Shared::run_taken`]. An `open` batch
-    /// is listed for the other threads of a pool to take keys from too
-    /// (see [`Shared::open_batch`]). `None` when nothing is ready.
+    /// is listed for other threads to take keys from too: a pool's (see
+    /// [`Shared::open_batch`]) or an executor's jobs (see
+    /// [`Shared::hand_off`]). `None` when nothing is ready.
     pub(crate) fn take_batch(
         &self,
         driver: &mut DriverState,
@@ -293,7 +300,7 @@ impl Shared {
     ) -> Option<Arc<Batch>> {
         let mut batch = driver.spare.take().unwrap_or_default();
         let b = Arc::get_mut(&mut batch).expect("a spare batch is unshared");
-        b.pool = open;
+        b.open = open;
         *b.runners.get_mut() = usize::from(open);
         let items = Arc::get_mut(&mut b.items).expect("a spare batch's items are unshared");
         while items.len() < max {
@@ -324,8 +331,8 @@ impl Shared {
     /// Runs keys of `batch` until none is left, with the lock released:
     /// claims each in turn just before it starts (one CAS, so a task waiting
     /// behind a slow one can still be cancelled, reset or abandoned) and
-    /// finishes the one-shots (a pool's periodic tasks too, locked, when
-    /// keys are left behind them); then, locked again, finishes the rest
+    /// finishes the one-shots (an open batch's periodic tasks too, locked,
+    /// when keys are left behind them); then, locked again, finishes the rest
     /// (periodic tasks are queued again) and counts. Returns the lock, and
     /// whether a task queued again is due before the planned wake-up.
     pub(crate) fn run_taken<'a>(
@@ -363,7 +370,7 @@ impl Shared {
                                 freed.push(e.key);
                             }
                         }
-                        _ if batch.pool && batch.left() > 0 => {
+                        _ if batch.open && batch.left() > 0 => {
                             let mut driver = self.lock();
                             finished_here += 1;
                             if self.finish(&mut driver, finished) {
@@ -407,21 +414,34 @@ impl Shared {
         if !freed.is_empty() {
             self.slab.give_keys(freed);
         }
-        if batch.pool {
-            batch.runners.fetch_sub(1, Relaxed);
-            let open = driver.open.len();
-            driver.open.retain(|b| b.runners.load(Relaxed) > 0);
-            // Resets that waited for this batch's claims may go ahead now:
-            // a thread that applies them must look (an executor's job
-            // will not, and the timer thread may be asleep).
-            let closed = driver.open.len() < open;
-            if (moved > 0 || closed) && !driver.early_moves.is_empty() {
-                driver.nudged = true;
-                wake = true;
-            }
+        if batch.open {
+            wake |= self.leave_batch(&mut driver, &batch, batch.leave(), moved > 0);
         }
         self.recycle(&mut driver, batch);
         (driver, wake)
+    }
+
+    /// After a runner left an open batch (see [`Batch::leave`]), under the
+    /// lock: the `last` one closes it. Resets that waited for its claims
+    /// (`let_go`: this runner let go of a key a reset moved) may go ahead
+    /// now, so a thread that applies them must look: an executor's job will
+    /// not, and the timer thread may be asleep. Returns true if it must be
+    /// woken.
+    fn leave_batch(
+        &self,
+        driver: &mut DriverState,
+        batch: &Arc<Batch>,
+        last: bool,
+        let_go: bool,
+    ) -> bool {
+        if last {
+            driver.open.retain(|b| !Arc::ptr_eq(b, batch));
+        }
+        if (let_go || last) && !driver.early_moves.is_empty() {
+            driver.nudged = true;
+            return true;
+        }
+        false
     }
 
     /// Half the keys a batch another thread of a pool opened has not taken
@@ -520,10 +540,21 @@ impl Shared {
     }
 
     /// One job of a batch handed to the executor (see [`Shared::hand_off`]).
+    /// A job that finds every task taken by the jobs before it has nothing
+    /// to count: only the last one out takes the lock, to close the batch.
     fn run_handed_off(&self, batch: Arc<Batch>) {
-        let (driver, requeued_first) = self.run_taken(batch);
+        let (driver, wake) = if batch.left() > 0 {
+            self.run_taken(batch)
+        } else if batch.leave() {
+            let mut driver = self.lock();
+            let wake = self.leave_batch(&mut driver, &batch, true, false);
+            self.recycle(&mut driver, batch);
+            (driver, wake)
+        } else {
+            return;
+        };
         // After shutdown the driver waits for the last run to end.
-        let wake = requeued_first || (self.is_shutdown() && driver.busy == 0);
+        let wake = wake || (self.is_shutdown() && driver.busy == 0);
         drop(self.bury(driver));
         if wake {
             self.wakeup.notify_all();
@@ -728,7 +759,7 @@ mod tests {
             let batch = Arc::new(Batch {
                 items: Arc::new(items),
                 end: N,
-                pool: true,
+                open: true,
                 ..Batch::default()
             });
             let open = Mutex::new(vec![batch.clone()]);
