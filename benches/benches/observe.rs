@@ -1,11 +1,13 @@
 //! What a scheduler's own figures cost its driver: the time per run of a
 //! batch of trivial tasks due at one instant (from the first run's start to
 //! the last one's), on `HeapTimer`'s timer thread (one clock read per run
-//! and the histograms, in batches) and on a one-worker
-//! `ScheduledThreadPool` (the same batches, through its worker's loop);
-//! each beside the same scheduler built with `run_figures(false)` (no
-//! clock read and no histogram for a run: `-untimed`), so one run gives the
-//! cost. Beside them, the clock read itself.
+//! and the histograms, in batches), on a `HierarchicalWheelTimer` that
+//! hands them to a one-thread `Executor::pool` (a job per task, taking
+//! what the jobs before it left) and on a one-worker `ScheduledThreadPool`
+//! (the same batches, through its worker's loop); each beside the same
+//! scheduler built with `run_figures(false)` (no clock read and no
+//! histogram for a run: `-untimed`), so one run gives the cost. Beside
+//! them, the clock read itself.
 //!
 //! Build it with and without the facades to see what they add:
 //! `cargo bench -p benches --bench observe` (no facade),
@@ -21,7 +23,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use schedulers::{Clock, HeapTimer, ScheduledThreadPool, Scheduler, SystemClock, Task};
+use schedulers::{
+    Clock, Executor, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler,
+    SystemClock, Task,
+};
 
 /// Tasks per batch.
 const BATCH: usize = 10_000;
@@ -74,6 +79,14 @@ fn runs(c: &mut Criterion) {
             .expect("a timer");
         g.bench_function(format!("run_in_batch/heap{suffix}"), |b| {
             b.iter_custom(|iters| per_run(&heap, iters))
+        });
+        let handing = HierarchicalWheelTimer::builder()
+            .executor(Executor::pool(1).expect("an executor"))
+            .run_figures(timed)
+            .build()
+            .expect("a timer");
+        g.bench_function(format!("run_in_batch/hier-on-pool-1{suffix}"), |b| {
+            b.iter_custom(|iters| per_run(&handing, iters))
         });
         let pool = ScheduledThreadPool::builder()
             .pool_size(1)
