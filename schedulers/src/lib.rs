@@ -38,8 +38,10 @@
 //!   clearing far timeouts never wake it. Whenever it wakes it takes in what
 //!   the lanes hold: it queues new timers and lets go of the entries of
 //!   cancelled ones. It runs what comes due in batches, one lock round trip
-//!   per batch, and moves reset timers between them, 256 at a time, so a
-//!   pile of resets never holds up a due task.
+//!   per batch (a pool's workers take a fair share each; an executor gets
+//!   a job per task, each running what the jobs before it left), and moves
+//!   reset timers between them, 256 at a time, so a pile of resets never
+//!   holds up a due task.
 //!
 //! A handle is 16 bytes. A pending timer costs 48 bytes on the wheels (a
 //! 4-byte state word, a 24-byte slot body, a 20-byte list node) and 56 on
