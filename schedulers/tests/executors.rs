@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use schedulers::{Executor, HashedWheelTimer, Runnable, SchedulerExt};
+use schedulers::{Executor, HashedWheelTimer, Runnable};
 
 fn wheel(o: crate::conformance::Opts, executor: Executor) -> Box<dyn schedulers::Scheduler> {
     let mut b = HashedWheelTimer::builder()
@@ -77,10 +77,7 @@ crate::conformance_multi_worker!(from_fn_at_once, Duration::ZERO, |o| wheel(
 
 /// Tasks due together go to the executor as one batch, a job per task, each
 /// job taking the next task no job has started: a task behind one that
-/// blocks runs on the executor's other thread (a job that kept its tasks to
-/// itself would leave it waiting for the blocked one, and the test times
-/// out). A `ManualClock`, so that all are due at one instant; it advances on
-/// a thread of its own, since `advance` waits for the blocked task too.
+/// blocks runs on the executor's other thread.
 #[test]
 fn a_task_handed_over_behind_a_blocked_one_runs_on_another_thread() {
     let clock = schedulers::ManualClock::new();
@@ -89,18 +86,5 @@ fn a_task_handed_over_behind_a_blocked_one_runs_on_another_thread() {
         .executor(Executor::pool(2).unwrap())
         .build()
         .unwrap();
-    let (release, blocked) = std::sync::mpsc::channel::<()>();
-    let at = Duration::from_secs(1);
-    let blocker = wheel.schedule(at, move || blocked.recv().is_ok()).unwrap();
-    let others: Vec<_> = (0..20u64)
-        .map(|i| wheel.schedule(at, move || i).unwrap())
-        .collect();
-    let advance = std::thread::spawn(move || clock.advance(at));
-    for (i, task) in (0..20u64).zip(others) {
-        let ran = task.get_timeout(Duration::from_secs(30));
-        assert_eq!(ran.unwrap(), i, "task {i}");
-    }
-    release.send(()).unwrap();
-    assert!(blocker.get_timeout(Duration::from_secs(30)).unwrap());
-    advance.join().unwrap();
+    crate::conformance::tasks_behind_a_blocked_one_run_on_another_thread(&wheel, clock);
 }

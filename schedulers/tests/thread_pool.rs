@@ -730,13 +730,9 @@ mod stress {
         }
     }
 
-    /// Tasks due together are taken in batches, a fair share per worker;
-    /// a task waiting in a batch behind one that blocks is taken by the
-    /// other worker once it is free, as it would have been from the queue
-    /// (a lost steal leaves it waiting for the blocked one, and the test
-    /// times out). A `ManualClock`, so that all are due at one instant; it
-    /// advances on a thread of its own, since `advance` waits for the
-    /// blocked task too.
+    /// Tasks due together are taken in batches, a fair share per worker; a
+    /// task waiting in a batch behind one that blocks is taken by the other
+    /// worker once it is free (a lost steal leaves it waiting).
     #[test]
     fn a_task_batched_behind_a_blocked_one_runs_on_the_other_worker() {
         let clock = ManualClock::new();
@@ -745,20 +741,7 @@ mod stress {
             .clock(clock.clone())
             .build()
             .unwrap();
-        let (release, blocked) = std::sync::mpsc::channel::<()>();
-        let at = Duration::from_secs(1);
-        let blocker = pool.schedule(at, move || blocked.recv().is_ok()).unwrap();
-        let others: Vec<_> = (0..20u64)
-            .map(|i| pool.schedule(at, move || i).unwrap())
-            .collect();
-        let advance = std::thread::spawn(move || clock.advance(at));
-        for (i, task) in (0..20u64).zip(others) {
-            let ran = task.get_timeout(Duration::from_secs(30));
-            assert_eq!(ran.unwrap(), i, "task {i}");
-        }
-        release.send(()).unwrap();
-        assert!(blocker.get_timeout(Duration::from_secs(30)).unwrap());
-        advance.join().unwrap();
+        crate::conformance::tasks_behind_a_blocked_one_run_on_another_thread(&pool, clock);
     }
 
     /// Pools the test no longer needs must not keep threads: dropping one

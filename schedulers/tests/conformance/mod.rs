@@ -215,6 +215,30 @@ pub fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
+/// Twenty tasks due at one instant behind one that blocks, on a scheduler
+/// with a second thread to run them (a pool's other worker, an executor's
+/// other thread): they run while the first waits, as they would have been
+/// taken from the JDK's queue. A thread that kept the tasks due together
+/// to itself leaves them waiting for the blocked one, and this times out.
+/// `s` runs on `clock`, which advances on a thread of its own, since
+/// `advance` waits for the blocked task too.
+pub fn tasks_behind_a_blocked_one_run_on_another_thread(s: &dyn Scheduler, clock: ManualClock) {
+    let (release, blocked) = std::sync::mpsc::channel::<()>();
+    let at = secs(1);
+    let blocker = s.schedule(at, move || blocked.recv().is_ok()).unwrap();
+    let others: Vec<_> = (0..20u64)
+        .map(|i| s.schedule(at, move || i).unwrap())
+        .collect();
+    let advance = std::thread::spawn(move || clock.advance(at));
+    for (i, task) in (0..20u64).zip(others) {
+        let ran = task.get_timeout(secs(30));
+        assert_eq!(ran.unwrap(), i, "task {i}");
+    }
+    release.send(()).unwrap();
+    assert!(blocker.get_timeout(secs(30)).unwrap());
+    advance.join().unwrap();
+}
+
 /// Keeps an unused-import lint quiet for helpers only some cases use.
 #[allow(dead_code)]
 fn _uses(s: &dyn Scheduler) {
