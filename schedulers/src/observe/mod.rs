@@ -4,10 +4,13 @@
 //!
 //! The figures themselves are in [`Metrics`], from
 //! [`Scheduler::metrics`](crate::Scheduler::metrics), whatever the
-//! features. Each driver thread records its runs' lateness and run time in
-//! histograms of its own (plain loads and stores, no lock, no allocation),
-//! merged by a snapshot; other threads that run tasks (an executor's) share
-//! one set, with atomic adds. What that costs is under [Cost](#cost).
+//! features. Each thread that runs a scheduler's tasks records their
+//! lateness and run time in histograms of its own (plain loads and stores,
+//! no lock), merged by a snapshot: every driver thread, and up to
+//! [`GUEST_SHARDS`] other threads (an executor's), each of which keeps its
+//! histograms for the last [`GUESTS_PER_THREAD`] schedulers it ran tasks
+//! for. Threads past those share one set, with atomic adds. What that costs
+//! is under [Cost](#cost).
 //!
 //! # `metrics` (feature `metrics`)
 //!
@@ -64,18 +67,21 @@
 //! `HeapTimer`'s thread takes 69 ns timed against 38 ns untimed, so about
 //! 31 ns a run, and the workbench's `burst` (1e6 one-shots due together)
 //! fires about a third fewer a second (10.7 M/s against 16.5 M/s before
-//! the figures, same run). Runs that do real work do not notice; a
-//! scheduler built only to fire trivial tasks by the million can turn the
-//! timing off with `run_figures(false)` on its builder (the histograms
-//! then stay empty; every count is kept). Without the features, the
-//! facades cost nothing.
+//! the figures, same run). On an executor's thread, with histograms of its
+//! own, a run in the same bench (`hier-on-pool-1`, 2026-11-27) takes 69-73
+//! ns timed against 44 untimed; before such threads had their own (they
+//! shared one set, with atomic adds) it took 103-106 ns. Runs that do real
+//! work do not notice; a scheduler built only to fire trivial tasks by the
+//! million can turn the timing off with `run_figures(false)` on its
+//! builder (the histograms then stay empty; every count is kept). Without
+//! the features, the facades cost nothing.
 
 #![allow(unreachable_pub)] // the names are public through `crate::observe`
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
 use crate::clock::lock;
@@ -115,6 +121,17 @@ pub const PENDING: &str = "schedulers_pending";
 /// The `task` label of the runs of tasks whose names came after the first
 /// [`MAX_NAMES`].
 pub const OTHER: &str = "_other";
+
+/// Threads other than its drivers (an executor's) that get histograms of
+/// their own for one scheduler's runs (20 KiB each); the rest share one.
+pub const GUEST_SHARDS: usize = 16;
+/// Schedulers whose histograms a thread other than their drivers keeps at
+/// once; it gets new ones for a fifth (while the scheduler has some left).
+pub const GUESTS_PER_THREAD: usize = 4;
+
+/// Numbers observers: a thread's shards are matched by it, never by an
+/// address a later scheduler may take.
+static OBSERVERS: AtomicU64 = AtomicU64::new(0);
 
 /// One histogram's storage: counts per bucket, and the exact sum and
 /// extremes, as atomics so that a snapshot can read them while a driver
@@ -171,8 +188,9 @@ impl Recorder {
     }
 }
 
-/// The lateness and run times one driver thread records (or, for the
-/// scheduler's common shard, every other thread).
+/// The lateness and run times one thread records: a driver thread, or a
+/// guest (see [`GUEST_SHARDS`]); or, for the scheduler's common shard,
+/// every other thread.
 #[repr(align(128))]
 struct Shard {
     lateness: Recorder,
@@ -186,13 +204,21 @@ impl Shard {
             run_time: Recorder::new(),
         }
     }
+
+    /// Records a run, on the one thread that writes this shard.
+    #[inline]
+    fn record_owned(&self, lateness: u64, run: u64) {
+        self.lateness.record_owned(lateness);
+        self.run_time.record_owned(run);
+    }
 }
 
 thread_local! {
-    /// A driver thread's shard, and whose (the address of its scheduler's
-    /// observer: the driver thread holds the scheduler, so no other one
-    /// can take that address while it lives).
-    static DRIVER: OnceCell<(usize, Arc<Shard>)> = const { OnceCell::new() };
+    /// A driver thread's shard, and whose (its observer's number).
+    static DRIVER: OnceCell<(u64, Arc<Shard>)> = const { OnceCell::new() };
+    /// Another thread's shards, by observer, newest last; `None` where the
+    /// observer had none left to give.
+    static GUEST: RefCell<Vec<(u64, Option<Arc<Shard>>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The figures of one name (or of the names past [`MAX_NAMES`]).
@@ -246,8 +272,12 @@ struct Names {
 pub(crate) struct Observer {
     /// The scheduler's name in the facades (its thread name).
     label: Arc<str>,
-    /// One per driver thread, in the order they started.
+    /// Its number (see [`OBSERVERS`]).
+    id: u64,
+    /// One per driver thread and per guest thread, in the order they came.
     shards: Mutex<Vec<Arc<Shard>>>,
+    /// Guest shards given out (see [`GUEST_SHARDS`]).
+    guests: AtomicUsize,
     /// Every other thread's runs.
     common: Shard,
     rejected: AtomicU64,
@@ -262,7 +292,9 @@ impl Observer {
         export::describe();
         Observer {
             label: label.into(),
+            id: OBSERVERS.fetch_add(1, Relaxed),
             shards: Mutex::new(Vec::new()),
+            guests: AtomicUsize::new(0),
             common: Shard::new(),
             rejected: AtomicU64::new(0),
             names: Mutex::new(Names::default()),
@@ -271,15 +303,11 @@ impl Observer {
         }
     }
 
-    fn id(&self) -> usize {
-        self as *const Observer as usize
-    }
-
     /// Called first on each driver thread: gives it a shard of its own.
     pub(crate) fn attach_driver_thread(&self) {
         let shard = Arc::new(Shard::new());
         let fresh = DRIVER
-            .try_with(|d| d.set((self.id(), shard.clone())).is_ok())
+            .try_with(|d| d.set((self.id, shard.clone())).is_ok())
             .unwrap_or(false);
         if fresh {
             lock(&self.shards).push(shard);
@@ -287,24 +315,64 @@ impl Observer {
     }
 
     /// Records a run's lateness and run time (ns) in this thread's shard,
-    /// or, off the driver's threads, in the common one.
+    /// or, if it has none, in the common one.
     #[inline]
     fn record(&self, lateness: u64, run: u64) {
-        let me = self.id();
+        let me = self.id;
         let owned = DRIVER
             .try_with(|d| match d.get() {
                 Some((owner, shard)) if *owner == me => {
-                    shard.lateness.record_owned(lateness);
-                    shard.run_time.record_owned(run);
+                    shard.record_owned(lateness, run);
                     true
                 }
                 _ => false,
             })
             .unwrap_or(false);
-        if !owned {
+        if !owned && !self.record_as_guest(lateness, run) {
             self.common.lateness.record_shared(lateness);
             self.common.run_time.record_shared(run);
         }
+    }
+
+    /// Records a run in this thread's guest shard, taking one if it has
+    /// none yet (or the oldest's place); false if the observer had none
+    /// to give.
+    fn record_as_guest(&self, lateness: u64, run: u64) -> bool {
+        GUEST
+            .try_with(|guest| {
+                let Ok(mut guest) = guest.try_borrow_mut() else {
+                    return false;
+                };
+                let i = match guest.iter().position(|(id, _)| *id == self.id) {
+                    Some(i) => i,
+                    None => {
+                        if guest.len() == GUESTS_PER_THREAD {
+                            guest.remove(0);
+                        }
+                        guest.push((self.id, self.guest_shard()));
+                        guest.len() - 1
+                    }
+                };
+                // Only this thread writes it: it is dropped, never handed
+                // on, when the thread lets it go.
+                let Some(shard) = &guest[i].1 else {
+                    return false;
+                };
+                shard.record_owned(lateness, run);
+                true
+            })
+            .unwrap_or(false)
+    }
+
+    /// A shard of its own for a thread other than a driver, while there are
+    /// some left to give.
+    fn guest_shard(&self) -> Option<Arc<Shard>> {
+        if self.guests.fetch_add(1, Relaxed) >= GUEST_SHARDS {
+            return None;
+        }
+        let shard = Arc::new(Shard::new());
+        lock(&self.shards).push(shard.clone());
+        Some(shard)
     }
 
     /// The figures of `name`.
@@ -456,14 +524,14 @@ mod test {
         })
         .join()
         .unwrap();
-        // Not a driver thread: the common recorder.
+        // Not a driver thread: a guest shard.
         let name: Arc<str> = "named".into();
         observer
             .start_run(Some(&name), Some(1_000))
             .end(Some(5), true);
         let mut m = Metrics::default();
         observer.complete(&mut m);
-        assert_eq!(lock(&observer.shards).len(), 1);
+        assert_eq!(lock(&observer.shards).len(), 2);
         assert_eq!(m.lateness.count(), 4);
         assert_eq!(m.lateness.sum().as_nanos(), 1_060);
         assert_eq!(m.run_time.max().unwrap().as_nanos(), 60);
@@ -472,6 +540,38 @@ mod test {
         let named = &m.by_name[0];
         assert_eq!((named.fired, named.panicked), (1, 1));
         assert_eq!(named.lateness.max().unwrap().as_nanos(), 1_000);
+    }
+
+    /// Threads past [`GUEST_SHARDS`] record in the common shard, and a
+    /// thread that runs tasks for more schedulers than it keeps shards for
+    /// takes new ones: no run goes unrecorded either way.
+    #[test]
+    fn guests_past_the_limits_lose_no_run() {
+        let observers: Vec<Arc<Observer>> = (0..GUESTS_PER_THREAD + 1)
+            .map(|_| Arc::new(Observer::new("test")))
+            .collect();
+        let threads = GUEST_SHARDS + 3;
+        std::thread::scope(|s| {
+            for t in 0..threads as u64 {
+                let observers = &observers;
+                s.spawn(move || {
+                    // Round robin: each observer's turn evicts its shard
+                    // from this thread's list before its next.
+                    for round in 0..3 {
+                        for o in observers {
+                            o.start_run(None, Some(t)).end(Some(round), false);
+                        }
+                    }
+                });
+            }
+        });
+        for o in &observers {
+            let mut m = Metrics::default();
+            o.complete(&mut m);
+            assert_eq!(m.lateness.count(), 3 * threads as u64);
+            assert_eq!(m.run_time.sum().as_nanos(), threads as u128 * 3);
+            assert_eq!(lock(&o.shards).len(), GUEST_SHARDS);
+        }
     }
 
     #[test]
