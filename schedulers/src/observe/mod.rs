@@ -126,7 +126,8 @@ pub const OTHER: &str = "_other";
 /// their own for one scheduler's runs (20 KiB each); the rest share one.
 pub const GUEST_SHARDS: usize = 16;
 /// Schedulers whose histograms a thread other than their drivers keeps at
-/// once; it gets new ones for a fifth (while the scheduler has some left).
+/// once: running tasks for one more, it takes new ones in place of the
+/// oldest (while that scheduler has some left to give).
 pub const GUESTS_PER_THREAD: usize = 4;
 
 /// Numbers observers: a thread's shards are matched by it, never by an
