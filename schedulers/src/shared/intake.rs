@@ -132,10 +132,12 @@ impl Shared {
     /// pile of resets (a lane holds up to 16 Ki) never holds up a task that
     /// comes due meanwhile.
     ///
-    /// Only a thread that claims tasks under this lock, or the timer thread
-    /// between its batches, applies resets: a reset may queue again a task
-    /// that is due, and a batch claimed with the lock released must not
-    /// meet it queued behind its back.
+    /// Only a driver thread applies resets, between its batches: a reset
+    /// may queue again a task that is due, and a batch claimed with the lock
+    /// released must not meet it queued behind its back. The timer thread's
+    /// own batch is through by then; a key in an open batch (a pool's, or
+    /// one handed to an executor) waits until its claim is through (see
+    /// [`Shared::in_a_batch`]).
     pub(crate) fn apply_moves(&self, driver: &mut DriverState, max: usize) -> bool {
         let mut early = Vec::new();
         let mut applied = 0;
@@ -146,7 +148,7 @@ impl Shared {
             let word = self.slab.word(m.key);
             let w = word.load(Acquire);
             let unsubmitted = w & state::DRAINED == 0 && state::of(w) == state::SCHEDULED;
-            // A pool's batch holding the key claims it with no lock: until
+            // An open batch holding the key claims it with no lock: until
             // the claim has met this reset (and let the key go as moved),
             // reading the reset would let the claim run it at once.
             let batched = !driver.open.is_empty()

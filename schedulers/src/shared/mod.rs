@@ -39,7 +39,10 @@
 //!   runs. The timer thread takes all that is due; a pool's worker takes a
 //!   fair share (what is due divided among the workers not running a
 //!   batch), and a worker with nothing left takes half of what another's
-//!   batch has not started (see [`Shared::open_batch`]).
+//!   batch has not started (see [`Shared::open_batch`]). On an executor,
+//!   the timer thread hands all that is due over as one batch with a job
+//!   per task, each job running the next task no job has started (see
+//!   [`Shared::hand_off`]).
 //!
 //! A slot is reused once its last holder (handles, the driver, entries in
 //! lanes) lets go.
@@ -135,7 +138,8 @@ pub(crate) struct DriverState {
     /// An emptied batch kept to reuse its allocation (see
     /// [`Shared::take_batch`]).
     spare: Option<Arc<Batch>>,
-    /// The batches a pool's threads are working through.
+    /// The batches other threads may take keys from: a pool's workers',
+    /// and those handed to an executor (see [`Shared::take_batch`]).
     open: Vec<Arc<Batch>>,
     submitted: Vec<Submitted>,
     moved: Vec<Moved>,
