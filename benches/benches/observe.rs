@@ -1,13 +1,14 @@
 //! What a scheduler's own figures cost its driver: the time per run of a
 //! batch of trivial tasks due at one instant (from the first run's start to
-//! the last one's), on `HeapTimer`'s timer thread (one clock read per run
-//! and the histograms, in batches), on a `HierarchicalWheelTimer` that
+//! the last one's), on `HeapTimer`'s timer thread (one reading of the time
+//! per run, by the CPU's counter on the system clock, and the histograms,
+//! in batches), on a `HierarchicalWheelTimer` that
 //! hands them to a one-thread `Executor::pool` (a job per task, taking
 //! what the jobs before it left) and on a one-worker `ScheduledThreadPool`
 //! (the same batches, through its worker's loop); each beside the same
-//! scheduler built with `run_figures(false)` (no clock read and no
-//! histogram for a run: `-untimed`), so one run gives the cost. Beside
-//! them, the clock read itself.
+//! scheduler built with `run_figures(false)` (no reading of the time and
+//! no histogram for a run: `-untimed`), so one run gives the cost. Beside
+//! them, a clock read itself.
 //!
 //! Build it with and without the facades to see what they add:
 //! `cargo bench -p benches --bench observe` (no facade),

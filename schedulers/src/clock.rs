@@ -423,6 +423,11 @@ impl Timebase {
         Timebase { epoch }
     }
 
+    /// The instant tick 0 is.
+    pub(crate) fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
     /// Nanoseconds since the epoch: 0 for earlier instants, and at most one
     /// short of [`NEVER`], which time therefore never reaches.
     pub(crate) fn ticks(&self, t: Instant) -> u64 {

@@ -311,6 +311,7 @@ impl HashedWheelTimerBuilder {
         let shared = Shared::new(Config {
             name: self.common.thread_name.clone(),
             run_figures: self.common.run_figures,
+            system_clock: self.common.system_clock,
             clock: self.common.clock.clone(),
             queue: Queue::Wheel(wheel),
             executor: self.executor,

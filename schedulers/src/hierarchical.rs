@@ -268,6 +268,7 @@ impl HierarchicalWheelTimerBuilder {
         let shared = Shared::new(Config {
             name: self.common.thread_name.clone(),
             run_figures: self.common.run_figures,
+            system_clock: self.common.system_clock,
             clock: self.common.clock.clone(),
             queue: Queue::Hier(wheels),
             executor: self.executor,

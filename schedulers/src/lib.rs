@@ -187,6 +187,7 @@ mod builder;
 pub mod calendar;
 mod clock;
 pub mod core;
+mod cycles;
 /// Java's `Timer`, `ScheduledExecutorService`, Netty's and Kafka's timers,
 /// call by call.
 pub mod coming_from_java {

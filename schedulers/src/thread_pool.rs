@@ -416,6 +416,7 @@ impl ScheduledThreadPoolBuilder {
         let shared = Shared::new(Config {
             name: self.common.thread_name.clone(),
             run_figures: self.common.run_figures,
+            system_clock: self.common.system_clock,
             clock: self.common.clock.clone(),
             queue: Queue::Heap(IndexedHeap::new()),
             executor: Executor::inline(),

@@ -59,22 +59,29 @@
 //!
 //! # Cost
 //!
-//! Timing a run costs one clock read (a run in a batch starts when the one
-//! before it on the same thread ended, so a batch reads the clock once per
-//! run) and two histogram updates. Measured
-//! by `cargo bench -p benches --bench observe` (2-core VM, load 0.8,
-//! 2026-11-26; `clock_read` 22 ns there): a trivial run in a batch on
-//! `HeapTimer`'s thread takes 69 ns timed against 38 ns untimed, so about
-//! 31 ns a run, and the workbench's `burst` (1e6 one-shots due together)
-//! fires about a third fewer a second (10.7 M/s against 16.5 M/s before
-//! the figures, same run). On an executor's thread, with histograms of its
-//! own, a run in the same bench (`hier-on-pool-1`, 2026-11-27) takes 69-73
-//! ns timed against 44 untimed; before such threads had their own (they
-//! shared one set, with atomic adds) it took 103-106 ns. Runs that do real
-//! work do not notice; a scheduler built only to fire trivial tasks by the
-//! million can turn the timing off with `run_figures(false)` on its
-//! builder (the histograms then stay empty; every count is kept). Without
-//! the features, the facades cost nothing.
+//! Timing a run costs one reading of the time (a run in a batch starts
+//! when the one before it on the same thread ended, so a batch reads the
+//! time once per run) and two histogram updates. On the system clock that
+//! reading is the CPU's time-stamp counter scaled to the clock, renewed
+//! from a real clock read every 90 µs or so: about 9 ns where a clock read
+//! takes 22 (x86_64 with an invariant counter; elsewhere, and on a custom
+//! clock, a clock read). Measured by `cargo bench -p benches --bench
+//! observe` (2-core VM, load 0.9, 2026-11-27), a trivial run in a batch,
+//! timed against untimed:
+//!
+//! | thread | timed | untimed | timed by clock reads, before |
+//! |---|---|---|---|
+//! | `HeapTimer`'s | 42-48 ns | 39 ns | 66 ns |
+//! | an executor's (`hier-on-pool-1`) | 50 ns | 44 ns | 71 ns |
+//! | a pool worker's (`stpe-1`) | 46 ns | 44 ns | 71 ns |
+//!
+//! The workbench's `burst` (5e4 one-shots due together, quick size) fires
+//! 13.8 M/s on `HeapTimer` with the counter, 10.2-10.5 M/s with clock
+//! reads (same session). Runs that do real work do not notice; a scheduler
+//! built only to fire trivial tasks by the million can still turn the
+//! timing off with `run_figures(false)` on its builder (the histograms
+//! then stay empty; every count is kept). Without the features, the
+//! facades cost nothing.
 
 #![allow(unreachable_pub)] // the names are public through `crate::observe`
 

@@ -211,7 +211,7 @@ impl Shared {
                 // Only a named task pays for its name (a reference count).
                 let name = body.name().cloned();
                 self.observer.skipped(name.as_ref(), skipped);
-                let start = start.or_else(|| self.run_figures.then(|| self.now()));
+                let start = start.or_else(|| self.run_figures.then(|| self.run_clock()));
                 if !run_now {
                     return (finished, start);
                 }
@@ -233,7 +233,7 @@ impl Shared {
                     }
                     ran => ran,
                 };
-                let end = start.map(|start| (start, self.now()));
+                let end = start.map(|start| (start, self.run_clock()));
                 run.end(
                     end.map(|(start, end)| end.saturating_sub(start)),
                     finished.panicked,
@@ -342,8 +342,8 @@ impl Shared {
         let (mut taken, mut moved, mut dead, mut finished_here) = (0usize, 0u64, 0u64, 0usize);
         let mut to_finish = Vec::new();
         let mut freed = Vec::new();
-        // One clock read per run: a run starts when the one before it on
-        // this thread ended (the first, when it reads the clock).
+        // One reading of the time per run: a run starts when the one
+        // before it on this thread ended (the first, when it reads it).
         let mut chained = None;
         while let Some(item) = batch.take() {
             let (e, due) = (item.e, item.due);

@@ -111,6 +111,8 @@ pub(crate) struct Config {
     pub(crate) name: String,
     /// Whether the driver times every run (see `run_figures`).
     pub(crate) run_figures: bool,
+    /// The clock is the system clock: runs are timed by the CPU's counter.
+    pub(crate) system_clock: bool,
 }
 
 /// A pool's leader and deputy (the JDK's leader/follower, see
@@ -218,6 +220,8 @@ pub(crate) struct Shared {
     periodic_slack: u64,
     /// Whether the driver times every run (see `run_figures`).
     run_figures: bool,
+    /// Runs are timed by the CPU's counter (see [`Shared::run_clock`]).
+    system_clock: bool,
     /// How late the driver itself may start a periodic run (the periodic
     /// slack, a wheel's tick): added to a task's missed-run tolerance.
     grace: u64,
@@ -289,6 +293,7 @@ impl Shared {
             timer_slack: config.timer_slack,
             periodic_slack: nanos(config.periodic_slack),
             run_figures: config.run_figures,
+            system_clock: config.system_clock,
             grace,
             executor: config.executor,
             wake_at: AtomicU64::new(0),
@@ -312,6 +317,18 @@ impl Shared {
     /// Now, in ticks (nanoseconds since the scheduler started).
     pub(crate) fn now(&self) -> u64 {
         self.timebase.ticks(self.clock.now())
+    }
+
+    /// The clock's time for timing runs (and the next run of a batch's
+    /// start): on the system clock, estimated from the CPU's counter at a
+    /// third of the cost of reading it (see `crate::cycles`); never for a
+    /// deadline.
+    pub(crate) fn run_clock(&self) -> u64 {
+        if self.system_clock {
+            crate::cycles::now(&self.timebase)
+        } else {
+            self.now()
+        }
     }
 
     pub(crate) fn is_shutdown(&self) -> bool {

@@ -13,6 +13,7 @@ fn threadless(periodic_slack: Duration) -> Arc<Shared> {
     Shared::new(Config {
         name: "test".into(),
         run_figures: true,
+        system_clock: false,
         clock: Arc::new(crate::ManualClock::new()),
         queue: Queue::Heap(IndexedHeap::new()),
         executor: Executor::inline(),
