@@ -363,6 +363,20 @@ final class Timeline {
         return best;
     }
 
+    /** The grid waits for the next event are rounded up to (the Rust harness's measure::PACE). */
+    static final long PACE_NS = 1_000_000L;
+
+    /**
+     * Waits for the next event at start + at: at once if it is due, else until that time rounded
+     * up to the PACE_NS grid, so that the application wakes at most once a millisecond, as one on
+     * tokio does (see measure::PACE in the Rust harness).
+     */
+    static void waitForEvent(long start, long at) {
+        if (start + at > System.nanoTime()) {
+            waitUntil(start + (at + PACE_NS - 1) / PACE_NS * PACE_NS);
+        }
+    }
+
     static void waitUntil(long deadline) {
         long left;
         while ((left = deadline - System.nanoTime()) > 0) {
@@ -500,7 +514,7 @@ final class Timeline {
         for (int k = 0; k < ops.ne; k++) {
             int e = ord[k];
             long at = ops.at[e];
-            waitUntil(start + at);
+            waitForEvent(start, at);
             int i = ops.id[e];
             Group g = s.groups.get(ops.group[i]);
             int op = ops.op[e];

@@ -144,6 +144,7 @@ impl Timers for Nexus {
     }
 
     fn drive(&mut self, app: &mut dyn App) {
+        let origin = measure::now();
         while let Some(until) = app.step(self) {
             loop {
                 let now = measure::now();
@@ -151,8 +152,10 @@ impl Timers for Nexus {
                 if now >= until {
                     break;
                 }
-                // After a poll the wheel's next deadline is exact (> now).
-                let wake = self.wheel.next_deadline().map_or(until, |d| d.min(until));
+                // After a poll the wheel's next deadline is exact (> now);
+                // the next event waits on the pacing grid.
+                let event = measure::paced(origin, until);
+                let wake = self.wheel.next_deadline().map_or(event, |d| d.min(event));
                 measure::wait_until(wake);
             }
         }

@@ -1,6 +1,7 @@
 //! The runner's instruments: the clock, waiting, CPU time and resident
 //! memory. The only module of the workbench that reads real time.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::{getrusage, UsageWho};
@@ -26,6 +27,33 @@ pub fn wait_until(t: Instant) {
     let n = now();
     if t > n {
         sleep(t - n);
+    }
+}
+
+/// The grid the application's waits for its next event are rounded up to:
+/// it wakes at most once a millisecond, as an application on tokio does
+/// (whose timers have a 1 ms resolution, so that the `delay-queue` and
+/// `tokio-*` subjects' applications already woke so). A wake-up costs a
+/// few microseconds of CPU; waking for every event of a paced workload
+/// (every 50-100 µs, the timer slack) cost the other subjects' processes
+/// up to 25 ms a run that tokio's did not pay, which counted as theirs.
+pub const PACE: Duration = Duration::from_millis(1);
+
+/// `t` rounded up to the [`PACE`] grid (counted from `origin`).
+pub fn paced(origin: Instant, t: Instant) -> Instant {
+    let pace = PACE.as_nanos();
+    let since = t.saturating_duration_since(origin).as_nanos();
+    let at = since.div_ceil(pace) * pace;
+    origin + Duration::from_nanos(u64::try_from(at).unwrap_or(u64::MAX))
+}
+
+/// Waits for an application's next event at `t`: at once if it is due,
+/// else until `t` rounded up to the [`PACE`] grid.
+pub fn wait_for_event(t: Instant) {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    let origin = *ORIGIN.get_or_init(now);
+    if t > now() {
+        wait_until(paced(origin, t));
     }
 }
 
@@ -167,6 +195,24 @@ fn wakeups_of_threads(keep: impl Fn(&str) -> bool) -> u64 {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// Event times round up to the next millisecond of the grid; one on
+    /// the grid stays.
+    #[test]
+    fn paced_rounds_up_to_the_grid() {
+        let origin = now();
+        let ms = Duration::from_millis;
+        let at = |d| paced(origin, origin + d);
+        assert_eq!(at(Duration::ZERO), origin);
+        assert_eq!(at(Duration::from_nanos(1)), origin + ms(1));
+        assert_eq!(at(ms(3)), origin + ms(3));
+        assert_eq!(at(ms(3) + Duration::from_micros(999)), origin + ms(4));
+        assert_eq!(
+            paced(origin + ms(5), origin),
+            origin + ms(5),
+            "before the origin"
+        );
+    }
 
     /// The wake-up count sees a thread of the process that sleeps and
     /// wakes: checks that can fail, for

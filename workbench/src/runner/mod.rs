@@ -216,10 +216,11 @@ pub trait App {
 }
 
 /// [`Timers::drive`] for a subject with threads of its own: the
-/// application's thread just sleeps between steps.
+/// application's thread just sleeps between steps (on the
+/// [`PACE`](measure::PACE) grid).
 pub fn drive_threaded(timers: &mut dyn Timers, app: &mut dyn App) {
     while let Some(t) = app.step(timers) {
-        measure::wait_until(t);
+        measure::wait_for_event(t);
     }
 }
 
