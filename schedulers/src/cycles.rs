@@ -6,7 +6,7 @@
 //! third of a trivial run. On x86_64 the counter costs about 9 ns, and
 //! reads the same oscillator Linux's monotonic clock reads when its clock
 //! source is `tsc`. [`now`] scales the counter since a *base* (a real
-//! reading and the counter just after it, kept per thread) by a rate
+//! reading and the counter around it, kept per thread) by a rate
 //! calibrated against the real clock, and takes a new base by a real
 //! reading whenever the old one is [`RENEW`] counts old (about 90 µs), so
 //! a reading strays from the clock's by at most the rate's error over that
@@ -45,7 +45,7 @@ const CALIBRATE: Duration = Duration::from_millis(10);
 static RATE: AtomicU64 = AtomicU64::new(0);
 
 /// The first base of the process: what the rate is measured from.
-static ANCHOR: OnceLock<Option<(Instant, u64)>> = OnceLock::new();
+static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
 
 thread_local! {
     /// This thread's base: the counter, the real reading it brackets, and
@@ -63,7 +63,8 @@ pub(crate) fn now(timebase: &Timebase) -> u64 {
     if let Some((base, ticks, epoch)) = BASE.get() {
         let since = count.wrapping_sub(base);
         if rate != 0 && since < RENEW && epoch == timebase.epoch() {
-            return ticks + ((u128::from(since) * u128::from(rate)) >> 32) as u64;
+            let elapsed = (u128::from(since) * u128::from(rate)) >> 32;
+            return ticks.saturating_add(elapsed as u64);
         }
     }
     let real = SystemClock.now();
@@ -83,9 +84,7 @@ pub(crate) fn now(timebase: &Timebase) -> u64 {
 /// Measures the rate from the anchor to this reading, once it is at
 /// least [`CALIBRATE`] away (and ever more precisely as it gets further).
 fn calibrate(real: Instant, count: u64) {
-    let Some((at, first)) = *ANCHOR.get_or_init(|| Some((real, count))) else {
-        return;
-    };
+    let (at, first) = *ANCHOR.get_or_init(|| (real, count));
     let elapsed = real.saturating_duration_since(at);
     let counts = count.wrapping_sub(first);
     if elapsed < CALIBRATE || counts == 0 || counts > u64::MAX / 2 {
