@@ -188,9 +188,9 @@ impl Shared {
     /// Also returns when the run ended, if the scheduler times its runs
     /// (`run_figures`). The run starts at `start` (ticks: the end of the
     /// run before it in a batch, read by the caller), or, if `None`, when
-    /// this reads the clock just before it.
-    /// Its lateness and run time go to the scheduler's figures.
-    pub(crate) fn run_claimed_at(
+    /// this reads the time just before it ([`Shared::run_clock`]). Its
+    /// lateness and run time go to the scheduler's figures.
+    pub(crate) fn run_claimed(
         &self,
         claimed: Claimed,
         start: Option<u64>,
@@ -359,7 +359,7 @@ impl Shared {
                         scheduled: e.deadline,
                         due,
                     };
-                    let (finished, end) = self.run_claimed_at(claimed, chained);
+                    let (finished, end) = self.run_claimed(claimed, chained);
                     chained = end;
                     match finished.ran {
                         Ran::Done if !state::is_periodic(word.load(Acquire)) => {
@@ -593,7 +593,7 @@ impl Shared {
                 self.clear_later(driver, key);
                 state::DONE
             }
-            // `run_claimed_at` left the report in the body.
+            // `run_claimed` left the report in the body.
             (Ran::Panicked(_), _) => state::PANICKED,
             (Ran::Again, next) => {
                 let dropped =

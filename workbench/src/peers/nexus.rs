@@ -144,7 +144,6 @@ impl Timers for Nexus {
     }
 
     fn drive(&mut self, app: &mut dyn App) {
-        let origin = measure::now();
         while let Some(until) = app.step(self) {
             loop {
                 let now = measure::now();
@@ -154,7 +153,7 @@ impl Timers for Nexus {
                 }
                 // After a poll the wheel's next deadline is exact (> now);
                 // the next event waits on the pacing grid.
-                let event = measure::paced(origin, until);
+                let event = measure::event_wake(until);
                 let wake = self.wheel.next_deadline().map_or(event, |d| d.min(event));
                 measure::wait_until(wake);
             }

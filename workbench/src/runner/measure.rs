@@ -39,21 +39,26 @@ pub fn wait_until(t: Instant) {
 /// up to 25 ms a run that tokio's did not pay, which counted as theirs.
 pub const PACE: Duration = Duration::from_millis(1);
 
-/// `t` rounded up to the [`PACE`] grid (counted from `origin`).
-pub fn paced(origin: Instant, t: Instant) -> Instant {
+/// `t` rounded up to the [`PACE`] grid counted from `origin`.
+fn paced(origin: Instant, t: Instant) -> Instant {
     let pace = PACE.as_nanos();
     let since = t.saturating_duration_since(origin).as_nanos();
     let at = since.div_ceil(pace) * pace;
     origin + Duration::from_nanos(u64::try_from(at).unwrap_or(u64::MAX))
 }
 
-/// Waits for an application's next event at `t`: at once if it is due,
-/// else until `t` rounded up to the [`PACE`] grid.
-pub fn wait_for_event(t: Instant) {
+/// When an application waiting for its next event at `t` wakes: `t`
+/// rounded up to the process's [`PACE`] grid.
+pub fn event_wake(t: Instant) -> Instant {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    let origin = *ORIGIN.get_or_init(now);
+    paced(*ORIGIN.get_or_init(now), t)
+}
+
+/// Waits for an application's next event at `t`: at once if it is due,
+/// else until [`event_wake`].
+pub fn wait_for_event(t: Instant) {
     if t > now() {
-        wait_until(paced(origin, t));
+        wait_until(event_wake(t));
     }
 }
 
