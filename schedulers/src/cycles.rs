@@ -1,28 +1,38 @@
-//! Timing runs by the CPU's time-stamp counter: the real clock's reading,
-//! for a third of its cost.
+//! The real clock's reading from the CPU's time-stamp counter, for a
+//! fraction of its cost: to time runs, and to count deadlines from.
 //!
 //! A driver that times its runs reads the clock once per run (see
-//! `Shared::run_claimed`); `Instant::now()` costs about 22 ns here, a
-//! third of a trivial run. On x86_64 the counter costs about 9 ns, and
-//! reads the same oscillator Linux's monotonic clock reads when its clock
-//! source is `tsc`. [`now`] scales the counter since a *base* (a real
-//! reading and the counter around it, kept per thread) by a rate
-//! calibrated against the real clock, and takes a new base by a real
-//! reading whenever the old one is [`RENEW`] counts old (about 90 µs), so
-//! a reading strays from the clock's by at most the rate's error over that
-//! span: nanoseconds.
+//! `Shared::run_claimed`), and every schedule and reset reads it for its
+//! deadline; `Instant::now()` costs about 22 ns here, a third of a
+//! trivial run. On x86_64 the counter costs about 9 ns, and reads the
+//! same oscillator Linux's monotonic clock reads when its clock source is
+//! `tsc`. An estimate scales the counter since a *base* (a real reading
+//! and the counter on either side of it, kept per thread) by a rate
+//! calibrated against the real clock, and a new base is taken by a real
+//! reading once the old one is [`RENEW`] counts old (about 90 µs).
 //!
-//! Only for figures and the run-to-run bookkeeping of a batch, never for
-//! a deadline: an estimate may fall a little short of the clock. Until
-//! the rate is known (the first [`CALIBRATE`] of the process), on a CPU
-//! whose counter does not run at a constant rate, and on other
-//! architectures, [`now`] reads the clock.
+//! - [`now`], for runs' figures and a batch's run-to-run start, strays
+//!   from the clock's reading by the rate's error over that span:
+//!   nanoseconds, either way.
+//! - [`at_least_now`], for deadlines, is never earlier than the clock's
+//!   reading (a timer must never fire early) and later by a fraction of a
+//!   microsecond at most: it counts from the count read *before* the
+//!   base's reading, at a rate raised by a margin, from bases at most
+//!   [`RENEW_DEADLINE`] old, and reads the counter fenced, as Linux does
+//!   for its clock. It uses the counter only while Linux's clock source is
+//!   the counter (then the kernel has found every CPU's counter in step),
+//!   and each new base checks the old one's estimate against its reading:
+//!   one found short turns the counter off for deadlines for good.
+//!
+//! Until the rate is known (the first [`CALIBRATE`] of the process), on a
+//! CPU whose counter does not run at a constant rate, and on other
+//! architectures, both read the clock.
 
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -30,6 +40,17 @@ use crate::clock::{nanos, Clock, SystemClock, Timebase};
 
 /// Counts after which a base is renewed by a real reading.
 const RENEW: u64 = 1 << 18;
+
+/// Counts after which a base no longer serves a deadline (about 24 µs at
+/// 2.7 GHz): what the deadline's margin grows over.
+const RENEW_DEADLINE: u64 = 1 << 16;
+
+/// How much faster than the calibrated rate a deadline's estimate runs,
+/// as a shift: 2^-9, about 2,000 ppm. Linux slews its monotonic clock by
+/// at most 500 ppm for NTP's frequency and as much again for its offset,
+/// and the rate is measured to tens of ppm; over [`RENEW_DEADLINE`] the
+/// margin is 48 ns at most.
+const MARGIN_SHIFT: u32 = 9;
 
 /// The most counts a real reading may take, between the counter's
 /// readings on either side, for the three to make a base (a real reading
@@ -53,10 +74,25 @@ static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
 /// store it a few dozen times in a process's life, not every 90 µs.
 static MEASURED_AT: AtomicU64 = AtomicU64::new(0);
 
+/// Set for good if a deadline's estimate was ever found short of the
+/// clock: from then on deadlines are counted from real readings.
+static SHORT: AtomicBool = AtomicBool::new(false);
+
+/// A thread's base: a real reading and the counter on either side of it.
+#[derive(Clone, Copy)]
+struct Base {
+    before: u64,
+    after: u64,
+    /// The reading, in ticks of the timebase whose epoch is `epoch`.
+    ticks: u64,
+    epoch: Instant,
+    /// The latest deadline estimate from this thread in that timebase:
+    /// they never go back.
+    floor: u64,
+}
+
 thread_local! {
-    /// This thread's base: the counter, the real reading it brackets, and
-    /// the epoch of the timebase that reading is in ticks of.
-    static BASE: Cell<Option<(u64, u64, Instant)>> = const { Cell::new(None) };
+    static BASE: Cell<Option<Base>> = const { Cell::new(None) };
 }
 
 /// The system clock's time in `timebase`'s ticks, estimated from the
@@ -66,25 +102,96 @@ pub(crate) fn now(timebase: &Timebase) -> u64 {
         return timebase.ticks(SystemClock.now());
     };
     let rate = RATE.load(Relaxed);
-    if let Some((base, ticks, epoch)) = BASE.get() {
-        let since = count.wrapping_sub(base);
-        if rate != 0 && since < RENEW && epoch == timebase.epoch() {
-            let elapsed = (u128::from(since) * u128::from(rate)) >> 32;
-            return ticks.saturating_add(elapsed as u64);
+    if let Some(base) = BASE.get() {
+        let mid = base.before + (base.after - base.before) / 2;
+        let since = count.wrapping_sub(mid);
+        if rate != 0 && since < RENEW && base.epoch == timebase.epoch() {
+            return base.ticks.saturating_add(scale(since, rate));
         }
     }
+    renew(timebase, count)
+}
+
+/// The system clock's time in `timebase`'s ticks, estimated from the
+/// counter, never earlier than a reading of the clock taken before it and
+/// later than one by a fraction of a microsecond at most (the base's
+/// bracket, tens of nanoseconds as a rule and 0.4 µs at worst, and the
+/// rate's margin, 48 ns at most); never earlier than this thread's last
+/// one either. What a deadline is counted from (see the
+/// [module docs](self)).
+pub(crate) fn at_least_now(timebase: &Timebase) -> u64 {
+    let Some(count) = ordered_counter() else {
+        return timebase.ticks(SystemClock.now());
+    };
+    let rate = RATE.load(Relaxed);
+    let estimate = match BASE.get() {
+        Some(base)
+            if rate != 0
+                && count.wrapping_sub(base.before) < RENEW_DEADLINE
+                && base.epoch == timebase.epoch() =>
+        {
+            upper(&base, count, rate)
+        }
+        _ => renew(timebase, count),
+    };
+    match BASE.get() {
+        Some(mut base) if base.epoch == timebase.epoch() => {
+            base.floor = base.floor.max(estimate);
+            BASE.set(Some(base));
+            base.floor
+        }
+        _ => estimate,
+    }
+}
+
+/// `base`'s estimate at `count` for a deadline: from the count before
+/// its reading, at `rate` raised by the margin, rounded up.
+fn upper(base: &Base, count: u64, rate: u64) -> u64 {
+    let rate = rate + (rate >> MARGIN_SHIFT);
+    base.ticks
+        .saturating_add(scale(count.wrapping_sub(base.before), rate) + 1)
+}
+
+/// `counts` in nanoseconds at `rate`.
+fn scale(counts: u64, rate: u64) -> u64 {
+    ((u128::from(counts) * u128::from(rate)) >> 32) as u64
+}
+
+/// Reads the clock, counted `count` before the reading; keeps the two as
+/// this thread's base if nothing came between them (a preemption would
+/// make every estimate from it wrong by that long), after checking the
+/// old base's deadline estimates against the reading.
+fn renew(timebase: &Timebase, count: u64) -> u64 {
     let real = SystemClock.now();
     let ticks = timebase.ticks(real);
-    if let Some(after) = counter() {
-        // A pair only if nothing came between its readings (a preemption
-        // would make every estimate from it short by that long).
-        if after.wrapping_sub(count) < PAIR {
-            let count = count + after.wrapping_sub(count) / 2;
-            BASE.set(Some((count, ticks, timebase.epoch())));
-            calibrate(real, count);
-        }
+    let Some(after) = fenced_counter() else {
+        return ticks;
+    };
+    if after.wrapping_sub(count) >= PAIR {
+        return ticks;
     }
+    let old = BASE.get().filter(|base| base.epoch == timebase.epoch());
+    if old.is_some_and(|old| falls_short(&old, after, ticks, RATE.load(Relaxed))) {
+        SHORT.store(true, Relaxed);
+    }
+    let floor = old.map_or(0, |old| old.floor);
+    BASE.set(Some(Base {
+        before: count,
+        after,
+        ticks,
+        epoch: timebase.epoch(),
+        floor,
+    }));
+    calibrate(real, count + (after - count) / 2);
     ticks
+}
+
+/// True if `base`'s deadline estimate at `after` (a count taken after a
+/// real reading of `ticks`) falls short of that reading, while the base
+/// was recent enough to serve deadlines: then the estimates were too.
+fn falls_short(base: &Base, after: u64, ticks: u64, rate: u64) -> bool {
+    let recent = after.wrapping_sub(base.before) < 2 * RENEW_DEADLINE;
+    rate != 0 && recent && upper(base, after, rate) < ticks
 }
 
 /// Measures the rate from the anchor to this reading, once it is at
@@ -121,8 +228,43 @@ fn counter() -> Option<u64> {
     invariant.then(|| unsafe { std::arch::x86_64::_rdtsc() })
 }
 
+/// The counter, not read before earlier instructions are done (as Linux
+/// reads it for its clock), while Linux's clock source is the counter and
+/// no deadline estimate was found short.
+#[cfg(target_arch = "x86_64")]
+fn ordered_counter() -> Option<u64> {
+    static TSC_CLOCK: OnceLock<bool> = OnceLock::new();
+    let tsc_clock = *TSC_CLOCK.get_or_init(|| {
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .is_ok_and(|source| source.trim() == "tsc")
+    });
+    if !tsc_clock || SHORT.load(Relaxed) {
+        return None;
+    }
+    fenced_counter()
+}
+
+/// The counter, not read before earlier instructions are done.
+#[cfg(target_arch = "x86_64")]
+fn fenced_counter() -> Option<u64> {
+    // SAFETY: `lfence` exists on every x86_64 CPU (SSE2) and only orders
+    // this thread's instructions.
+    unsafe { std::arch::x86_64::_mm_lfence() };
+    counter()
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 fn counter() -> Option<u64> {
+    None
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn ordered_counter() -> Option<u64> {
+    None
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn fenced_counter() -> Option<u64> {
     None
 }
 
@@ -161,5 +303,60 @@ mod tests {
         if counter().is_some() {
             assert_ne!(RATE.load(Relaxed), 0, "calibrated after 30 ms");
         }
+    }
+
+    /// A deadline's estimate is never earlier than a real reading taken
+    /// before it (no slack at all), later than one taken after it by a
+    /// microsecond at most (loose, as above), and never goes back; and no
+    /// base was ever found short meanwhile.
+    #[test]
+    fn deadline_estimates_are_never_early() {
+        let timebase = Timebase::new(SystemClock.now());
+        let mut last = 0;
+        let start = SystemClock.now();
+        let mut checked = 0;
+        while SystemClock.now().saturating_duration_since(start) < 3 * CALIBRATE {
+            let before = timebase.ticks(SystemClock.now());
+            let estimate = at_least_now(&timebase);
+            let after = timebase.ticks(SystemClock.now());
+            assert!(before <= estimate, "early: {estimate} < {before}");
+            assert!(estimate <= after + 1_000, "{estimate} > {after} + 1 µs");
+            assert!(estimate >= last, "went back: {last} then {estimate}");
+            last = estimate;
+            checked += 1;
+        }
+        assert!(checked > 100);
+        assert!(
+            !SHORT.load(Relaxed),
+            "a base's deadline estimates fell short"
+        );
+    }
+
+    /// The check a new base makes of the old one: short only if the old
+    /// base's deadline estimate at the new count is below the new reading,
+    /// and only while the old base was recent enough to be used.
+    #[test]
+    fn a_base_falls_short_only_below_the_reading() {
+        let base = Base {
+            before: 1_000,
+            after: 1_100,
+            ticks: 5_000,
+            epoch: SystemClock.now(),
+            floor: 0,
+        };
+        let one_ns = 1 << 32;
+        // 1,000 counts of 1 ns with the margin and the rounding: 1,002 ns.
+        assert_eq!(upper(&base, 2_000, one_ns), 6_002);
+        assert!(!falls_short(&base, 2_000, 6_002, one_ns));
+        assert!(falls_short(&base, 2_000, 6_003, one_ns));
+        assert!(
+            !falls_short(&base, 2_000, 6_003, 0),
+            "no rate, no estimates"
+        );
+        let stale = 1_000 + 2 * RENEW_DEADLINE;
+        assert!(
+            !falls_short(&base, stale, u64::MAX, one_ns),
+            "too old to be used"
+        );
     }
 }

@@ -211,7 +211,9 @@ metrics! {
     /// The workbench's mean lateness minus the subject's own, ns: what
     /// separates the two measurements of the same runs (the workbench reads
     /// the deadline before the schedule call and the fire time inside the
-    /// task; the scheduler reads both inside).
+    /// task; the scheduler reads both inside, and this crate's count their
+    /// deadlines from the CPU's counter, some tens of ns later than a
+    /// reading of the clock).
     OwnLatenessGap = "own_lateness_gap", Nanos, Neither;
     /// Runs the subject counted minus one-shots the workbench saw fire
     /// (and did not cancel): 0 when both measured the same runs.

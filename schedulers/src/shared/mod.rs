@@ -15,8 +15,8 @@
 //!
 //! # Costs per timer
 //!
-//! - **schedule**: a clock read, one round trip of the caller's own lane
-//!   lock: a free key, the closure written into its slot (in place up to
+//! - **schedule**: the time (on the system clock, from the CPU's counter:
+//!   see `crate::cycles`), one round trip of the caller's own lane lock: a free key, the closure written into its slot (in place up to
 //!   16 bytes of captures), the state word armed, the key pushed for the
 //!   driver. The driver is woken only if the deadline comes before its
 //!   planned wake-up, or it was asleep with nothing to watch.
@@ -326,6 +326,18 @@ impl Shared {
     pub(crate) fn run_clock(&self) -> u64 {
         if self.system_clock {
             crate::cycles::now(&self.timebase)
+        } else {
+            self.now()
+        }
+    }
+
+    /// The clock's time to count a deadline from: on the system clock,
+    /// estimated from the CPU's counter, never earlier than a reading of
+    /// the clock and later by a fraction of a microsecond (see
+    /// `crate::cycles::at_least_now`), at a third of the cost of reading it.
+    pub(crate) fn deadline_clock(&self) -> u64 {
+        if self.system_clock {
+            crate::cycles::at_least_now(&self.timebase)
         } else {
             self.now()
         }

@@ -150,7 +150,7 @@ impl Shared {
     /// A deadline in ticks.
     pub(crate) fn deadline(&self, when: When) -> Result<u64, Error> {
         match when {
-            When::After(delay) => Timebase::deadline(self.now(), delay),
+            When::After(delay) => Timebase::deadline(self.deadline_clock(), delay),
             When::At(at) => self.timebase.deadline_at(at),
         }
     }
