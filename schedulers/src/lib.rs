@@ -19,7 +19,10 @@
 //! A scheduler is shared by the threads of a server, each setting and
 //! clearing timeouts, so none of them takes the scheduler's lock:
 //!
-//! - **schedule** reads the clock, takes a free slot from the calling
+//! - **schedule** reads the time (on the system clock, from the CPU's
+//!   counter at a fraction of a clock read's cost, never earlier than the
+//!   clock: a deadline may come tens of nanoseconds after the clock's
+//!   `now + delay`, never before), takes a free slot from the calling
 //!   thread's own *lane* (16 per scheduler; a thread keeps its lane), writes
 //!   the closure into the slot and leaves the slot's key in the lane for the
 //!   driver. A closure that captures at most [`INLINE_BYTES`] (16: an id and

@@ -56,7 +56,12 @@ use crate::task::Task;
 /// # Ok::<(), schedulers::Error>(())
 /// ```
 pub trait Scheduler: Send + Sync + fmt::Debug {
-    /// Schedules `task` to first run after `delay`.
+    /// Schedules `task` to first run after `delay`: at the earliest at the
+    /// clock's time of this call plus `delay`. (On the system clock, the
+    /// time of the call is estimated from the CPU's counter, never earlier
+    /// than a reading of the clock and later by tens of nanoseconds as a
+    /// rule, under a microsecond at most; [`TaskHandle::remaining`] asked on
+    /// the same thread is never more than `delay`.)
     ///
     /// # Errors
     ///

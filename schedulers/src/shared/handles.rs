@@ -138,9 +138,11 @@ impl Shared {
     /// The time left until the next run: zero unless waiting for a future
     /// deadline.
     pub(crate) fn remaining(&self, key: Key) -> Duration {
+        // The time by the estimate deadlines are counted from: on the
+        // thread that set it, never more than the delay it was set for.
         let left = self
             .deadline_of(key)
-            .map_or(0, |d| d.saturating_sub(self.now()));
+            .map_or(0, |d| d.saturating_sub(self.deadline_clock()));
         Duration::from_nanos(left)
     }
 

@@ -10,11 +10,19 @@ use crate::task::Task;
 /// A scheduler's shared state on a virtual clock, with no driver
 /// thread: the tests call what a driver would.
 fn threadless(periodic_slack: Duration) -> Arc<Shared> {
+    threadless_on(Arc::new(crate::ManualClock::new()), false, periodic_slack)
+}
+
+fn threadless_on(
+    clock: Arc<dyn Clock>,
+    system_clock: bool,
+    periodic_slack: Duration,
+) -> Arc<Shared> {
     Shared::new(Config {
         name: "test".into(),
         run_figures: true,
-        system_clock: false,
-        clock: Arc::new(crate::ManualClock::new()),
+        system_clock,
+        clock,
         queue: Queue::Heap(IndexedHeap::new()),
         executor: Executor::inline(),
         policy: ShutdownPolicy::default(),
@@ -202,4 +210,37 @@ fn resets_are_applied_a_few_at_a_time_in_order() {
     for key in keys {
         shared.release(key);
     }
+}
+
+/// On the system clock, a deadline is counted from the CPU's counter
+/// (`crate::cycles`): never earlier than a reading of the clock taken
+/// before the call, so a timer never fires early; and what is left of it,
+/// asked on the same thread, never more than the delay.
+#[test]
+fn a_deadline_on_the_system_clock_is_never_early() {
+    let shared = threadless_on(Arc::new(crate::SystemClock), true, Duration::ZERO);
+    let delay = Duration::from_secs(30);
+    let start = shared.now();
+    let mut checked = 0;
+    // Past the counter's calibration (10 ms), so that estimates are used.
+    while shared.now() - start < nanos(Duration::from_millis(30)) {
+        let before = shared.now();
+        let (key, _) = shared
+            .submit(When::After(delay), Task::once(|| ()))
+            .unwrap();
+        let deadline = shared.deadline_of(key).unwrap();
+        assert!(
+            deadline >= before + nanos(delay),
+            "early: {deadline} < {before} + 30 s"
+        );
+        assert!(
+            deadline <= shared.now() + nanos(delay) + 1_000,
+            "{deadline} over 1 µs late"
+        );
+        assert!(shared.remaining(key) <= delay, "more left than the delay");
+        assert_eq!(shared.take_back(key).map(|_| ()), Some(()));
+        shared.release(key);
+        checked += 1;
+    }
+    assert!(checked > 100);
 }
