@@ -2,6 +2,7 @@
 //! queue, and what they cancelled out of it, in one pass whenever the
 //! driver wakes.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering::Acquire;
 
 use super::{DriverState, Shared, AUTO_PURGE_MIN};
@@ -140,6 +141,7 @@ impl Shared {
     /// [`Shared::in_a_batch`]).
     pub(crate) fn apply_moves(&self, driver: &mut DriverState, max: usize) -> bool {
         let mut early = Vec::new();
+        let mut waiting = HashSet::new();
         let mut applied = 0;
         while applied < max {
             let Some(m) = driver.early_moves.pop_front() else {
@@ -154,7 +156,14 @@ impl Shared {
             let batched = !driver.open.is_empty()
                 && !driver.queue.contains(m.key)
                 && self.in_a_batch(driver, m.key);
-            if unsubmitted || batched {
+            // A claim may meet a batched key while this goes on, so a later
+            // reset of it could find it out of the batch and pass the one
+            // that waits: it waits too (a task's last reset must hold).
+            let behind = waiting.contains(&m.key);
+            if unsubmitted || batched || behind {
+                if batched {
+                    waiting.insert(m.key);
+                }
                 early.push(m);
                 continue;
             }
