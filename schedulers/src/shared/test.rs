@@ -222,8 +222,9 @@ fn a_deadline_on_the_system_clock_is_never_early() {
     let delay = Duration::from_secs(30);
     let start = shared.now();
     let mut checked = 0;
-    // Past the counter's calibration (10 ms), so that estimates are used.
-    while shared.now() - start < nanos(Duration::from_millis(30)) {
+    // Past the counter's calibration (10 ms), so that estimates are used,
+    // and some hundreds of times however slow the machine (valgrind).
+    while checked < 200 || shared.now() - start < nanos(Duration::from_millis(30)) {
         let before = shared.now();
         let (key, _) = shared
             .submit(When::After(delay), Task::once(|| ()))
@@ -242,5 +243,4 @@ fn a_deadline_on_the_system_clock_is_never_early() {
         shared.release(key);
         checked += 1;
     }
-    assert!(checked > 100);
 }
