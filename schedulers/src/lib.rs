@@ -20,7 +20,7 @@
 //! clearing timeouts, so none of them takes the scheduler's lock:
 //!
 //! - **schedule** reads the time (on the system clock, from the CPU's
-//!   counter at a fraction of a clock read's cost, never earlier than the
+//!   counter, for less than a clock read costs, never earlier than the
 //!   clock: a deadline may come tens of nanoseconds after the clock's
 //!   `now + delay`, never before), takes a free slot from the calling
 //!   thread's own *lane* (16 per scheduler; a thread keeps its lane), writes

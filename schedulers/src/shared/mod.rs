@@ -16,8 +16,9 @@
 //! # Costs per timer
 //!
 //! - **schedule**: the time (on the system clock, from the CPU's counter:
-//!   see `crate::cycles`), one round trip of the caller's own lane lock: a free key, the closure written into its slot (in place up to
-//!   16 bytes of captures), the state word armed, the key pushed for the
+//!   see `crate::cycles`), one round trip of the caller's own lane lock:
+//!   a free key, the closure written into its slot (in place up to 16
+//!   bytes of captures), the state word armed, the key pushed for the
 //!   driver. The driver is woken only if the deadline comes before its
 //!   planned wake-up, or it was asleep with nothing to watch.
 //! - **cancel**: one CAS on the state word, and the closure dropped by the
@@ -334,7 +335,7 @@ impl Shared {
     /// The clock's time to count a deadline from: on the system clock,
     /// estimated from the CPU's counter, never earlier than a reading of
     /// the clock and later by a fraction of a microsecond (see
-    /// `crate::cycles::at_least_now`), at a third of the cost of reading it.
+    /// `crate::cycles::at_least_now`), for less than a reading costs.
     pub(crate) fn deadline_clock(&self) -> u64 {
         if self.system_clock {
             crate::cycles::at_least_now(&self.timebase)
