@@ -88,8 +88,8 @@ pub(crate) struct Common {
     pub(crate) spin_budget: Duration,
     pub(crate) timer_slack: Duration,
     pub(crate) run_figures: bool,
-    /// The clock is the default `SystemClock`: runs may be timed by the
-    /// CPU's counter (see `crate::cycles`).
+    /// The clock is the default `SystemClock`: runs may be timed, and
+    /// deadlines counted, by the CPU's counter (see `crate::cycles`).
     pub(crate) system_clock: bool,
 }
 

@@ -231,7 +231,6 @@ fn counter() -> Option<u64> {
 /// The counter, not read before earlier instructions are done (as Linux
 /// reads it for its clock), while Linux's clock source is the counter and
 /// no deadline estimate was found short.
-#[cfg(target_arch = "x86_64")]
 fn ordered_counter() -> Option<u64> {
     static TSC_CLOCK: OnceLock<bool> = OnceLock::new();
     let tsc_clock = *TSC_CLOCK.get_or_init(|| {
@@ -245,26 +244,18 @@ fn ordered_counter() -> Option<u64> {
 }
 
 /// The counter, not read before earlier instructions are done.
-#[cfg(target_arch = "x86_64")]
 fn fenced_counter() -> Option<u64> {
     // SAFETY: `lfence` exists on every x86_64 CPU (SSE2) and only orders
     // this thread's instructions.
-    unsafe { std::arch::x86_64::_mm_lfence() };
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_lfence();
+    }
     counter()
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 fn counter() -> Option<u64> {
-    None
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn ordered_counter() -> Option<u64> {
-    None
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn fenced_counter() -> Option<u64> {
     None
 }
 

@@ -112,7 +112,8 @@ pub(crate) struct Config {
     pub(crate) name: String,
     /// Whether the driver times every run (see `run_figures`).
     pub(crate) run_figures: bool,
-    /// The clock is the system clock: runs are timed by the CPU's counter.
+    /// The clock is the system clock: runs are timed, and deadlines
+    /// counted, by the CPU's counter.
     pub(crate) system_clock: bool,
 }
 
@@ -221,7 +222,8 @@ pub(crate) struct Shared {
     periodic_slack: u64,
     /// Whether the driver times every run (see `run_figures`).
     run_figures: bool,
-    /// Runs are timed by the CPU's counter (see [`Shared::run_clock`]).
+    /// Runs are timed, and deadlines counted, by the CPU's counter (see
+    /// [`Shared::run_clock`] and [`Shared::deadline_clock`]).
     system_clock: bool,
     /// How late the driver itself may start a periodic run (the periodic
     /// slack, a wheel's tick): added to a task's missed-run tolerance.

@@ -7,10 +7,10 @@
 //! (`*_call` metrics), and notes the deadline it asked for; between events
 //! a threaded subject's driver sleeps, an event-loop subject polls its
 //! timers, each waking for events on the same 1 ms grid
-//! ([`measure::PACE`]). Afterwards it waits until every timer that should fire has fired
-//! (or the last deadline plus the workload's grace has passed), then
-//! computes lateness, |jitter| and |drift| from the probe's cells and the
-//! whole process's CPU time per timer.
+//! ([`measure::PACE`]). Afterwards it waits until every timer that should
+//! fire has fired (or the last deadline plus the workload's grace has
+//! passed), then computes lateness, |jitter| and |drift| from the probe's
+//! cells and the whole process's CPU time per timer.
 
 use std::time::{Duration, Instant};
 
