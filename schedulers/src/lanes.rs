@@ -143,9 +143,6 @@ pub(crate) struct Slot {
     /// Set by the caller that puts the first entry for the driver in a
     /// clean lane; cleared by the driver when it empties it.
     dirty: AtomicBool,
-    /// Cancels by this lane's threads of tasks the driver held (counted
-    /// here, on the canceller's own cache line, since they take no lock).
-    marked: AtomicU64,
     /// The earliest deadline of the lane's entries (`NEVER` when empty):
     /// the driver never sleeps past it.
     earliest: AtomicU64,
@@ -239,7 +236,6 @@ impl Lanes {
                 .map(|_| Slot {
                     lane: Mutex::new(Lane::default()),
                     dirty: AtomicBool::new(false),
-                    marked: AtomicU64::new(0),
                     earliest: AtomicU64::new(u64::MAX),
                     drains: AtomicU32::new(0),
                 })
@@ -273,16 +269,6 @@ impl Lanes {
     /// Timers cancelled before the driver took them in, in every lane.
     pub(crate) fn taken_back(&self) -> u64 {
         self.slots.iter().map(|s| lock(&s.lane).taken_back).sum()
-    }
-
-    /// Counts a cancel of a task the driver held, in this thread's lane.
-    pub(crate) fn count_marked(&self) {
-        self.slots[mine()].marked.fetch_add(1, Relaxed);
-    }
-
-    /// Cancels of tasks the driver held, in every lane.
-    pub(crate) fn marked(&self) -> u64 {
-        self.slots.iter().map(|s| s.marked.load(Relaxed)).sum()
     }
 
     fn hold(&self, i: usize) -> Held<'_> {

@@ -48,6 +48,8 @@ pub(crate) struct Slab {
     summary: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
     /// Some summary word went from empty to not since the driver looked.
     marked: AtomicBool,
+    /// Marks made on a mark not yet taken (see [`Slab::mark`]).
+    remarks: AtomicU64,
     /// The next key never handed out.
     fresh: AtomicU32,
     /// Free keys not held by a lane.
@@ -94,6 +96,7 @@ impl Slab {
             marks: Default::default(),
             summary: Default::default(),
             marked: AtomicBool::new(false),
+            remarks: AtomicU64::new(0),
             fresh: AtomicU32::new(0),
             pool: Mutex::new(Vec::new()),
         }
@@ -163,13 +166,25 @@ impl Slab {
     /// bitmap (a fetch-or, no lock), and the first bit of a word also a
     /// bit in the summary. Returns true if this made the first mark since
     /// the driver last looked.
+    ///
+    /// The driver counts the cancels by the marks it takes. A mark holds no
+    /// reference, so a key can be freed, used again and marked again
+    /// before the driver took its first mark: that second mark is counted
+    /// in [`Slab::remarks`] (rare, so the common mark takes one locked
+    /// instruction, not two).
     pub(crate) fn mark(&self, key: Key) -> bool {
         let (segment, offset) = locate(key);
         let marks = self.marks[segment]
             .get()
             .expect("a handed-out key's segment exists");
         let word = offset / 64;
-        if marks[word].fetch_or(1 << (offset % 64), Release) != 0 {
+        let bit = 1 << (offset % 64);
+        let before = marks[word].fetch_or(bit, Release);
+        if before & bit != 0 {
+            self.remarks.fetch_add(1, Relaxed);
+            return false;
+        }
+        if before != 0 {
             return false; // its summary bit is set, or being taken
         }
         let summary = self.summary[segment].get().expect("as above");
@@ -177,6 +192,11 @@ impl Slab {
             return false;
         }
         !self.marked.swap(true, SeqCst)
+    }
+
+    /// Marks made on a key's mark not yet taken, ever (see [`Slab::mark`]).
+    pub(crate) fn remarks(&self) -> u64 {
+        self.remarks.load(Relaxed)
     }
 
     /// True if keys may be marked that the driver has not taken.
@@ -363,6 +383,9 @@ mod test {
             assert!(!slab.mark(key));
         }
         assert!(slab.any_marked());
+        assert_eq!(slab.remarks(), 1, "8191 again before the driver took it");
+        assert!(!slab.mark(64));
+        assert_eq!(slab.remarks(), 2, "and 64");
         slab.take_marks(&mut taken);
         assert_eq!(taken, [3, 64, 65, 4096, 5000, 8191]);
         taken.clear();

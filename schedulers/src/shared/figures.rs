@@ -19,7 +19,7 @@ impl Shared {
             pending,
             pending_by_kind: self.pending_by_kind(&mut driver, pending),
             fired: driver.fired,
-            cancelled: driver.cancelled_count + self.lanes.taken_back() + self.lanes.marked(),
+            cancelled: driver.cancelled_count + self.lanes.taken_back() + self.slab.remarks(),
             panicked: driver.panicked,
             skipped: driver.skipped,
             wakeups: self.wakeups(),

@@ -28,10 +28,10 @@ impl Shared {
                 // SAFETY: as the comment above; the caller's handle keeps
                 // the slot from being freed meanwhile.
                 unsafe { self.slab.with_body(key, task::clear_contained) };
-                // The driver holds it: count it, and mark it so that the
-                // driver lets the dead entry go when it next looks.
+                // The driver holds it: mark it so that the driver lets the
+                // dead entry go when it next looks (and counts the cancel,
+                // see `Slab::mark`).
                 if logged {
-                    self.lanes.count_marked();
                     self.slab.mark(key);
                 }
                 if self.is_shutdown() {

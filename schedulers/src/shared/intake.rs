@@ -104,13 +104,17 @@ impl Shared {
     /// Sweeps the marks of cancels of timers the driver held, in key order:
     /// lets their queue entries go now if the scheduler removes on cancel
     /// (or is shutting down), else when they come due or a purge runs, and
-    /// counts them as dead until then. (The cancels themselves are counted
-    /// by the cancellers, see `Lanes::count_marked`.) A mark holds no
+    /// counts them as dead until then; and counts the cancels. A mark holds no
     /// reference: a key still queued is held by its queue entry, so if its
     /// task is cancelled the entry is the cancelled one's.
     fn take_in_cancelled(&self, driver: &mut DriverState) {
         let mut cancelled = std::mem::take(&mut driver.cancelled);
         self.slab.take_marks(&mut cancelled);
+        // Counted here, not by the cancellers: a shared count would cost
+        // each cancel a locked instruction; the mark is the count (see
+        // `Slab::mark`).
+        driver.cancelled_count += cancelled.len() as u64;
+        driver.balance -= cancelled.len() as i64;
         for &key in &cancelled {
             let dead = state::of(self.slab.word(key).load(Acquire)) != state::SCHEDULED;
             if dead && !driver.calendars.is_empty() {

@@ -158,8 +158,8 @@ pub(crate) struct DriverState {
     /// Keys whose last holder was the driver: their bodies are emptied with
     /// the lock released, then the keys go back to the pool.
     to_free: Vec<Key>,
-    /// Tasks taken in and re-armed, minus claimed and ended by the driver
-    /// (cancels of tasks it held are counted by the cancellers).
+    /// Tasks taken in and re-armed, minus claimed, ended by the driver,
+    /// and cancelled by their marks (see `Shared::pending_count`).
     balance: i64,
     fired: u64,
     /// Runs finished (the JDK's completed task count).
@@ -366,10 +366,11 @@ impl Shared {
         }
     }
 
-    /// Tasks waiting right now, as the driver counts them (less the cancels
-    /// of tasks it held, which the cancellers count).
+    /// Tasks waiting right now, as the driver counts them: as of its last
+    /// intake, which every query does first (a cancel of a task the driver
+    /// held counts when the driver takes its mark, see `Slab::mark`).
     fn pending_count(&self, state: &DriverState) -> usize {
-        usize::try_from(state.balance - self.lanes.marked() as i64).unwrap_or(0)
+        usize::try_from(state.balance - self.slab.remarks() as i64).unwrap_or(0)
     }
 }
 
