@@ -16,7 +16,7 @@
 //! first in first out, applies the last one last.
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use spin::relax::Yield;
@@ -158,12 +158,50 @@ pub(crate) struct Lanes {
     slots: Box<[Slot]>,
 }
 
+/// How many live threads hold each lane number. A new thread takes the
+/// one fewest hold, so threads share a lane only while more than
+/// [`LANES`] live at once, however many came and went before (numbered in
+/// turn, a pool that replaces its threads would wrap onto the lanes of
+/// threads still running).
+#[derive(Debug)]
+struct Census {
+    held: [u32; LANES],
+}
+
+impl Census {
+    /// A lane for a new thread: the lowest-numbered of those held least.
+    fn take(&mut self) -> usize {
+        let lane = (0..LANES).min_by_key(|&i| self.held[i]).unwrap_or(0);
+        self.held[lane] += 1;
+        lane
+    }
+
+    /// A thread holding `lane` ended.
+    fn give(&mut self, lane: usize) {
+        self.held[lane] = self.held[lane].saturating_sub(1);
+    }
+}
+
+static CENSUS: std::sync::Mutex<Census> = std::sync::Mutex::new(Census { held: [0; LANES] });
+
+fn census() -> std::sync::MutexGuard<'static, Census> {
+    CENSUS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A thread's lane number, given back to the census when the thread ends.
+struct Tenancy(usize);
+
+impl Drop for Tenancy {
+    fn drop(&mut self) {
+        census().give(self.0);
+    }
+}
+
 thread_local! {
     /// This thread's lane, the same in every scheduler.
-    static MINE: usize = {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        NEXT.fetch_add(1, Relaxed) % LANES
-    };
+    static MINE: Tenancy = Tenancy(census().take());
 }
 
 /// A caller's hold on its lane: entries pushed through it mark the lane
@@ -226,7 +264,9 @@ impl Drop for Held<'_> {
 
 /// The calling thread's lane number, the same in every scheduler.
 pub(crate) fn mine() -> usize {
-    MINE.with(|i| *i)
+    // Lane 0 while the thread ends (a handle dropped by another
+    // thread-local's destructor): any lane works, it may be shared.
+    MINE.try_with(|t| t.0).unwrap_or(0)
 }
 
 impl Lanes {
@@ -330,6 +370,21 @@ impl Lanes {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn a_new_thread_takes_a_lane_no_live_thread_holds() {
+        let mut census = Census { held: [0; LANES] };
+        let first: Vec<usize> = (0..LANES).map(|_| census.take()).collect();
+        assert_eq!(first, (0..LANES).collect::<Vec<_>>(), "one thread a lane");
+        census.give(5);
+        census.give(9);
+        assert_eq!(census.take(), 5, "a lane given back is taken again");
+        assert_eq!(census.take(), 9);
+        assert_eq!(census.take(), 0, "past 16 live threads, lanes are shared");
+        assert_eq!(census.held[0], 2);
+        census.give(3);
+        assert_eq!(census.take(), 3, "not 1: a lane no live thread holds");
+    }
 
     #[test]
     fn a_spot_names_lane_position_and_filling() {
