@@ -687,6 +687,12 @@ impl Shared {
         for &key in &to_free {
             self.empty_body(key);
         }
+        // In key order: a lane takes its next keys from the pool's end in
+        // batches, and neighbouring keys share their state words' and
+        // bodies' cache lines (freed in queue order, a batch would spread
+        // one thread's timers over the whole slab, on lines other threads'
+        // timers share).
+        to_free.sort_unstable();
         self.slab.give_keys(to_free.drain(..));
         graves.clear();
         let mut driver = self.lock();
