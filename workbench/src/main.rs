@@ -502,10 +502,11 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
         println!("the rest: {}", info.rest);
     }
     println!(
-        "\nran in {:.0} s (load {:.2} at the start, {:.2} at the end); report: {}",
+        "\nran in {:.0} s (load {:.2} at the start, {:.2} at the end; cross-core round trip {}); report: {}",
         results.wall_seconds,
         results.load_start[0],
         workbench::runner::measure::load_average()[0],
+        handoff_text(&results),
         dir.join("index.html").display()
     );
     Ok((results, dir))
@@ -599,7 +600,22 @@ fn compare(a: &Path, b: &Path) -> Result<()> {
         "\nload at the start: A {:.2}, B {:.2}",
         ra.load_start[0], rb.load_start[0]
     );
+    println!(
+        "cross-core round trip: A {}, B {}",
+        handoff_text(&ra),
+        handoff_text(&rb)
+    );
     Ok(())
+}
+
+/// A cache line's round trip between two cores after the repeats: "85-350
+/// ns", or "not measured".
+fn handoff_text(results: &Results) -> String {
+    results
+        .handoff_range()
+        .map_or("not measured".to_owned(), |(lo, hi)| {
+            format!("{lo:.0}-{hi:.0} ns")
+        })
 }
 
 /// How many medians of one figure agree, in all and among those neither

@@ -146,6 +146,10 @@ pub struct RunInfo {
     pub status: RunStatus,
     /// The 1-minute load average when it finished.
     pub load: f64,
+    /// A cache line's round trip between two cores when it finished, ns
+    /// (see `runner::measure::handoff_ns`); 0 if not measured.
+    #[serde(default)]
+    pub handoff_ns: f64,
     /// How long it took, seconds.
     pub seconds: f64,
     /// Seconds spent before it starting the subject (its runner and the
@@ -293,6 +297,20 @@ impl Results {
             selection: None,
             repeats_done: 0,
         }
+    }
+
+    /// The least and greatest cross-core round trip measured after a
+    /// repeat, ns (`None` if none was).
+    pub fn handoff_range(&self) -> Option<(f64, f64)> {
+        let measured = self
+            .runs
+            .iter()
+            .map(|r| r.handoff_ns)
+            .filter(|&ns| ns > 0.0);
+        measured.fold(None, |range, ns| match range {
+            None => Some((ns, ns)),
+            Some((lo, hi)) => Some((f64::min(lo, ns), f64::max(hi, ns))),
+        })
     }
 
     /// The record for (subject, workload, metric, size), if any.

@@ -371,6 +371,7 @@ impl State {
             repeat,
             status,
             load: measure::load_average()[0],
+            handoff_ns: measure::handoff_ns().unwrap_or(0.0),
             seconds,
             start,
         };

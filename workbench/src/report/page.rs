@@ -238,6 +238,7 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
     let [l1, l5, l15] = results.load_start;
     let loads: Vec<f64> = results.runs.iter().map(|r| r.load).collect();
     let load_max = loads.iter().copied().fold(0.0, f64::max);
+    let handoffs = results.handoff_range();
     let four = super::originals::principal(&super::originals::algorithms_of(results));
     Page {
         run_id: results.run_id.clone(),
@@ -298,6 +299,15 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
             ),
             ("highest load after a run", format!("{load_max:.2}")),
             (
+                "cross-core round trip",
+                handoffs.map_or("not measured".to_owned(), |(lo, hi)| {
+                    format!(
+                        "{lo:.0} to {hi:.0} ns after the repeats \
+                         (a cache line handed to another core and back)"
+                    )
+                }),
+            ),
+            (
                 "timing-loop overhead",
                 format!(
                     "{:.1} ns per timed call (subtracted from per-call costs)",
@@ -309,18 +319,28 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
         notes: results.notes.clone(),
         loaded: {
             let loaded: Vec<f64> = loads.iter().copied().filter(|l| *l > cores).collect();
-            if loaded.is_empty() {
-                String::new()
-            } else {
-                format!(
+            let mut notes = Vec::new();
+            if !loaded.is_empty() {
+                notes.push(format!(
                     "{} of {} repeats finished with the 1-minute load average above the {} cores ({:.2} to {:.2}): their figures are kept, but the machine was shared; compare ratios within this run, and rerun on a quiet machine before trusting absolute figures.",
                     loaded.len(),
                     loads.len(),
                     e.cores,
                     loaded.iter().copied().fold(f64::MAX, f64::min),
                     load_max
-                )
+                ));
             }
+            if let Some((lo, hi)) = handoffs.filter(|(lo, hi)| *hi > 2.0 * lo) {
+                notes.push(format!(
+                    "A cache line's round trip between two cores went from {lo:.0} to \
+                     {hi:.0} ns between repeats: the host moved this machine's CPUs closer \
+                     together or farther apart. Whatever hands work to another thread costs more while \
+                     they are far (each schedule of ours feeds the driver's lane: about a quarter more \
+                     per schedule at 350 ns than at 100 on the 2-core VM this was built on); compare \
+                     repeats with like round trips (results.json gives each repeat's)."
+                ));
+            }
+            notes.join(" ")
         },
         problems: results
             .runs
@@ -585,6 +605,33 @@ mod test {
         let html = render(&results, &[chart]).expect("renders");
         assert!(
             html.contains("chart not drawn: no room for the axis"),
+            "{html}"
+        );
+    }
+
+    /// Repeats whose cross-core round trips differ by more than ×2 get a
+    /// note saying the host moved the CPUs; alike ones only the range.
+    #[test]
+    fn a_host_that_moved_the_cpus_is_named_on_the_page() {
+        let run = |handoff_ns| crate::record::RunInfo {
+            subject: "heap".into(),
+            workload: "w".into(),
+            repeat: 0,
+            status: RunStatus::Ok,
+            load: 0.5,
+            handoff_ns,
+            seconds: 1.0,
+            start: 0.0,
+        };
+        let mut results = Results::new("t".into(), crate::record::Environment::default(), 1);
+        results.runs = vec![run(0.0), run(98.0), run(120.0)];
+        let html = render(&results, &[]).expect("renders");
+        assert!(html.contains("98 to 120 ns after the repeats"), "{html}");
+        assert!(!html.contains("the host moved"), "{html}");
+        results.runs.push(run(351.0));
+        let html = render(&results, &[]).expect("renders");
+        assert!(
+            html.contains("went from 98 to 351 ns between repeats: the host moved"),
             "{html}"
         );
     }

@@ -96,6 +96,45 @@ pub fn load_average() -> [f64; 3] {
     [0; 3].map(|_| it.next().unwrap_or(0.0))
 }
 
+/// A cache line's round trip between two cores, ns: two threads hand a
+/// counter back and forth. `None` on one core. A VM's host may move its
+/// CPUs closer or farther apart between runs (here 85-130 ns one minute,
+/// 350 the next), and everything that hands work to another thread (each
+/// schedule of ours feeds the driver's lane) costs more while they are far.
+pub fn handoff_ns() -> Option<f64> {
+    use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Release};
+    const TRIPS: u64 = 20_000;
+    #[repr(align(128))]
+    struct Line(AtomicU64);
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return None;
+    }
+    let line = Line(AtomicU64::new(0));
+    let trip = |i: u64| {
+        line.0.store(2 * i + 1, Release);
+        while line.0.load(Acquire) != 2 * i + 2 {
+            std::hint::spin_loop();
+        }
+    };
+    let elapsed = std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..=TRIPS {
+                while line.0.load(Acquire) != 2 * i + 1 {
+                    std::hint::spin_loop();
+                }
+                line.0.store(2 * i + 2, Release);
+            }
+        });
+        trip(0); // the other thread is running
+        let start = now();
+        for i in 1..=TRIPS {
+            trip(i);
+        }
+        start.elapsed()
+    });
+    Some(elapsed.as_nanos() as f64 / TRIPS as f64)
+}
+
 /// CPU time (user + system) of the whole process.
 pub fn cpu_process() -> Duration {
     cpu(UsageWho::RUSAGE_SELF)
