@@ -334,8 +334,8 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
                 notes.push(format!(
                     "A cache line's round trip between two cores went from {lo:.0} to \
                      {hi:.0} ns between repeats: the host moved this machine's CPUs closer \
-                     together or farther apart. Whatever hands work to another thread costs more while \
-                     they are far (each schedule of ours feeds the driver's lane: about a quarter more \
+                     together or farther apart, or another process held a core (then the load says so). \
+                     Whatever hands work to another thread costs more while they are far (each schedule of ours feeds the driver's lane: about a quarter more \
                      per schedule at 350 ns than at 100 on the 2-core VM this was built on); compare \
                      repeats with like round trips (results.json gives each repeat's)."
                 ));

@@ -97,13 +97,17 @@ pub fn load_average() -> [f64; 3] {
 }
 
 /// A cache line's round trip between two cores, ns: two threads hand a
-/// counter back and forth. `None` on one core. A VM's host may move its
-/// CPUs closer or farther apart between runs (here 85-130 ns one minute,
-/// 350 the next), and everything that hands work to another thread (each
-/// schedule of ours feeds the driver's lane) costs more while they are far.
+/// counter back and forth, 20,000 times or for 20 ms, whichever comes
+/// first (a core another process holds would make each trip wait for a
+/// time slice). `None` on one core. A VM's host may move its CPUs closer
+/// or farther apart between runs (here 85-130 ns one minute, 350 the
+/// next), and everything that hands work to another thread (each schedule
+/// of ours feeds the driver's lane) costs more while they are far.
 pub fn handoff_ns() -> Option<f64> {
     use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Release};
     const TRIPS: u64 = 20_000;
+    const BUDGET: Duration = Duration::from_millis(20);
+    const STOP: u64 = u64::MAX;
     #[repr(align(128))]
     struct Line(AtomicU64);
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
@@ -116,23 +120,26 @@ pub fn handoff_ns() -> Option<f64> {
             std::hint::spin_loop();
         }
     };
-    let elapsed = std::thread::scope(|s| {
-        s.spawn(|| {
-            for i in 0..=TRIPS {
-                while line.0.load(Acquire) != 2 * i + 1 {
-                    std::hint::spin_loop();
-                }
-                line.0.store(2 * i + 2, Release);
+    std::thread::scope(|s| {
+        // Answers every odd value with the next one, until told to stop.
+        s.spawn(|| loop {
+            match line.0.load(Acquire) {
+                STOP => break,
+                v if v % 2 == 1 => line.0.store(v + 1, Release),
+                _ => std::hint::spin_loop(),
             }
         });
         trip(0); // the other thread is running
         let start = now();
-        for i in 1..=TRIPS {
-            trip(i);
+        let mut trips = 0;
+        while trips < TRIPS && (trips % 256 != 0 || start.elapsed() < BUDGET) {
+            trips += 1;
+            trip(trips);
         }
-        start.elapsed()
-    });
-    Some(elapsed.as_nanos() as f64 / TRIPS as f64)
+        let elapsed = start.elapsed();
+        line.0.store(STOP, Release);
+        Some(elapsed.as_nanos() as f64 / trips as f64)
+    })
 }
 
 /// CPU time (user + system) of the whole process.
