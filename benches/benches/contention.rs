@@ -24,6 +24,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use schedulers::Scheduler;
 use workbench::runner::contention::{round, Shared};
+use workbench::runner::measure;
 use workbench::spec::{Dist, Dur};
 use workbench::subjects::SCHEDULERS;
 
@@ -34,6 +35,10 @@ const FOUR: [&str; 4] = ["heap", "stpe", "wheel", "hier"];
 const WINDOW: usize = 1000;
 
 fn contention(c: &mut Criterion) {
+    measure::with_handoff_noted("contention", || cases(c));
+}
+
+fn cases(c: &mut Criterion) {
     let mut g = c.benchmark_group("contention");
     let delay = Dist::Uniform {
         min: Dur(Duration::from_secs(10)),

@@ -21,6 +21,7 @@ use schedulers::{
     Clock, HashedWheelTimer, HeapTimer, HierarchicalWheelTimer, ScheduledThreadPool, Scheduler,
     SchedulerExt, SystemClock, Task, TaskHandle,
 };
+use workbench::runner::measure;
 use workbench::spec::Rng;
 
 const SIZES: [usize; 2] = [100_000, 1_000_000];
@@ -132,6 +133,10 @@ fn timed(s: &dyn Scheduler, via: Via, iters: u64, cancels: bool, rng: &mut Rng) 
 }
 
 fn handles(c: &mut Criterion) {
+    measure::with_handoff_noted("handles", || cases(c));
+}
+
+fn cases(c: &mut Criterion) {
     for &n in benches::sizes(&SIZES, &QUICK_SIZES) {
         for (name, s) in ours() {
             let hits = Arc::new(AtomicU64::new(0));

@@ -20,6 +20,13 @@
 //! Criterion's HTML report (`target/criterion/report/index.html`) then
 //! compares every subject within a group.
 //!
+//! `contention` and `handles` print a cache line's round trip between two
+//! cores before and after their cases, and warn if it moved by more than
+//! ×2: on a VM the host moves the CPUs closer or farther apart, and what
+//! hands work to another thread (each schedule feeds the driver's lane)
+//! follows it (see `workbench/README.md`). Compare builds at like round
+//! trips.
+//!
 //! `benches/timers.rs`, the public API end to end: `schedule`, `cancel`,
 //! `reset` and `schedule_to_fire` (the end-to-end path and the expiry:
 //! schedule a due timer, wait until its task has run), each at 1e3, 1e4,

@@ -142,6 +142,25 @@ pub fn handoff_ns() -> Option<f64> {
     })
 }
 
+/// Times the cross-core round trip around `run` and says so on stderr:
+/// before, after, and a warning if they differ by more than ×2 (then the
+/// figures `run` printed may come from two placements of the CPUs; see
+/// [`handoff_ns`]). For benches, whose figures follow it as the
+/// workbench's do.
+pub fn with_handoff_noted<R>(what: &str, run: impl FnOnce() -> R) -> R {
+    let before = handoff_ns();
+    let out = run();
+    if let (Some(a), Some(b)) = (before, handoff_ns()) {
+        let moved = if a.max(b) > 2.0 * a.min(b) {
+            ": it moved, so the figures between may come from both; run again"
+        } else {
+            ""
+        };
+        eprintln!("{what}: cross-core round trip {a:.0} ns before, {b:.0} ns after{moved}");
+    }
+    out
+}
+
 /// CPU time (user + system) of the whole process.
 pub fn cpu_process() -> Duration {
     cpu(UsageWho::RUSAGE_SELF)
