@@ -330,7 +330,9 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
                     load_max
                 ));
             }
-            if let Some((lo, hi)) = handoffs.filter(|(lo, hi)| *hi > 2.0 * lo) {
+            if let Some((lo, hi)) =
+                handoffs.filter(|&(lo, hi)| crate::runner::measure::handoff_moved(lo, hi))
+            {
                 notes.push(format!(
                     "A cache line's round trip between two cores went from {lo:.0} to \
                      {hi:.0} ns between repeats: the host moved this machine's CPUs closer \

@@ -142,6 +142,12 @@ pub fn handoff_ns() -> Option<f64> {
     })
 }
 
+/// True if round trips of `a` and `b` ns differ by more than ×2: the
+/// host moved the CPUs (or a core was busy) between them.
+pub fn handoff_moved(a: f64, b: f64) -> bool {
+    a.max(b) > 2.0 * a.min(b)
+}
+
 /// Times the cross-core round trip around `run` and says so on stderr:
 /// before, after, and a warning if they differ by more than ×2 (then the
 /// figures `run` printed may come from two placements of the CPUs; see
@@ -151,7 +157,7 @@ pub fn with_handoff_noted<R>(what: &str, run: impl FnOnce() -> R) -> R {
     let before = handoff_ns();
     let out = run();
     if let (Some(a), Some(b)) = (before, handoff_ns()) {
-        let moved = if a.max(b) > 2.0 * a.min(b) {
+        let moved = if handoff_moved(a, b) {
             ": it moved, so the figures between may come from both; run again"
         } else {
             ""
