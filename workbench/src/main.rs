@@ -605,7 +605,24 @@ fn compare(a: &Path, b: &Path) -> Result<()> {
         handoff_text(&ra),
         handoff_text(&rb)
     );
+    println!(
+        "hardware floors (clock read, ordered counter read, locked read-modify-write, \
+         dependent load over 64 MiB): A {}, B {}",
+        floors_text(&ra),
+        floors_text(&rb)
+    );
     Ok(())
+}
+
+/// The run's hardware floors in ns, in the order `compare` names them, or
+/// "not measured".
+fn floors_text(results: &Results) -> String {
+    results.floors.map_or("not measured".to_owned(), |f| {
+        format!(
+            "{:.1} / {:.1} / {:.1} / {:.0} ns",
+            f.clock_read, f.ordered_counter, f.locked_rmw, f.memory
+        )
+    })
 }
 
 /// A cache line's round trip between two cores after the repeats: "85-350

@@ -260,6 +260,33 @@ pub struct Results {
     /// file with one or more holds a first verdict over every workload.
     #[serde(default)]
     pub repeats_done: usize,
+    /// What this machine's hardware takes at the least for the steps the
+    /// per-call figures are made of, measured as the run started (absent
+    /// in files written before it was).
+    #[serde(default)]
+    pub floors: Option<Floors>,
+}
+
+/// The least this machine takes for the steps a timer call is made of, ns
+/// (see `runner::measure::floors`): no figure can be below what its work
+/// needs of them. A schedule on the system clock reads the time in a way
+/// that cannot come before the call (`ordered_counter`, or `clock_read`);
+/// a call that is safe from any thread takes at least one locked
+/// instruction (`locked_rmw`); a cancel at 1e6 pending timers in random
+/// order finds its timer in no cache, so it waits for memory (`memory`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Floors {
+    /// A reading of the monotonic clock (`Instant::now`).
+    pub clock_read: f64,
+    /// A reading of the CPU's counter that waits for the instructions
+    /// before it (`lfence; rdtsc`); 0 where there is none (not x86-64).
+    pub ordered_counter: f64,
+    /// A locked read-modify-write (`fetch_add`) of a line in this core's
+    /// cache.
+    pub locked_rmw: f64,
+    /// A load whose address the load before it read, at random over
+    /// 64 MiB (more than the caches hold).
+    pub memory: f64,
 }
 
 /// The selection a run measured, as the page and the terminal state it.
@@ -296,6 +323,7 @@ impl Results {
             notes: Vec::new(),
             selection: None,
             repeats_done: 0,
+            floors: None,
         }
     }
 

@@ -178,6 +178,7 @@ impl Suite {
             results: Results {
                 load_start: measure::load_average(),
                 timing_overhead_ns: measure::timing_overhead(),
+                floors: Some(measure::floors()),
                 workloads: self.workloads.iter().map(info).collect(),
                 notes: self.notes.clone(),
                 selection: Some(self.selection.info.clone()),

@@ -308,6 +308,10 @@ fn page(results: &Results, charts: &[Chart]) -> Page {
                 }),
             ),
             (
+                "hardware floors",
+                results.floors.map_or("not measured".to_owned(), |f| floors_text(&f)),
+            ),
+            (
                 "timing-loop overhead",
                 format!(
                     "{:.1} ns per timed call (subtracted from per-call costs)",
@@ -574,6 +578,26 @@ pub fn verdict_markdown(results: &Results) -> String {
     s
 }
 
+/// The environment table's line on the hardware floors.
+fn floors_text(f: &crate::record::Floors) -> String {
+    let counter = if f.ordered_counter > 0.0 {
+        format!(
+            ", a read of the CPU's counter after the instructions before it {:.1} ns",
+            f.ordered_counter
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "clock read {:.1} ns{counter}, locked read-modify-write {:.1} ns, \
+         a load that waits for the one before it over 64 MiB {:.0} ns: \
+         the least a schedule (one reading of the time), a thread-safe call \
+         (one locked instruction) and a cancel at 1e6 pending in random order \
+         (its timer in no cache) can take here",
+        f.clock_read, f.locked_rmw, f.memory
+    )
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -634,6 +658,24 @@ mod test {
         let html = render(&results, &[]).expect("renders");
         assert!(
             html.contains("went from 98 to 351 ns between repeats: the host moved"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn the_hardware_floors_are_on_the_page() {
+        let mut results = Results::new("t".into(), crate::record::Environment::default(), 1);
+        let html = render(&results, &[]).expect("renders");
+        assert!(html.contains("hardware floors"), "{html}");
+        results.floors = Some(crate::record::Floors {
+            clock_read: 21.96,
+            ordered_counter: 15.3,
+            locked_rmw: 4.87,
+            memory: 109.8,
+        });
+        let html = render(&results, &[]).expect("renders");
+        assert!(
+            html.contains("clock read 22.0 ns, a read of the CPU&#39;s counter after the instructions before it 15.3 ns, locked read-modify-write 4.9 ns, a load that waits for the one before it over 64 MiB 110 ns"),
             "{html}"
         );
     }

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::time::{clock_gettime, ClockId};
 
+pub use crate::record::Floors;
+
 /// Now, from the monotonic clock.
 #[allow(clippy::disallowed_methods)] // the workbench measures real time
 #[inline]
@@ -165,6 +167,98 @@ pub fn with_handoff_noted<R>(what: &str, run: impl FnOnce() -> R) -> R {
         eprintln!("{what}: cross-core round trip {a:.0} ns before, {b:.0} ns after{moved}");
     }
     out
+}
+
+/// What this machine's hardware takes at the least for the steps every
+/// per-call figure is made of (see [`Floors`]): each the fastest of a few
+/// batches, about 0.1 s in all (most of it on the 64 MiB).
+pub fn floors() -> Floors {
+    use std::hint::black_box;
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let counter = AtomicU64::new(0);
+    Floors {
+        clock_read: fastest(100_000, || {
+            black_box(now());
+        }),
+        ordered_counter: ordered_counter_read().map_or(0.0, |read| fastest(100_000, read)),
+        locked_rmw: fastest(100_000, || {
+            black_box(&counter).fetch_add(1, Relaxed);
+        }),
+        memory: dependent_load_ns(64 << 20),
+    }
+}
+
+/// The fastest of 5 batches of `n` calls of `step`, ns per call.
+fn fastest(n: u32, mut step: impl FnMut()) -> f64 {
+    (0..5)
+        .map(|_| {
+            let start = now();
+            for _ in 0..n {
+                step();
+            }
+            start.elapsed().as_nanos() as f64 / f64::from(n)
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+/// A read of the CPU's counter that waits for the instructions before it
+/// (`lfence; rdtsc`), where there is one.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn ordered_counter_read() -> Option<fn()> {
+    Some(|| {
+        // SAFETY: both instructions exist on every x86-64 CPU (SSE2 is part
+        // of the architecture) and touch no memory.
+        let count = unsafe {
+            std::arch::x86_64::_mm_lfence();
+            std::arch::x86_64::_rdtsc()
+        };
+        std::hint::black_box(count);
+    })
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn ordered_counter_read() -> Option<fn()> {
+    None
+}
+
+/// ns per load over `bytes` of memory, each load's address read by the
+/// load before, in one cycle through every 64-byte line in random order
+/// (so the hardware cannot guess the next line): the fastest of 3 runs of
+/// 100,000 loads, after 100,000 that leave the caches as a long run of
+/// such loads does (right after the cycle is written, the last-level cache
+/// still holds a good part of it, and the figure comes out at half).
+fn dependent_load_ns(bytes: usize) -> f64 {
+    let memory = random_cycle(bytes / 64, LINE_WORDS);
+    let mut at = 0u32;
+    let mut chase = |n: u32| {
+        for _ in 0..n {
+            at = memory[at as usize * LINE_WORDS];
+        }
+        std::hint::black_box(at);
+    };
+    chase(100_000);
+    (0..3)
+        .map(|_| {
+            let start = now();
+            chase(100_000);
+            start.elapsed().as_nanos() as f64 / 100_000.0
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+/// `u32` words in a 64-byte line.
+const LINE_WORDS: usize = 64 / std::mem::size_of::<u32>();
+
+/// `lines` lines of `stride` words, each line's first word naming the
+/// next line of one cycle through them all, in random order.
+fn random_cycle(lines: usize, stride: usize) -> Vec<u32> {
+    let order = crate::random::Rng::new(0x00f1_00f5, 0).permutation(lines);
+    let mut memory = vec![0u32; lines * stride];
+    for (i, &line) in order.iter().enumerate() {
+        memory[line * stride] = order[(i + 1) % lines] as u32;
+    }
+    memory
 }
 
 /// CPU time (user + system) of the whole process.
@@ -344,5 +438,40 @@ mod test {
             "the second 16 MiB fill faulted on {} pages",
             after - before
         );
+    }
+
+    #[test]
+    fn the_memory_floor_walks_one_cycle_through_every_line() {
+        let (lines, stride) = (1000, 3);
+        let memory = random_cycle(lines, stride);
+        let mut seen = vec![false; lines];
+        let mut at = 0usize;
+        for _ in 0..lines {
+            assert!(!seen[at], "line {at} came round before the cycle closed");
+            seen[at] = true;
+            at = memory[at * stride] as usize;
+        }
+        assert_eq!(at, 0, "the cycle closes after every line");
+        assert!(seen.iter().all(|&s| s));
+        let in_order = (0..lines)
+            .filter(|&l| memory[l * stride] as usize == l + 1)
+            .count();
+        assert!(
+            in_order < lines / 10,
+            "not in address order ({in_order} lines are)"
+        );
+    }
+
+    #[test]
+    fn the_floors_are_measured() {
+        let f = floors();
+        for (what, ns) in [
+            ("clock read", f.clock_read),
+            ("locked read-modify-write", f.locked_rmw),
+            ("memory", f.memory),
+        ] {
+            assert!(ns.is_finite() && ns > 0.0, "{what}: {ns}");
+        }
+        assert_eq!(f.ordered_counter > 0.0, cfg!(target_arch = "x86_64"));
     }
 }
