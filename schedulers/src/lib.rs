@@ -61,15 +61,18 @@
 //! [`DEFAULT_SPIN_BUDGET`], 100 ms per second): once the current tenth of a
 //! second's budget is spent, short gaps are slept through and what came due
 //! runs in one batch. Measured with the workbench (1e5 timers over 2 s on a
-//! 2-core VM), the default gives `HeapTimer` a lateness p50 of 14 µs and
-//! p99 of 44 µs, where an unlimited budget gives 1.5 / 48 µs and no
-//! spinning 18 / 52 µs, at about the same CPU: on such a machine a timed
-//! wait costs about as much CPU as the gap it sleeps through.
+//! 2-core VM, 2026-11-26, before runs were timed by the CPU's counter), the
+//! default gave `HeapTimer` a lateness p50 of 14 µs and p99 of 44 µs, where
+//! an unlimited budget gave 1.5 / 48 µs and no spinning 18 / 52 µs, at
+//! about the same CPU: on such a machine a timed wait costs about as much
+//! CPU as the gap it sleeps through. (The default's figures today are in the
+//! table below.)
 //!
 //! A wake-up for every run is what a dense periodic load cannot afford:
 //! 1,000 fixed-rate tasks every 10 ms (a run every 10 µs) cost `HeapTimer`
 //! 6.5 to 6.8 µs of CPU a run that way, against 3.0 to 3.3 for the JDK's
-//! executor. So on
+//! executor (2026-11-26, before the workbench's application waited on a
+//! 1 ms grid, which took the JDK's to 1.1 µs in the table below). So on
 //! the heap-based schedulers a periodic run may start a little late, and
 //! the runs due close together share one wake-up: `periodic_slack` on their
 //! builders, 50 µs on `HeapTimer` (the timer slack the JDK's threads run
@@ -77,23 +80,25 @@
 //! threads). A one-shot due meanwhile still starts on time. Measured
 //! with `cargo run --release -p workbench -- run --size full --repeats 2 -s heap
 //! -s stpe -s wheel -s hier -s jdk-stpe-2 -s jdk-stpe-1-roc -w periodic-fixed-rate
-//! -w fire-lateness` (medians of two repeats; 2026-11-26, load average
-//! 1.6 to 1.7 on a 2-core VM), CPU per periodic run, start-time jitter p50
+//! -w fire-lateness` (means of two repeats; 2026-11-27, load average
+//! 0.12 to 0.23 on a 2-core VM), CPU per periodic run, start-time jitter p50
 //! and p99, and the lateness of 1e5 one-shots over 2 s:
 //!
 //! | | CPU per run | jitter p50 / p99 | one-shot lateness p50 / p99 |
 //! |---|---|---|---|
-//! | `HeapTimer` | 0.74 µs | 32 / 925 µs | 2.7 / 1061 µs |
-//! | `ScheduledThreadPool`, 2 workers | 0.91 µs | 57 / 812 µs | 3.2 / 128 µs |
-//! | `HashedWheelTimer` | 3.1 µs | 2.5 / 33 µs | 2.5 / 28 µs |
-//! | `HierarchicalWheelTimer` | 3.4 µs | 2.9 / 243 µs | 2.8 / 19 µs |
-//! | JDK `ScheduledThreadPoolExecutor`, 2 threads | 1.5 µs | 32 / 1049 µs | 35 / 158 µs |
-//! | the same, 1 thread, `removeOnCancel` | 0.95 µs | 33 / 824 µs | 38 / 722 µs |
+//! | `HeapTimer` | 0.60 µs | 31 / 53 µs | 2.5 / 5.3 µs |
+//! | `ScheduledThreadPool`, 2 workers | 0.64 µs | 55 / 104 µs | 2.9 / 6.5 µs |
+//! | `HashedWheelTimer` | 3.1 µs | 2.7 / 4.5 µs | 2.5 / 6.1 µs |
+//! | `HierarchicalWheelTimer` | 3.4 µs | 2.9 / 5.1 µs | 2.8 / 6.8 µs |
+//! | JDK `ScheduledThreadPoolExecutor`, 2 threads | 1.1 µs | 31 / 58 µs | 35 / 61 µs |
+//! | the same, 1 thread, `removeOnCancel` | 0.83 µs | 32 / 53 µs | 37 / 55 µs |
 //!
-//! The p50 figures hold from run to run; the p99 ones are the machine's:
-//! on a shared VM a few hundred of a few hundred thousand wake-ups come a
-//! millisecond late, for every subject alike (the repeats' spreads are 100
-//! to 200 %), so read them as an upper bound, not a ranking.
+//! On that quiet machine the p99 figures held within 30 % between the
+//! repeats. On a busier one they are the machine's as much as the
+//! scheduler's: at a load average of 1.6, the day before, a few hundred of
+//! a few hundred thousand wake-ups came a millisecond late for every subject
+//! alike, and the p99s read 0.1 to 1 ms with spreads of 100 to 200 % between
+//! repeats.
 //!
 //! With `periodic_slack(Duration::ZERO)`, `HeapTimer` wakes for every run
 //! (an earlier run of the same command, on a quieter machine: a jitter p99
@@ -104,9 +109,10 @@
 //! The **timer slack** (`timer_slack` on every builder, default
 //! [`DEFAULT_TIMER_SLACK`], 1 ns) sets how late Linux may wake a driver's
 //! threads, for every task. At the JDK's 50 µs, one-shots start as late as
-//! the JDK's do. In between (the lateness workload, one full-size run
-//! each): 1 ns, p50 14 µs; 20 µs, 24 µs;
-//! 35 µs, 30 µs; 50 µs, 36 µs; the JDK's two-thread executor 40 µs.
+//! the JDK's do, for less CPU: on the lateness workload (two full-size
+//! repeats, 2026-11-27), `HeapTimer` at 1 ns has a p50 of 2.5 µs and a p99
+//! of 4.5 to 6.1 µs for 430 ms of CPU; at 50 µs (`-s heap-slack50`), 27 and
+//! 54 µs for 297 ms; the JDK's two-thread executor, 35 and 61 µs.
 //!
 //! All of them keep the same contract (see [`Scheduler`]): never early, at
 //! most once for one-shots, exact cancel, no overlapping periodic runs,
