@@ -71,6 +71,13 @@ impl VerdictRow {
                 v.fires_early.join(", ")
             )
         };
+        let margin = match (&v.peer, v.peer_early) {
+            (Some(p), Some((early, fired))) => format!(
+                "{margin}; {} ran {early} of its {fired} timers before their deadline",
+                p.subject
+            ),
+            _ => margin,
+        };
         VerdictRow {
             workload: v.workload.clone(),
             figure: with_size(v.metric, v.metric.label(), v.size),
@@ -697,6 +704,7 @@ mod test {
             ours_ahead: true,
             beyond_noise: false,
             fires_early: Vec::new(),
+            peer_early: None,
         };
         assert_eq!(VerdictRow::new(&v).margin, "level with tokio-sleep");
         v.ours = Some(entry("heap", 2.0));
@@ -706,6 +714,11 @@ mod test {
         assert_eq!(
             VerdictRow::new(&v).margin,
             "tokio-sleep ahead of ours by ×2.00"
+        );
+        v.peer_early = Some((942, 1001));
+        assert_eq!(
+            VerdictRow::new(&v).margin,
+            "tokio-sleep ahead of ours by ×2.00; tokio-sleep ran 942 of its 1001 timers before their deadline"
         );
     }
 }

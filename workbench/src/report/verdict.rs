@@ -42,6 +42,11 @@ pub struct Verdict {
     /// Subjects left out of a lateness ranking because they fire before
     /// their deadline (a timer that may run early is not "less late").
     pub fires_early: Vec<String>,
+    /// On a ranking by another figure, how many timers the best peer ran
+    /// before their deadline, of how many it ran, if any: its figure is
+    /// the cost of a weaker promise (a wheel that rounds deadlines to its
+    /// tick fires a batch at once).
+    pub peer_early: Option<(u64, u64)>,
 }
 
 impl Verdict {
@@ -99,6 +104,21 @@ impl Ranking {
     }
 }
 
+/// Whether `metric` is a lateness figure.
+fn is_lateness(metric: Metric) -> bool {
+    Metric::LATENESS.iter().any(|(m, _)| *m == metric)
+}
+
+/// How many timers `subject` ran before their deadline on `workload`, of
+/// how many it ran; `None` if none ran early.
+fn early_of(results: &Results, subject: &str, workload: &str) -> Option<(u64, u64)> {
+    let early = results.value(subject, workload, Metric::Early, None)?;
+    let fired = results
+        .value(subject, workload, Metric::Fired, None)
+        .unwrap_or(0.0);
+    (early > 0.0).then_some((early as u64, fired as u64))
+}
+
 /// Ranks every subject of `workload` on `metric`, as the verdict does:
 /// at the largest size every subject reached (sweeps), subjects that fire
 /// early left out of a lateness ranking, best first.
@@ -107,13 +127,8 @@ pub fn ranking(results: &Results, workload: &WorkloadInfo, metric: Metric) -> Ra
     // Sweeps at the largest pending count, contention at the largest
     // thread count every subject reached; None for figures without a size.
     let size = common_size(results, &w.name, metric);
-    let lateness = Metric::LATENESS.iter().any(|(m, _)| *m == metric);
-    let early = |subject: &str| {
-        lateness
-            && results
-                .value(subject, &w.name, Metric::Early, None)
-                .is_some_and(|e| e > 0.0)
-    };
+    let early =
+        |subject: &str| is_lateness(metric) && early_of(results, subject, &w.name).is_some();
     let fires_early: Vec<String> = results
         .subjects
         .iter()
@@ -191,6 +206,10 @@ pub fn verdicts(results: &Results) -> Vec<Verdict> {
                 }
                 _ => (None, peer.is_none(), false),
             };
+            let peer_early = peer
+                .as_ref()
+                .filter(|_| !is_lateness(metric))
+                .and_then(|p| early_of(results, &p.subject, &w.name));
             Verdict {
                 workload: w.name.clone(),
                 metric,
@@ -201,6 +220,7 @@ pub fn verdicts(results: &Results) -> Vec<Verdict> {
                 ours_ahead,
                 beyond_noise,
                 fires_early: rank.fires_early,
+                peer_early,
             }
         })
         .collect()
@@ -360,6 +380,39 @@ mod test {
         assert!(v[0].peer.is_none());
         assert_eq!(v[0].fires_early, vec!["netty".to_owned()]);
         assert_eq!(v[0].best().unwrap().subject, "heap");
+    }
+
+    #[test]
+    fn a_peer_that_fires_early_is_ranked_by_another_figure_and_named_so() {
+        let r = results(&[
+            ("heap", "burst", Metric::FiresPerS, &[10e6]),
+            ("heap", "burst", Metric::Early, &[0.0]),
+            ("heap", "burst", Metric::Fired, &[50e3]),
+            ("netty", "burst", Metric::FiresPerS, &[20e6]),
+            ("netty", "burst", Metric::Early, &[5547.0]),
+            ("netty", "burst", Metric::Fired, &[50e3]),
+        ]);
+        let v = verdicts(&r);
+        let burst = v.iter().find(|v| v.workload == "burst").unwrap();
+        assert_eq!(burst.peer.as_ref().unwrap().subject, "netty");
+        assert!(!burst.ours_ahead, "ranked, unlike on lateness");
+        assert_eq!(burst.peer_early, Some((5547, 50_000)));
+        let lateness = results(&[
+            ("heap", "lateness", Metric::LatenessP99, &[100.0]),
+            ("netty", "lateness", Metric::LatenessP99, &[1.0]),
+            ("netty", "lateness", Metric::Early, &[40.0]),
+        ]);
+        assert_eq!(verdicts(&lateness)[0].peer_early, None, "not ranked there");
+        let on_time = results(&[
+            ("heap", "burst", Metric::FiresPerS, &[10e6]),
+            ("netty", "burst", Metric::FiresPerS, &[20e6]),
+            ("netty", "burst", Metric::Early, &[0.0]),
+        ]);
+        let v = verdicts(&on_time);
+        assert_eq!(
+            v.iter().find(|v| v.workload == "burst").unwrap().peer_early,
+            None
+        );
     }
 
     #[test]
