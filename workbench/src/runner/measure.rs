@@ -250,13 +250,26 @@ fn dependent_load_ns(bytes: usize) -> f64 {
 /// `u32` words in a 64-byte line.
 const LINE_WORDS: usize = 64 / std::mem::size_of::<u32>();
 
-/// `lines` lines of `stride` words, each line's first word naming the
-/// next line of one cycle through them all, in random order.
+/// `lines` lines of `stride` words (at least 2), each line's first word
+/// naming the next line of one cycle through them all, in random order.
+/// The order is shuffled in the lines' second words, so nothing but the
+/// returned memory is allocated: a large block, which the allocator maps
+/// and gives back whole, never heap pages a subject's timers could reuse
+/// (see [`keep_freed_memory`]).
 fn random_cycle(lines: usize, stride: usize) -> Vec<u32> {
-    let order = crate::random::Rng::new(0x00f1_00f5, 0).permutation(lines);
+    assert!(stride >= 2, "a line holds its link and its place in the order");
     let mut memory = vec![0u32; lines * stride];
-    for (i, &line) in order.iter().enumerate() {
-        memory[line * stride] = order[(i + 1) % lines] as u32;
+    for i in 0..lines {
+        memory[i * stride + 1] = i as u32;
+    }
+    let mut rng = crate::random::Rng::new(0x00f1_00f5, 0);
+    for i in (1..lines).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        memory.swap(i * stride + 1, j * stride + 1);
+    }
+    for i in 0..lines {
+        let (line, next) = (memory[i * stride + 1], memory[(i + 1) % lines * stride + 1]);
+        memory[line as usize * stride] = next;
     }
     memory
 }
