@@ -257,7 +257,10 @@ const LINE_WORDS: usize = 64 / std::mem::size_of::<u32>();
 /// and gives back whole, never heap pages a subject's timers could reuse
 /// (see [`keep_freed_memory`]).
 fn random_cycle(lines: usize, stride: usize) -> Vec<u32> {
-    assert!(stride >= 2, "a line holds its link and its place in the order");
+    assert!(
+        stride >= 2,
+        "a line holds its link and its place in the order"
+    );
     let mut memory = vec![0u32; lines * stride];
     for i in 0..lines {
         memory[i * stride + 1] = i as u32;
