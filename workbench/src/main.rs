@@ -607,16 +607,17 @@ fn compare(a: &Path, b: &Path) -> Result<()> {
     );
     println!(
         "hardware floors (clock read, ordered counter read, locked read-modify-write, \
-         dependent load over 64 MiB): A {}, B {}",
-        floors_text(&ra),
-        floors_text(&rb)
+         dependent load over {} MiB): A {}, B {}",
+        workbench::runner::measure::MEMORY_FLOOR_MIB,
+        floors_brief(&ra),
+        floors_brief(&rb)
     );
     Ok(())
 }
 
 /// The run's hardware floors in ns, in the order `compare` names them, or
 /// "not measured".
-fn floors_text(results: &Results) -> String {
+fn floors_brief(results: &Results) -> String {
     results.floors.map_or("not measured".to_owned(), |f| {
         format!(
             "{:.1} / {:.1} / {:.1} / {:.0} ns",

@@ -597,11 +597,14 @@ fn floors_text(f: &crate::record::Floors) -> String {
     };
     format!(
         "clock read {:.1} ns{counter}, locked read-modify-write {:.1} ns, \
-         a load that waits for the one before it over 64 MiB {:.0} ns: \
+         a load that waits for the one before it over {} MiB {:.0} ns: \
          the least a schedule (one reading of the time), a thread-safe call \
          (one locked instruction) and a cancel at 1e6 pending in random order \
          (its timer in no cache) can take here",
-        f.clock_read, f.locked_rmw, f.memory
+        f.clock_read,
+        f.locked_rmw,
+        crate::runner::measure::MEMORY_FLOOR_MIB,
+        f.memory
     )
 }
 
@@ -674,6 +677,7 @@ mod test {
         let mut results = Results::new("t".into(), crate::record::Environment::default(), 1);
         let html = render(&results, &[]).expect("renders");
         assert!(html.contains("hardware floors"), "{html}");
+        assert!(!html.contains("clock read"), "none measured: {html}");
         results.floors = Some(crate::record::Floors {
             clock_read: 21.96,
             ordered_counter: 15.3,

@@ -169,6 +169,10 @@ pub fn with_handoff_noted<R>(what: &str, run: impl FnOnce() -> R) -> R {
     out
 }
 
+/// The memory the floor of a load from memory walks, MiB: more than the
+/// caches hold.
+pub const MEMORY_FLOOR_MIB: usize = 64;
+
 /// What this machine's hardware takes at the least for the steps every
 /// per-call figure is made of (see [`Floors`]): each the fastest of a few
 /// batches, about 0.1 s in all (most of it on the 64 MiB).
@@ -184,7 +188,7 @@ pub fn floors() -> Floors {
         locked_rmw: fastest(100_000, || {
             black_box(&counter).fetch_add(1, Relaxed);
         }),
-        memory: dependent_load_ns(64 << 20),
+        memory: dependent_load_ns(MEMORY_FLOOR_MIB << 20),
     }
 }
 
