@@ -33,7 +33,11 @@
 //!   canceller drops the closure. Cancelled before the driver took the timer
 //!   in (a timeout cleared within a millisecond), the timer comes back out of
 //!   its lane and the driver never hears of it; after, the cancel also sets
-//!   a bit in a bitmap the driver sweeps to let the queue entry go.
+//!   a bit in a bitmap the driver sweeps to let the queue entry go. While
+//!   the driver holds 262,144 timers or more, whose closures no core's cache
+//!   holds any more, the canceller leaves the closure to the driver, which
+//!   drops it within [`HOUSEKEEPING`] (1 ms) in a sorted, prefetched sweep:
+//!   a cancel at a million pending then waits for one cache miss, not two.
 //! - **reset** is one CAS and an entry in a lane.
 //! - the **driver** sleeps until its next deadline, never past the
 //!   earliest one waiting in a lane, and callers wake it only for work due
@@ -240,6 +244,7 @@ pub use histogram::Histogram;
 pub use metrics::{Metrics, NamedMetrics, PendingByKind, MAX_NAMES};
 pub use rule::{TaskContext, DEFAULT_MISSED_RUN_TOLERANCE};
 pub use scheduler::{Scheduler, SchedulerExt};
+pub use shared::HOUSEKEEPING;
 pub use task::Task;
 pub use thread_pool::{ScheduledThreadPool, ScheduledThreadPoolBuilder};
 

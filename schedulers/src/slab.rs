@@ -61,6 +61,20 @@ pub(crate) struct Slab {
 // everything else is atomics and a mutex.
 unsafe impl Sync for Slab {}
 
+/// Asks the CPU to bring the cache line of `at` close (a hint: a no-op
+/// where there is no such instruction, and under loom).
+fn prefetch<T>(at: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(schedulers_loom)))]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint: it reads nothing the program sees
+        // and never faults, and SSE is part of every x86-64 CPU.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) };
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(schedulers_loom))))]
+    let _ = at;
+}
+
 fn locate(key: Key) -> (usize, usize) {
     let i = u64::from(key) + (1 << FIRST_BITS);
     let bits = 63 - i.leading_zeros();
@@ -167,11 +181,11 @@ impl Slab {
     /// bit in the summary. Returns true if this made the first mark since
     /// the driver last looked.
     ///
-    /// The driver counts the cancels by the marks it takes. A mark holds no
-    /// reference, so a key can be freed, used again and marked again
-    /// before the driver took its first mark: that second mark is counted
-    /// in [`Slab::remarks`] (rare, so the common mark takes one locked
-    /// instruction, not two).
+    /// The driver counts the cancels by the marks it takes. A mark whose
+    /// canceller dropped the closure holds no reference, so a key can be
+    /// freed, used again and marked again before the driver took its first
+    /// mark: that second mark is counted in [`Slab::remarks`] (rare, so the
+    /// common mark takes one locked instruction, not two).
     pub(crate) fn mark(&self, key: Key) -> bool {
         let (segment, offset) = locate(key);
         let marks = self.marks[segment]
@@ -179,7 +193,7 @@ impl Slab {
             .expect("a handed-out key's segment exists");
         let word = offset / 64;
         let bit = 1 << (offset % 64);
-        let before = marks[word].fetch_or(bit, Release);
+        let before = marks[word].fetch_or(bit, SeqCst);
         if before & bit != 0 {
             self.remarks.fetch_add(1, Relaxed);
             return false;
@@ -197,6 +211,19 @@ impl Slab {
     /// Marks made on a key's mark not yet taken, ever (see [`Slab::mark`]).
     pub(crate) fn remarks(&self) -> u64 {
         self.remarks.load(Relaxed)
+    }
+
+    /// Asks the CPU to fetch the state word and the body of `key` (each
+    /// a cache line that may be far), for a loop over many keys to touch
+    /// them a few keys later without waiting for each in turn.
+    pub(crate) fn prefetch(&self, key: Key) {
+        prefetch(self.word(key));
+        prefetch(self.body(key));
+    }
+
+    /// As [`Slab::prefetch`], the state word alone.
+    pub(crate) fn prefetch_word(&self, key: Key) {
+        prefetch(self.word(key));
     }
 
     /// True if keys may be marked that the driver has not taken.

@@ -11,9 +11,10 @@
 //! bit  5       PERIODIC    a running task has future runs a cancel can stop
 //! bit  6       DRAINED     the driver has taken the submission out of its lane
 //! bits 7..10   resets waiting in a lane for the driver (at most MAX_RESETS)
-//! bits 10..32  refs: holders (handles, the driver while the timer is
-//!              submitted, queued, due or running, and each entry about the
-//!              timer still waiting in a lane)
+//! bit  10      LEFT        cancelled, its closure left to the driver
+//! bits 11..32  refs: holders (handles, the driver while the timer is
+//!              submitted, queued, due or running, each entry about the
+//!              timer still waiting in a lane, and a LEFT task's mark)
 //! ```
 //!
 //! ```text
@@ -38,6 +39,14 @@
 //! `Slab::mark`) if it held the task already. A cancel before the driver
 //! took the task in usually takes the submission back out of its lane
 //! instead, and the driver never hears of it.
+//!
+//! Except while the driver holds many tasks (see `Shared::drops_later`):
+//! then the CAS that cancels a task the driver holds also sets `LEFT` and
+//! adds a reference, and the canceller only marks the key. The mark hands
+//! the body to the driver, which drops the closure and lets the reference
+//! go when it takes the mark (within a `HOUSEKEEPING` period). A body that
+//! no cache holds any more costs the driver's sorted, prefetched sweep less
+//! than it costs a canceller waiting for it.
 //!
 //! The slot is reused only when `refs` drops to zero, so a handle always
 //! reads its own task's state, never a newer one's.
@@ -66,10 +75,11 @@ const RESET: u32 = 1 << RESETS_SHIFT;
 const RESETS: u32 = 0b111 << RESETS_SHIFT;
 /// Resets that may wait in lanes at once; one more takes the slow path.
 pub(crate) const MAX_RESETS: u32 = 7;
-const REF: u32 = 1 << 10;
+pub(crate) const LEFT: u32 = 1 << 10;
+const REF: u32 = 1 << 11;
 const REFS: u32 = !(REF - 1);
 /// A slot whose refs reached this never counts down: it is never reused
-/// (four million holders of one task; better a leaked slot than a reuse).
+/// (two million holders of one task; better a leaked slot than a reuse).
 const STUCK: u32 = REFS;
 
 /// The state bits of a word.
@@ -79,6 +89,12 @@ pub(crate) fn of(word: u32) -> u32 {
 
 fn refs(word: u32) -> u32 {
     word & REFS
+}
+
+/// How many hold the slot.
+#[cfg(test)]
+pub(crate) fn holders(word: u32) -> u32 {
+    refs(word) / REF
 }
 
 fn resets(word: u32) -> u32 {
@@ -131,11 +147,12 @@ pub(crate) fn is_calendar(word: u32) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cancel {
     /// The task was waiting: it will never start, and its body is the
-    /// canceller's to empty. If `logged`, the driver already holds it, and
-    /// the canceller marks the key so the driver counts the dead entry (or
-    /// removes it); else the driver finds it cancelled when it takes the
+    /// canceller's to empty, unless `left` to the driver. If `logged`, the
+    /// driver already holds it, and the canceller marks the key so the
+    /// driver counts the dead entry (or removes it), and drops a `left`
+    /// closure; else the driver finds it cancelled when it takes the
     /// submission in.
-    WasPending { logged: bool },
+    WasPending { logged: bool, left: bool },
     /// A periodic task was running: it will not run again.
     WasRunning,
     /// Nothing left to stop.
@@ -177,15 +194,18 @@ pub(crate) fn intake(word: &AtomicU32) -> Result<u32, u32> {
     update(word, |w| (of(w) == SCHEDULED).then_some(w | DRAINED))
 }
 
-/// Stops every future run; see [`Cancel`]. Returns the replaced word too.
-pub(crate) fn cancel(word: &AtomicU32) -> (Cancel, u32) {
+/// Stops every future run; see [`Cancel`]. With `leave`, a task the driver
+/// holds is left to it, with a reference for the mark that tells it so.
+/// Returns the replaced word too.
+pub(crate) fn cancel(word: &AtomicU32, leave: bool) -> (Cancel, u32) {
     let mut outcome = Cancel::TooLate;
     let prev = update(word, |w| match of(w) {
         SCHEDULED => {
-            outcome = Cancel::WasPending {
-                logged: w & DRAINED != 0,
-            };
-            Some(with_state(w, CANCELLED))
+            let logged = w & DRAINED != 0;
+            let left = leave && logged;
+            outcome = Cancel::WasPending { logged, left };
+            let w = with_state(w, CANCELLED);
+            Some(if left { plus_ref(w) | LEFT } else { w })
         }
         RUNNING if w & PERIODIC != 0 => {
             outcome = Cancel::WasRunning;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use std::num::NonZeroU64;
 use std::time::Duration;
 
-use super::{Claimed, DriverState, Queue, Shared};
+use super::{Claimed, DriverState, Queue, Shared, PREFETCH_AHEAD};
 use crate::body::{Body, Ran};
 use crate::calendar::jiff::Timestamp;
 use crate::calendar::MissedRuns;
@@ -675,7 +675,11 @@ impl Shared {
         let mut to_free = std::mem::take(&mut driver.to_free);
         driver.burying += 1;
         drop(driver);
-        for &key in &graves {
+        for (i, &key) in graves.iter().enumerate() {
+            // Cancelled keys come by the thousand, spread over the slab.
+            if let Some(&ahead) = graves.get(i + PREFETCH_AHEAD) {
+                self.slab.prefetch(ahead);
+            }
             // SAFETY: a graveyard key's body is the driver's: the task was
             // cancelled or ended and no one else may touch it (see
             // `crate::state`).

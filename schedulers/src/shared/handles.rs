@@ -1,10 +1,11 @@
 //! What handles do: cancel, reset, ask and wait.
 
-use std::sync::atomic::Ordering::Acquire;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use super::{DriverState, Shared, When};
+use super::{DriverState, Shared, When, HOUSEKEEPING};
+use crate::clock::nanos;
 use crate::core::Key;
 use crate::error::{Error, Kind};
 use crate::lanes::{Moved, Spot, KEEP, TAKEN_BACK};
@@ -19,20 +20,30 @@ impl Shared {
         if let Some(taken) = self.cancel_in_lane(key, spot) {
             return taken;
         }
-        let (outcome, prev) = state::cancel(self.slab.word(key));
+        let leave = self.drops_later.load(Relaxed);
+        let (outcome, prev) = state::cancel(self.slab.word(key), leave);
         match outcome {
-            Cancel::WasPending { logged } => {
+            Cancel::WasPending { logged, left } => {
                 self.unpend();
-                // The closure is this thread's to drop (no one else may
-                // touch the body after this CAS).
-                // SAFETY: as the comment above; the caller's handle keeps
-                // the slot from being freed meanwhile.
-                unsafe { self.slab.with_body(key, task::clear_contained) };
-                // The driver holds it: mark it so that the driver lets the
-                // dead entry go when it next looks (and counts the cancel,
-                // see `Slab::mark`).
+                if !left {
+                    // The closure is this thread's to drop (no one else
+                    // may touch the body after this CAS).
+                    // SAFETY: as the comment above; the caller's handle
+                    // keeps the slot from being freed meanwhile.
+                    unsafe { self.slab.with_body(key, task::clear_contained) };
+                }
+                // The driver holds it: the mark tells it to let the dead
+                // entry go, and if `left`, hands it the body (with the
+                // reference the CAS added) to drop the closure within a
+                // housekeeping period, in key order with others.
                 if logged {
                     self.slab.mark(key);
+                }
+                if left
+                    && !self.closures_left.load(SeqCst)
+                    && !self.closures_left.swap(true, SeqCst)
+                {
+                    self.keep_house();
                 }
                 if self.is_shutdown() {
                     // A driver waiting to terminate may be waiting for it.
@@ -43,6 +54,22 @@ impl Shared {
             Cancel::WasRunning | Cancel::TooLate => {}
         }
         outcome.stopped()
+    }
+
+    /// The first closure left to the driver since it last took the marks:
+    /// if no driver will look within a [`HOUSEKEEPING`] period by itself
+    /// (it sleeps for longer, or waits for a signal), wake one to take the
+    /// marks and drop the closures. While the driver sleeps at most that
+    /// long (as it does after a look that found such closures, see
+    /// [`Shared::wait`]), a cancel costs it nothing more. Pairs with the
+    /// check in `wait`: this sets `closures_left` then reads `wake_at`,
+    /// the driver publishes `wake_at` then reads `closures_left`, so one
+    /// of the two sees the other.
+    fn keep_house(&self) {
+        let wake_at = self.wake_at.load(SeqCst);
+        if wake_at != 0 && wake_at > self.now().saturating_add(nanos(HOUSEKEEPING)) {
+            self.nudge();
+        }
     }
 
     /// A cancel before the driver took the task in: the entry comes back

@@ -3,9 +3,9 @@
 //! driver wakes.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering::Acquire;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
 
-use super::{DriverState, Shared, AUTO_PURGE_MIN};
+use super::{DriverState, Shared, AUTO_PURGE_MIN, PREFETCH_AHEAD};
 use crate::core::Key;
 use crate::lanes::TAKEN_BACK;
 use crate::state;
@@ -14,6 +14,15 @@ use crate::state;
 /// clock read and a peek at the queue): some tens of microseconds of
 /// rescheduling at the most before a due task starts.
 pub(crate) const MOVES_PER_LOOK: usize = 256;
+
+/// From this many timers in the driver's queue on, a cancel leaves the
+/// closure to the driver (see `crate::state`): their state words and bodies
+/// (28 bytes a timer) then take 7 MB, more than a core's L2 cache holds
+/// (1 to 4 MB), so a cancel in random order finds its body in no cache.
+/// Below it the canceller's own drop costs less than the driver's: at
+/// 1e5 pending, leaving them cost 15-20 ns more CPU per timer than it saved
+/// the canceller (workbench `ack-batch`, 2026-11-27).
+pub(crate) const DROPS_LATER_FROM: usize = 1 << 18;
 
 impl Shared {
     /// True if callers may have left work the driver has not taken in:
@@ -47,6 +56,13 @@ impl Shared {
         }
         if driver.dead >= AUTO_PURGE_MIN as u64 && driver.dead * 2 > driver.queue.len() as u64 {
             self.purge(driver);
+        }
+        // Where the bodies of the timers it holds no longer fit a core's
+        // cache, the driver drops the closures of cancelled ones (see
+        // `crate::state`).
+        let many = driver.queue.len() >= DROPS_LATER_FROM;
+        if many != self.drops_later.load(Relaxed) {
+            self.drops_later.store(many, Relaxed);
         }
         dropped
     }
@@ -104,23 +120,37 @@ impl Shared {
     /// Sweeps the marks of cancels of timers the driver held, in key order:
     /// lets their queue entries go now if the scheduler removes on cancel
     /// (or is shutting down), else when they come due or a purge runs, and
-    /// counts them as dead until then; and counts the cancels. A mark holds no
-    /// reference: a key still queued is held by its queue entry, so if its
-    /// task is cancelled the entry is the cancelled one's.
+    /// counts them as dead until then; and counts the cancels. A key whose
+    /// closure its canceller `LEFT` to the driver goes to the graveyard,
+    /// with the mark's reference: the closure is dropped with the lock
+    /// released. Any other mark holds no reference: a key still queued is
+    /// held by its queue entry, so if its task is cancelled the entry is
+    /// the cancelled one's.
     fn take_in_cancelled(&self, driver: &mut DriverState) {
         let mut cancelled = std::mem::take(&mut driver.cancelled);
+        // Before the marks: a closure left after this is announced again.
+        self.closures_left.store(false, SeqCst);
         self.slab.take_marks(&mut cancelled);
         // Counted here, not by the cancellers: a shared count would cost
         // each cancel a locked instruction; the mark is the count (see
         // `Slab::mark`).
         driver.cancelled_count += cancelled.len() as u64;
         driver.balance -= cancelled.len() as i64;
-        for &key in &cancelled {
-            let dead = state::of(self.slab.word(key).load(Acquire)) != state::SCHEDULED;
+        let remove = self.remove_on_cancel || self.is_shutdown();
+        for (i, &key) in cancelled.iter().enumerate() {
+            if let Some(&ahead) = cancelled.get(i + PREFETCH_AHEAD) {
+                self.slab.prefetch_word(ahead);
+            }
+            let w = self.slab.word(key).load(Acquire);
+            if w & state::LEFT != 0 && state::of(w) == state::CANCELLED {
+                driver.graveyard.push(key);
+                driver.swept = true;
+            }
+            let dead = state::of(w) != state::SCHEDULED;
             if dead && !driver.calendars.is_empty() {
                 driver.calendars.remove(&key);
             }
-            if dead && (self.remove_on_cancel || self.is_shutdown()) && driver.queue.remove(key) {
+            if dead && remove && driver.queue.remove(key) {
                 self.release_locked(driver, key);
             } else {
                 driver.dead += 1;

@@ -68,6 +68,12 @@ mod submit;
 mod test;
 mod wait;
 
+pub use wait::HOUSEKEEPING;
+
+/// How many keys ahead a sweep over keys spread through the slab asks for
+/// the lines it will touch: enough misses in flight to cover one's latency.
+const PREFETCH_AHEAD: usize = 8;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::atomic::Ordering::SeqCst;
@@ -155,6 +161,9 @@ pub(crate) struct DriverState {
     /// Keys whose closure the driver drops with the lock released; each
     /// holds a reference, let go of afterwards.
     graveyard: Vec<Key>,
+    /// The last intake took cancel marks: the next sleep is at most a
+    /// housekeeping period (see [`Shared::wait`]).
+    swept: bool,
     /// Keys whose last holder was the driver: their bodies are emptied with
     /// the lock released, then the keys go back to the pool.
     to_free: Vec<Key>,
@@ -233,6 +242,13 @@ pub(crate) struct Shared {
     /// waits for a signal, 0 while it is awake. A submission due earlier
     /// wakes it.
     pub(crate) wake_at: AtomicU64,
+    /// A cancel of a task the driver holds leaves its closure to the
+    /// driver: set while the queue is large (see
+    /// [`intake::DROPS_LATER_FROM`]).
+    drops_later: AtomicBool,
+    /// A cancel left a closure to the driver since it last took the marks
+    /// (see `Shared::keep_house`).
+    closures_left: AtomicBool,
     /// Tasks waiting, counted only when there is a pending limit.
     pending: AtomicUsize,
     /// Times a driver thread woke from a wait.
@@ -262,6 +278,7 @@ impl Shared {
                 cancelled: Vec::new(),
                 early_moves: VecDeque::new(),
                 graveyard: Vec::new(),
+                swept: false,
                 to_free: Vec::new(),
                 balance: 0,
                 fired: 0,
@@ -300,6 +317,8 @@ impl Shared {
             grace,
             executor: config.executor,
             wake_at: AtomicU64::new(0),
+            drops_later: AtomicBool::new(false),
+            closures_left: AtomicBool::new(false),
             pending: AtomicUsize::new(0),
             wakeups: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),

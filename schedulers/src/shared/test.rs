@@ -97,7 +97,8 @@ fn a_caller_wakes_the_driver_only_when_it_must() {
 /// whose cancel won, whichever way the driver learns of the cancel: the
 /// entry taken back out of its lane (the driver never hears of it), the
 /// driver finding the task cancelled when it takes the entry in (a cancel
-/// without the spot), or a mark (cancelled after the intake).
+/// without the spot), or a mark (cancelled after the intake). While the
+/// queue is large, the last is left to the driver: see the next test.
 #[test]
 fn a_cancelled_closure_is_dropped_once_by_its_canceller() {
     let shared = threadless(Duration::ZERO);
@@ -132,12 +133,71 @@ fn a_cancelled_closure_is_dropped_once_by_its_canceller() {
     let mut driver = shared.lock();
     shared.intake(&mut driver);
     assert_eq!(driver.dead, 1, "its entry is dead");
+    assert!(driver.graveyard.is_empty(), "nothing left to the driver");
     drop(driver);
     assert_eq!(shared.metrics().cancelled, 3);
     assert_eq!(shared.metrics().pending, 0);
     for key in [back, unlogged, logged] {
         shared.release(key);
     }
+}
+
+/// While the driver's queue is large, a cancel of a task it holds leaves
+/// the closure to it, with a reference: the driver drops the closure when
+/// it takes the mark (with its lock released), lets the reference go, and
+/// the key is freed once the handle lets go too, never before. A cancel
+/// of a task it does not hold yet still drops the closure at once.
+#[test]
+fn a_closure_left_to_the_driver_is_dropped_once_when_it_takes_the_mark() {
+    let shared = threadless(Duration::ZERO);
+    shared.drops_later.store(true, SeqCst);
+    let token = Arc::new(());
+    let submit = || {
+        let t = token.clone();
+        let task = Task::once(move || drop(t));
+        shared
+            .submit(When::After(Duration::from_secs(1)), task)
+            .unwrap()
+    };
+    let (back, spot) = submit();
+    let (logged, _) = submit();
+    assert!(shared.cancel(back, spot), "taken back out of the lane");
+    assert_eq!(Arc::strong_count(&token), 2, "dropped by its canceller");
+    let mut driver = shared.lock();
+    shared.intake(&mut driver);
+    // A queue of one: the intake said closures are the cancellers' again.
+    shared.drops_later.store(true, SeqCst);
+    drop(driver);
+    assert!(shared.cancel(logged, Spot::NONE));
+    assert!(!shared.cancel(logged, Spot::NONE), "once");
+    assert_eq!(Arc::strong_count(&token), 2, "left to the driver");
+    let word = shared.slab.word(logged).load(SeqCst);
+    assert_ne!(word & crate::state::LEFT, 0);
+    assert!(shared.closures_left.load(SeqCst), "the driver is told");
+    let mut driver = shared.lock();
+    shared.intake(&mut driver);
+    assert_eq!(driver.graveyard, [logged]);
+    assert_eq!(
+        Arc::strong_count(&token),
+        2,
+        "dropped with the lock released"
+    );
+    let driver = shared.bury(driver);
+    assert_eq!(Arc::strong_count(&token), 1, "dropped by the driver");
+    assert!(driver.to_free.is_empty(), "the handle still holds the key");
+    drop(driver);
+    assert!(!shared.closures_left.load(SeqCst));
+    assert_eq!(shared.metrics().cancelled, 2);
+    assert_eq!(shared.metrics().pending, 0);
+    shared.release(back);
+    shared.release(logged);
+    let word = shared.slab.word(logged).load(SeqCst);
+    assert_eq!(crate::state::holders(word), 1, "its dead queue entry");
+    let mut driver = shared.lock();
+    shared.purge(&mut driver);
+    drop(shared.bury(driver));
+    let word = shared.slab.word(logged).load(SeqCst);
+    assert_eq!(crate::state::holders(word), 0, "no holder left");
 }
 
 /// A task accepted just before shutdown, whose submitter has not yet

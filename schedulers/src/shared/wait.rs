@@ -14,6 +14,35 @@ use crate::clock::nanos;
 /// through a gap this short makes its task late by several gaps.
 pub(super) const SHORT_GAP: Duration = Duration::from_micros(25);
 
+/// The longest a cancelled task's closure waits for the scheduler to drop
+/// it, once a driver thread is free, when its cancel left it to the driver
+/// (see [`TaskHandle::cancel`](crate::TaskHandle::cancel)): after a look
+/// that found such closures, a driver sleeps no longer than this, and the
+/// first one left while it sleeps longer wakes it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use schedulers::{HashedWheelTimer, ManualClock, Scheduler, Task, HOUSEKEEPING};
+///
+/// let clock = ManualClock::new();
+/// let timer = HashedWheelTimer::builder().clock(clock.clone()).build()?;
+/// let buffer = Arc::new([0u8; 1024]);
+/// let handles: Vec<_> = (0..300_000)
+///     .map(|_| {
+///         let b = buffer.clone();
+///         let task = Task::once(move || drop(b));
+///         timer.submit(Duration::from_secs(30), task).unwrap()
+///     })
+///     .collect();
+/// clock.advance(Duration::from_millis(1)); // the driver takes them in
+/// assert!(handles.iter().all(|h| h.cancel()));
+/// clock.advance(HOUSEKEEPING); // the driver drops what they captured
+/// assert_eq!(Arc::strong_count(&buffer), 1);
+/// # Ok::<(), schedulers::Error>(())
+/// ```
+pub const HOUSEKEEPING: Duration = Duration::from_millis(1);
+
 /// The spin budget is counted per window of this many nanoseconds (a tenth
 /// of a second), so a burst of short gaps spins until its share of the
 /// window is spent, then sleeps.
@@ -75,6 +104,15 @@ impl Shared {
         if deadline.is_some_and(|d| d <= now) || std::mem::take(&mut driver.nudged) {
             return driver;
         }
+        // Closures left to the driver came since the last sleep: more may
+        // follow, and they wait for the driver's next look (see
+        // `keep_house`).
+        let (mut deadline, mut wake_at) = (deadline, wake_at);
+        if std::mem::take(&mut driver.swept) {
+            let look = now.saturating_add(nanos(HOUSEKEEPING));
+            deadline = Some(deadline.map_or(look, |d| d.min(look)));
+            wake_at = wake_at.min(look);
+        }
         let timeout = deadline
             .and_then(|d| self.timebase.instant(d))
             .and_then(|at| self.clock.wait_for(at));
@@ -96,6 +134,14 @@ impl Shared {
         self.wake_at.store(wake_at, SeqCst);
         if self.lanes.earliest() < wake_at {
             // Pushed while this thread was awake, due before it would wake.
+            self.wake_at.store(0, SeqCst);
+            return driver;
+        }
+        if deadline.is_none_or(|d| d > now.saturating_add(nanos(HOUSEKEEPING)))
+            && self.closures_left.load(SeqCst)
+        {
+            // A closure was left to it while this thread was awake, after
+            // it looked.
             self.wake_at.store(0, SeqCst);
             return driver;
         }

@@ -13,7 +13,8 @@
 //! - a thread waiting for the end is always told;
 //! - the closure is dropped exactly once, by one thread at a time (the
 //!   body is a `loom::cell::UnsafeCell`: two threads touching it without a
-//!   hand-off between them fail the model);
+//!   hand-off between them fail the model), also when a cancel leaves it
+//!   to the driver, which drops it when it sweeps the mark;
 //! - the slot is freed exactly once, when its last holder lets go, and
 //!   never while one still holds it.
 //!
@@ -62,9 +63,16 @@ struct World {
     freed: AtomicUsize,
     /// The cancel left a mark for the driver.
     marked: AtomicBool,
+    /// A cancel of a task the driver holds leaves the closure to it (as
+    /// while the driver's queue is large).
+    leave: bool,
 }
 
 fn world(periodic: bool) -> Arc<World> {
+    world_with(periodic, false)
+}
+
+fn world_with(periodic: bool, leave: bool) -> Arc<World> {
     let w = World {
         word: AtomicU32::new(FREE),
         body: UnsafeCell::new(1),
@@ -82,6 +90,7 @@ fn world(periodic: bool) -> Arc<World> {
         dropped: AtomicUsize::new(0),
         freed: AtomicUsize::new(0),
         marked: AtomicBool::new(false),
+        leave,
     };
     // One handle and the submission's reference.
     arm(&w.word, periodic, false);
@@ -148,10 +157,25 @@ impl World {
     }
 
     /// The driver's sweep of the cancel marks: it learns the entry is
-    /// dead; a mark holds no reference and the body is not the driver's.
+    /// dead. A mark holds no reference and the body is not the driver's,
+    /// unless the canceller left it (`LEFT`): then the driver drops the
+    /// closure and lets the mark's reference go.
+    ///
+    /// A compare-exchange, not the scheduler's swap: loom 0.7 can let a
+    /// swap racing a store read the old value and still leave it in place,
+    /// a history no CPU allows (tokio-rs/loom#254).
     fn sweep_marks(&self) {
-        if self.marked.swap(false, SeqCst) {
-            assert!(is_terminal(self.word.load(SeqCst)), "marked but not over");
+        if self
+            .marked
+            .compare_exchange(true, false, SeqCst, SeqCst)
+            .is_ok()
+        {
+            let w = self.word.load(SeqCst);
+            assert!(is_terminal(w), "marked but not over");
+            if w & LEFT != 0 {
+                self.drop_body();
+                self.release();
+            }
         }
     }
 
@@ -257,12 +281,15 @@ impl World {
             }
         }
         drop(lane);
-        let (outcome, prev) = cancel(&self.word);
+        let (outcome, prev) = cancel(&self.word, self.leave);
         match outcome {
-            Cancel::WasPending { logged } => {
+            Cancel::WasPending { logged, left } => {
                 self.cancelled.store(true, SeqCst);
-                // The winner of the CAS drops the closure, at once.
-                self.drop_body();
+                // The winner of the CAS drops the closure, at once, unless
+                // it leaves it to the driver.
+                if !left {
+                    self.drop_body();
+                }
                 if logged {
                     self.marked.store(true, SeqCst);
                 }
@@ -328,6 +355,38 @@ fn one_shot_claim_cancel_clone_and_drop() {
         let ran = w.runs.load(SeqCst);
         let cancelled = w.cancelled.load(SeqCst);
         assert!(ran <= 1, "a one-shot ran twice");
+        assert_eq!(ran == 1, !cancelled, "exactly one of ran or cancelled");
+        assert_eq!(w.dropped.load(SeqCst), usize::from(cancelled));
+        check_end(&w);
+    });
+}
+
+/// A cancel that leaves the closure to the driver, racing its claim, the
+/// driver's sweep of the marks, and the handle's drop: the closure is
+/// dropped once (by the driver, never by the canceller), and the slot is
+/// freed once, by the last of the handle, the mark and the queue entry.
+#[test]
+fn a_closure_left_to_the_driver_is_dropped_once_by_it() {
+    loom::model(|| {
+        let w = world_with(false, true);
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || {
+                let held = w.drive(1, false);
+                let _guard = w.lock.lock().unwrap();
+                w.sweep_marks();
+                held
+            }
+        });
+        let canceller = spawn(&w, |w| {
+            w.cancel();
+            w.release();
+        });
+        let held = driver.join().unwrap();
+        canceller.join().unwrap();
+        w.settle(held);
+        let ran = w.runs.load(SeqCst);
+        let cancelled = w.cancelled.load(SeqCst);
         assert_eq!(ran == 1, !cancelled, "exactly one of ran or cancelled");
         assert_eq!(w.dropped.load(SeqCst), usize::from(cancelled));
         check_end(&w);

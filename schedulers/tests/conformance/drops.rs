@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use schedulers::{Scheduler, SchedulerExt, Task, TaskHandle};
+use schedulers::{Scheduler, SchedulerExt, Task, TaskHandle, HOUSEKEEPING};
 
 use super::{ms, secs, Harness, SelfHandle};
 
@@ -182,5 +182,45 @@ pub fn every_closure_and_value_is_dropped_exactly_once(h: &Harness) {
     drop((keep, late, moved, moved_then_cancelled, left, boom, stops));
     drop((panics, own, poisoned, by_shutdown, abandoned, never_ran));
     drop(s);
+    ledger.assert_each_dropped_once();
+}
+
+/// While the driver holds many timers (from 65,536 on), a cancel leaves
+/// the closure to the driver, which drops it when it next takes the marks:
+/// within [`HOUSEKEEPING`], also when it would otherwise sleep for
+/// minutes. Each closure is still dropped exactly once (in the slot or
+/// boxed, one whose destructor panics included), none while a handle may
+/// still run it, and a cancelled task never runs.
+pub fn closures_left_to_the_driver_are_dropped_once_within_housekeeping(h: &Harness) {
+    let ledger = Ledger::default();
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let ballast: Vec<TaskHandle> = (0..270_000)
+        .map(|_| s.submit(secs(600), Task::once(|| {})).unwrap())
+        .collect();
+    let mut cancelled = Vec::new();
+    for _ in 0..100 {
+        let t = ledger.track();
+        cancelled.push(s.submit(secs(5), Task::once(move || drop(t))).unwrap());
+    }
+    let big = Big {
+        _pad: [7; 8],
+        _tracked: ledger.track(),
+    };
+    cancelled.push(s.submit(secs(5), Task::once(move || drop(big))).unwrap());
+    let p = PanicsOnDrop(ledger.track());
+    cancelled.push(s.submit(secs(5), Task::once(move || drop(p))).unwrap());
+    // The driver takes them in (it holds them all now), and sleeps.
+    h.advance_past(h.now() + ms(1));
+    assert!(cancelled.iter().all(TaskHandle::cancel));
+    assert!(!cancelled.iter().any(TaskHandle::cancel), "cancelled once");
+    h.advance(HOUSEKEEPING);
+    ledger.assert_each_dropped_once();
+    assert!(cancelled.iter().all(TaskHandle::is_cancelled));
+    h.advance(secs(5));
+    assert_eq!(s.metrics().fired, 0, "no cancelled task ran");
+    ledger.assert_each_dropped_once();
+    s.shutdown_now();
+    assert!(s.await_termination(secs(30)));
+    drop((ballast, cancelled, s));
     ledger.assert_each_dropped_once();
 }
