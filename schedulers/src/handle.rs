@@ -102,7 +102,10 @@ impl TaskHandle {
     ///
     /// A successful cancel drops the task's closure (and what it captured)
     /// at once, on this thread, unless the task is running (then when its
-    /// run ends). One CAS and no lock of the scheduler's.
+    /// run ends), or the scheduler holds 262,144 timers or more: then its
+    /// driver drops it, within [`HOUSEKEEPING`](crate::HOUSEKEEPING) once a
+    /// driver thread is free, so that this call waits for the timer's state
+    /// word alone. One CAS and no lock of the scheduler's.
     pub fn cancel(&self) -> bool {
         self.shared().cancel(self.key, self.spot)
     }
