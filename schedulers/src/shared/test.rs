@@ -304,3 +304,19 @@ fn a_deadline_on_the_system_clock_is_never_early() {
         checked += 1;
     }
 }
+
+/// A closure left while the driver was awake makes its wait return at once,
+/// once: also when the driver took that closure's mark already, the flag is
+/// taken, so the next wait sleeps instead of spinning until the next cancel.
+#[test]
+fn a_closure_left_while_the_driver_was_awake_ends_its_wait_once() {
+    let shared = threadless(Duration::ZERO);
+    // Its mark was taken already; only the flag is left.
+    shared.closures_left.store(true, SeqCst);
+    let driver = shared.lock();
+    let far = nanos(Duration::from_secs(60));
+    let driver = shared.wait(driver, Some(far), far, false);
+    assert!(!shared.closures_left.load(SeqCst), "taken");
+    assert_eq!(shared.wake_at.load(SeqCst), 0, "awake");
+    assert_eq!(driver.waiting, 0, "it did not sleep");
+}

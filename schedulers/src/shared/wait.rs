@@ -138,10 +138,12 @@ impl Shared {
             return driver;
         }
         if deadline.is_none_or(|d| d > now.saturating_add(nanos(HOUSEKEEPING)))
-            && self.closures_left.load(SeqCst)
+            && self.closures_left.swap(false, SeqCst)
         {
             // A closure was left to it while this thread was awake, after
-            // it looked.
+            // it looked (or after it took the marks already: then the look
+            // finds none). Taken, so that it returns once for it, not
+            // until the next cancel.
             self.wake_at.store(0, SeqCst);
             return driver;
         }
