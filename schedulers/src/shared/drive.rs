@@ -713,7 +713,7 @@ impl Shared {
     /// When the driver next has work, once every dead entry is gone.
     pub(crate) fn next_expiration(&self) -> Option<Instant> {
         let mut driver = self.lock();
-        self.intake(&mut driver);
+        self.intake_for_query(&mut driver);
         if driver.dead > 0 {
             self.purge(&mut driver);
         }

@@ -161,8 +161,9 @@ pub(crate) struct DriverState {
     /// Keys whose closure the driver drops with the lock released; each
     /// holds a reference, let go of afterwards.
     graveyard: Vec<Key>,
-    /// The last intake took cancel marks: the next sleep is at most a
-    /// housekeeping period (see [`Shared::wait`]).
+    /// An intake since the last sleep found closures left to the driver:
+    /// the next sleep is at most a housekeeping period (see
+    /// [`Shared::wait`]).
     swept: bool,
     /// Keys whose last holder was the driver: their bodies are emptied with
     /// the lock released, then the keys go back to the pool.

@@ -113,7 +113,7 @@ impl Shared {
     /// it cannot run it after all.
     pub(crate) fn take_back(&self, key: Key) -> Option<Task> {
         let mut state = self.lock();
-        self.intake(&mut state);
+        self.intake_for_query(&mut state);
         let word = self.slab.word(key);
         state::end_scheduled(word, state::CANCELLED)?;
         self.unpend();
