@@ -93,6 +93,16 @@ fn a_caller_wakes_the_driver_only_when_it_must() {
     assert!(nudged(&shared), "crowded");
 }
 
+/// Submits a one-shot due in a second whose closure holds a clone of
+/// `token` (its strong count says whether the closure is dropped).
+fn submit_holding(shared: &Shared, token: &Arc<()>) -> (Key, Spot) {
+    let t = token.clone();
+    let task = Task::once(move || drop(t));
+    shared
+        .submit(When::After(Duration::from_secs(1)), task)
+        .unwrap()
+}
+
 /// A cancelled task's closure is dropped once, at once, by the thread
 /// whose cancel won, whichever way the driver learns of the cancel: the
 /// entry taken back out of its lane (the driver never hears of it), the
@@ -103,13 +113,7 @@ fn a_caller_wakes_the_driver_only_when_it_must() {
 fn a_cancelled_closure_is_dropped_once_by_its_canceller() {
     let shared = threadless(Duration::ZERO);
     let token = Arc::new(());
-    let submit = || {
-        let t = token.clone();
-        let task = Task::once(move || drop(t));
-        shared
-            .submit(When::After(Duration::from_secs(1)), task)
-            .unwrap()
-    };
+    let submit = || submit_holding(&shared, &token);
     let (back, spot) = submit();
     let (unlogged, _) = submit();
     let (logged, _) = submit();
@@ -152,13 +156,7 @@ fn a_closure_left_to_the_driver_is_dropped_once_when_it_takes_the_mark() {
     let shared = threadless(Duration::ZERO);
     shared.drops_later.store(true, SeqCst);
     let token = Arc::new(());
-    let submit = || {
-        let t = token.clone();
-        let task = Task::once(move || drop(t));
-        shared
-            .submit(When::After(Duration::from_secs(1)), task)
-            .unwrap()
-    };
+    let submit = || submit_holding(&shared, &token);
     let (back, spot) = submit();
     let (logged, _) = submit();
     assert!(shared.cancel(back, spot), "taken back out of the lane");

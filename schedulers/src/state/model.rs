@@ -333,6 +333,18 @@ fn check_end(w: &World) {
     assert!(body <= 1, "the closure dropped {body} times");
 }
 
+/// The end of a one-shot's execution: it ran at most once, exactly one of
+/// "it ran" and "a cancel stopped it" happened, and a cancelled one's
+/// closure was dropped (once).
+fn check_one_shot_end(w: &World) {
+    let ran = w.runs.load(SeqCst);
+    let cancelled = w.cancelled.load(SeqCst);
+    assert!(ran <= 1, "a one-shot ran twice");
+    assert_eq!(ran == 1, !cancelled, "exactly one of ran or cancelled");
+    assert_eq!(w.dropped.load(SeqCst), usize::from(cancelled));
+    check_end(w);
+}
+
 #[test]
 fn one_shot_claim_cancel_clone_and_drop() {
     loom::model(|| {
@@ -352,12 +364,7 @@ fn one_shot_claim_cancel_clone_and_drop() {
         let held = driver.join().unwrap();
         canceller.join().unwrap();
         w.settle(held);
-        let ran = w.runs.load(SeqCst);
-        let cancelled = w.cancelled.load(SeqCst);
-        assert!(ran <= 1, "a one-shot ran twice");
-        assert_eq!(ran == 1, !cancelled, "exactly one of ran or cancelled");
-        assert_eq!(w.dropped.load(SeqCst), usize::from(cancelled));
-        check_end(&w);
+        check_one_shot_end(&w);
     });
 }
 
@@ -385,11 +392,7 @@ fn a_closure_left_to_the_driver_is_dropped_once_by_it() {
         let held = driver.join().unwrap();
         canceller.join().unwrap();
         w.settle(held);
-        let ran = w.runs.load(SeqCst);
-        let cancelled = w.cancelled.load(SeqCst);
-        assert_eq!(ran == 1, !cancelled, "exactly one of ran or cancelled");
-        assert_eq!(w.dropped.load(SeqCst), usize::from(cancelled));
-        check_end(&w);
+        check_one_shot_end(&w);
     });
 }
 
