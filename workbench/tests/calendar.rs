@@ -21,6 +21,11 @@ use workbench::subjects;
 
 use support::{figures, skip, CALENDAR};
 
+/// The peers of the calendar workload; the rest are ours.
+const PEERS: [&str; 2] = ["tokio-cron", "bullmq-cron"];
+
+/// Ours fire every instant once; every subject accounts for every instant
+/// and gives every figure.
 #[test]
 fn ours_redis_tokio_cron_and_bullmq_fire_every_instant_once() {
     // Memory is read in a fresh child of the binary, as in every run.
@@ -64,10 +69,22 @@ fn ours_redis_tokio_cron_and_bullmq_fire_every_instant_once() {
             *m.get(&metric)
                 .unwrap_or_else(|| panic!("{name}: no {metric} in {m:?}"))
         };
-        assert_eq!(get(Metric::Fired), 60.0, "{name}: {m:?}");
-        assert_eq!(get(Metric::Missed), 0.0, "{name}");
-        assert_eq!(get(Metric::Duplicates), 0.0, "{name}");
-        assert!(get(Metric::LatenessMax) < 1_000_000.0, "{name}: {m:?}");
+        // Every instant is accounted for, fired or missed.
+        assert_eq!(
+            get(Metric::Fired) + get(Metric::Missed),
+            60.0,
+            "{name}: {m:?}"
+        );
+        if PEERS.contains(&name) {
+            // A peer is measured as it behaves: on a loaded machine
+            // tokio-cron-scheduler once fired 30 instants early, twice, and
+            // missed 30 (CI, 2026-11-27); the page reports that.
+            assert!(get(Metric::Fired) > 0.0, "{name} ran: {m:?}");
+        } else {
+            assert_eq!(get(Metric::Fired), 60.0, "{name}: {m:?}");
+            assert_eq!(get(Metric::Duplicates), 0.0, "{name}");
+            assert!(get(Metric::LatenessMax) < 1_000_000.0, "{name}: {m:?}");
+        }
         assert!(get(Metric::CpuPerFire) > 0.0, "{name}: {m:?}");
         assert!(get(Metric::MemoryPerSchedule) > 0.0, "{name}: {m:?}");
         assert!(get(Metric::ScheduleBatch) > 0.0, "{name}: {m:?}");
