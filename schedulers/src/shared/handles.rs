@@ -66,8 +66,7 @@ impl Shared {
     /// the driver publishes `wake_at` then reads `closures_left`, so one
     /// of the two sees the other.
     fn keep_house(&self) {
-        let wake_at = self.wake_at.load(SeqCst);
-        if wake_at != 0 && wake_at > self.now().saturating_add(nanos(HOUSEKEEPING)) {
+        if self.due_before_wake(self.now().saturating_add(nanos(HOUSEKEEPING))) {
             self.nudge();
         }
     }

@@ -90,10 +90,16 @@ impl Shared {
         } else {
             0
         };
-        let due_first = deadline.saturating_add(slack) < self.wake_at.load(SeqCst);
-        if due_first || crowded {
+        if self.due_before_wake(deadline.saturating_add(slack)) || crowded {
             self.nudge();
         }
+    }
+
+    /// True if work due at `at` (ticks) comes before the waiting driver
+    /// wakes by itself (never while a driver is awake: `wake_at` reads 0).
+    /// Pairs with the publish of `wake_at` in [`Shared::wait`].
+    pub(crate) fn due_before_wake(&self, at: u64) -> bool {
+        at < self.wake_at.load(SeqCst)
     }
 
     /// Wakes a driver thread to look at the lanes and the queue now. Under
