@@ -42,9 +42,16 @@ pub(crate) struct Slab {
     words: [OnceLock<Box<[AtomicU32]>>; SEGMENTS],
     bodies: [OnceLock<Box<[BodyCell]>>; SEGMENTS],
     /// A bit per key: cancelled after the driver took it in, and not yet
-    /// seen by the driver (see [`Slab::mark`]).
+    /// seen by the driver (see [`Slab::mark`]); its canceller dropped the
+    /// closure.
     marks: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
-    /// A bit per word of `marks`: that word may have a bit set.
+    /// As `marks`, for a cancel that left the closure to the driver. Apart,
+    /// so the driver knows which without reading each key's state word
+    /// (another cache miss a cancel at a large queue). Its pages are only
+    /// touched at such queues.
+    left: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
+    /// A bit per word index of `marks` and `left`: either word may have a
+    /// bit set.
     summary: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
     /// Some summary word went from empty to not since the driver looked.
     marked: AtomicBool,
@@ -108,6 +115,7 @@ impl Slab {
             words: Default::default(),
             bodies: Default::default(),
             marks: Default::default(),
+            left: Default::default(),
             summary: Default::default(),
             marked: AtomicBool::new(false),
             remarks: AtomicU64::new(0),
@@ -176,19 +184,22 @@ impl Slab {
         self.body(key).with(|body| f(unsafe { &*body }))
     }
 
-    /// Marks `key` cancelled for the driver to see: a bit in a dense
-    /// bitmap (a fetch-or, no lock), and the first bit of a word also a
-    /// bit in the summary. Returns true if this made the first mark since
-    /// the driver last looked.
+    /// Marks `key` cancelled for the driver to see, `left` if the closure
+    /// was left to it: a bit in a dense bitmap (a fetch-or, no lock), and
+    /// the first bit of a word also a bit in the summary. Returns true if
+    /// this made the first mark since the driver last looked.
     ///
     /// The driver counts the cancels by the marks it takes. A mark whose
     /// canceller dropped the closure holds no reference, so a key can be
     /// freed, used again and marked again before the driver took its first
     /// mark: that second mark is counted in [`Slab::remarks`] (rare, so the
     /// common mark takes one locked instruction, not two).
-    pub(crate) fn mark(&self, key: Key) -> bool {
+    /// A left mark holds a reference, so its key is never marked again
+    /// before the driver took it.
+    pub(crate) fn mark(&self, key: Key, left: bool) -> bool {
         let (segment, offset) = locate(key);
-        let marks = self.marks[segment]
+        let marks = if left { &self.left } else { &self.marks };
+        let marks = marks[segment]
             .get()
             .expect("a handed-out key's segment exists");
         let word = offset / 64;
@@ -201,6 +212,8 @@ impl Slab {
         if before != 0 {
             return false; // its summary bit is set, or being taken
         }
+        // A summary bit stands for both bitmaps' words: the driver takes
+        // both when it takes the bit.
         let summary = self.summary[segment].get().expect("as above");
         if summary[word / 64].fetch_or(1 << (word % 64), Release) != 0 {
             return false;
@@ -231,16 +244,19 @@ impl Slab {
         self.marked.load(SeqCst)
     }
 
-    /// Moves every marked key into `into`, in key order (the driver's
-    /// sweep), clearing the marks.
-    pub(crate) fn take_marks(&self, into: &mut Vec<Key>) {
+    /// Moves every marked key into `dropped`, or `left` if the closure was
+    /// left to the driver, in key order (the driver's sweep), clearing the
+    /// marks.
+    pub(crate) fn take_marks(&self, dropped: &mut Vec<Key>, left: &mut Vec<Key>) {
         if !self.marked.swap(false, SeqCst) {
             return;
         }
         for segment in 0..SEGMENTS {
-            let (Some(summary), Some(marks)) =
-                (self.summary[segment].get(), self.marks[segment].get())
-            else {
+            let (Some(summary), Some(marks), Some(lefts)) = (
+                self.summary[segment].get(),
+                self.marks[segment].get(),
+                self.left[segment].get(),
+            ) else {
                 break;
             };
             let base = (1u64 << FIRST_BITS << segment) - (1 << FIRST_BITS);
@@ -253,11 +269,19 @@ impl Slab {
                 while words != 0 {
                     let w = s * 64 + words.trailing_zeros() as usize;
                     words &= words - 1;
-                    let mut bits = marks[w].swap(0, Acquire);
-                    while bits != 0 {
-                        let offset = w * 64 + bits.trailing_zeros() as usize;
-                        bits &= bits - 1;
-                        into.push((base + offset as u64) as Key);
+                    for (bitmap, into) in [(marks, &mut *dropped), (lefts, &mut *left)] {
+                        // Skipped if empty (as a summary word is): a bit
+                        // set after this load sets the summary bit again.
+                        let mut bits = if bitmap[w].load(Relaxed) == 0 {
+                            0
+                        } else {
+                            bitmap[w].swap(0, Acquire)
+                        };
+                        while bits != 0 {
+                            let offset = w * 64 + bits.trailing_zeros() as usize;
+                            bits &= bits - 1;
+                            into.push((base + offset as u64) as Key);
+                        }
                     }
                 }
             }
@@ -273,6 +297,7 @@ impl Slab {
             self.words[segment].get_or_init(|| new_segment(len));
             self.bodies[segment].get_or_init(|| new_segment(len));
             self.marks[segment].get_or_init(|| new_segment(len / 64));
+            self.left[segment].get_or_init(|| new_segment(len / 64));
             self.summary[segment].get_or_init(|| new_segment(len / 64 / 64));
         }
     }
@@ -402,23 +427,56 @@ mod test {
         while keys.len() < 9000 {
             assert!(slab.take_keys(&mut keys));
         }
-        let mut taken = Vec::new();
-        slab.take_marks(&mut taken);
-        assert!(taken.is_empty() && !slab.any_marked());
-        assert!(slab.mark(8191), "the first mark since the driver looked");
+        let (mut taken, mut left) = (Vec::new(), Vec::new());
+        slab.take_marks(&mut taken, &mut left);
+        assert!(taken.is_empty() && left.is_empty() && !slab.any_marked());
+        assert!(
+            slab.mark(8191, false),
+            "the first mark since the driver looked"
+        );
         for key in [5000, 3, 4096, 64, 65, 8191] {
-            assert!(!slab.mark(key));
+            assert!(!slab.mark(key, false));
         }
         assert!(slab.any_marked());
         assert_eq!(slab.remarks(), 1, "8191 again before the driver took it");
-        assert!(!slab.mark(64));
+        assert!(!slab.mark(64, false));
         assert_eq!(slab.remarks(), 2, "and 64");
-        slab.take_marks(&mut taken);
+        slab.take_marks(&mut taken, &mut left);
         assert_eq!(taken, [3, 64, 65, 4096, 5000, 8191]);
+        assert!(left.is_empty());
         taken.clear();
-        slab.take_marks(&mut taken);
+        slab.take_marks(&mut taken, &mut left);
         assert!(taken.is_empty(), "taken once");
-        assert!(slab.mark(7));
+        assert!(slab.mark(7, false));
+    }
+
+    #[test]
+    fn left_marks_come_back_apart_from_the_others() {
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        while keys.len() < 9000 {
+            assert!(slab.take_keys(&mut keys));
+        }
+        assert!(
+            slab.mark(70, true),
+            "the first mark since the driver looked"
+        );
+        // Word 1 of the bitmaps holds a bit in each: one summary bit.
+        assert!(!slab.mark(65, false));
+        assert!(!slab.mark(8000, true));
+        assert!(!slab.mark(8001, false));
+        let (mut taken, mut left) = (Vec::new(), Vec::new());
+        slab.take_marks(&mut taken, &mut left);
+        assert_eq!(taken, [65, 8001]);
+        assert_eq!(left, [70, 8000]);
+        assert_eq!(slab.remarks(), 0);
+        // A left mark alone in its word sets the summary bit again.
+        assert!(slab.mark(71, true), "the driver looked");
+        taken.clear();
+        left.clear();
+        slab.take_marks(&mut taken, &mut left);
+        assert!(taken.is_empty());
+        assert_eq!(left, [71]);
     }
 
     #[test]

@@ -42,7 +42,8 @@
 //!
 //! Except while the driver holds many tasks (see `Shared::drops_later`):
 //! then the CAS that cancels a task the driver holds also sets `LEFT` and
-//! adds a reference, and the canceller only marks the key. The mark hands
+//! adds a reference, and the canceller only marks the key (in a bitmap of
+//! its own, so the driver need not read the word again). The mark hands
 //! the body to the driver, which drops the closure and lets the reference
 //! go when it takes the mark (within a `HOUSEKEEPING` period). A body that
 //! no cache holds any more costs the driver's sorted, prefetched sweep less

@@ -37,7 +37,7 @@ impl Shared {
                 // reference the CAS added) to drop the closure within a
                 // housekeeping period, in key order with others.
                 if logged {
-                    self.slab.mark(key);
+                    self.slab.mark(key, left);
                 }
                 if left
                     && !self.closures_left.load(SeqCst)

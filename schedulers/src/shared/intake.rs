@@ -124,43 +124,64 @@ impl Shared {
     /// lets their queue entries go now if the scheduler removes on cancel
     /// (or is shutting down), else when they come due or a purge runs, and
     /// counts them as dead until then; and counts the cancels. A key whose
-    /// closure its canceller `LEFT` to the driver goes to the graveyard,
+    /// closure its canceller left to the driver (a left mark) goes to the graveyard,
     /// with the mark's reference: the closure is dropped with the lock
     /// released. Any other mark holds no reference: a key still queued is
     /// held by its queue entry, so if its task is cancelled the entry is
     /// the cancelled one's.
     fn take_in_cancelled(&self, driver: &mut DriverState) {
         let mut cancelled = std::mem::take(&mut driver.cancelled);
+        let mut left = std::mem::take(&mut driver.left);
         // Before the marks: a closure left after this is announced again.
         self.closures_left.store(false, SeqCst);
-        self.slab.take_marks(&mut cancelled);
+        self.slab.take_marks(&mut cancelled, &mut left);
         // Counted here, not by the cancellers: a shared count would cost
         // each cancel a locked instruction; the mark is the count (see
         // `Slab::mark`).
-        driver.cancelled_count += cancelled.len() as u64;
-        driver.balance -= cancelled.len() as i64;
+        let marks = cancelled.len() + left.len();
+        driver.cancelled_count += marks as u64;
+        driver.balance -= marks as i64;
         let remove = self.remove_on_cancel || self.is_shutdown();
-        for (i, &key) in cancelled.iter().enumerate() {
-            if let Some(&ahead) = cancelled.get(i + PREFETCH_AHEAD) {
-                self.slab.prefetch_word(ahead);
+        // A left mark's task was cancelled after the driver took it in, and
+        // the mark's reference keeps the key from a new incarnation: its
+        // entry is dead, with no need to read its state word (a miss each,
+        // at the large queues where closures are left).
+        if !left.is_empty() {
+            driver.swept = true;
+        }
+        for &key in &left {
+            self.let_go_of_entry(driver, key, true, remove);
+        }
+        driver.graveyard.append(&mut left);
+        // An older mark of a key freed and used again since may find it
+        // scheduled: only the calendars and an eager removal need to know.
+        if remove || !driver.calendars.is_empty() {
+            for (i, &key) in cancelled.iter().enumerate() {
+                if let Some(&ahead) = cancelled.get(i + PREFETCH_AHEAD) {
+                    self.slab.prefetch_word(ahead);
+                }
+                let dead = state::of(self.slab.word(key).load(Acquire)) != state::SCHEDULED;
+                self.let_go_of_entry(driver, key, dead, remove);
             }
-            let w = self.slab.word(key).load(Acquire);
-            if w & state::LEFT != 0 && state::of(w) == state::CANCELLED {
-                driver.graveyard.push(key);
-                driver.swept = true;
-            }
-            let dead = state::of(w) != state::SCHEDULED;
-            if dead && !driver.calendars.is_empty() {
-                driver.calendars.remove(&key);
-            }
-            if dead && remove && driver.queue.remove(key) {
-                self.release_locked(driver, key);
-            } else {
-                driver.dead += 1;
-            }
+        } else {
+            driver.dead += cancelled.len() as u64;
         }
         cancelled.clear();
         driver.cancelled = cancelled;
+        driver.left = left;
+    }
+
+    /// A marked key's entry: removed at once if `remove` and `dead`, else
+    /// counted dead, to go when it comes due or at a purge.
+    fn let_go_of_entry(&self, driver: &mut DriverState, key: Key, dead: bool, remove: bool) {
+        if dead && !driver.calendars.is_empty() {
+            driver.calendars.remove(&key);
+        }
+        if dead && remove && driver.queue.remove(key) {
+            self.release_locked(driver, key);
+        } else {
+            driver.dead += 1;
+        }
     }
 
     /// Applies up to `max` of the resets read so far, in order (the last

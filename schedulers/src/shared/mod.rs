@@ -153,7 +153,10 @@ pub(crate) struct DriverState {
     open: Vec<Arc<Batch>>,
     submitted: Vec<Submitted>,
     moved: Vec<Moved>,
+    /// Marked keys taken from the slab: their canceller dropped the
+    /// closure, or `left` it to the driver (see [`crate::slab::Slab::mark`]).
     cancelled: Vec<Key>,
+    left: Vec<Key>,
     /// Resets read from the lanes and not applied yet, in order (see
     /// [`Shared::apply_moves`]): those read before their task's submission
     /// stay until it is taken in.
@@ -277,6 +280,7 @@ impl Shared {
                 submitted: Vec::new(),
                 moved: Vec::new(),
                 cancelled: Vec::new(),
+                left: Vec::new(),
                 early_moves: VecDeque::new(),
                 graveyard: Vec::new(),
                 swept: false,

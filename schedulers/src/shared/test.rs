@@ -175,6 +175,7 @@ fn a_closure_left_to_the_driver_is_dropped_once_when_it_takes_the_mark() {
     let mut driver = shared.lock();
     shared.intake(&mut driver);
     assert_eq!(driver.graveyard, [logged]);
+    assert_eq!(driver.dead, 1, "its entry is dead, its word not read");
     assert_eq!(
         Arc::strong_count(&token),
         2,

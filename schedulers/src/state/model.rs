@@ -63,6 +63,9 @@ struct World {
     freed: AtomicUsize,
     /// The cancel left a mark for the driver.
     marked: AtomicBool,
+    /// The mark is a left one (the slab's second bitmap): set before
+    /// `marked`.
+    left_mark: AtomicBool,
     /// A cancel of a task the driver holds leaves the closure to it (as
     /// while the driver's queue is large).
     leave: bool,
@@ -90,6 +93,7 @@ fn world_with(periodic: bool, leave: bool) -> Arc<World> {
         dropped: AtomicUsize::new(0),
         freed: AtomicUsize::new(0),
         marked: AtomicBool::new(false),
+        left_mark: AtomicBool::new(false),
         leave,
     };
     // One handle and the submission's reference.
@@ -158,8 +162,9 @@ impl World {
 
     /// The driver's sweep of the cancel marks: it learns the entry is
     /// dead. A mark holds no reference and the body is not the driver's,
-    /// unless the canceller left it (`LEFT`): then the driver drops the
-    /// closure and lets the mark's reference go.
+    /// unless the canceller left it (a left mark, with `LEFT` in the word):
+    /// then the driver drops the closure and lets the mark's reference go.
+    /// The driver goes by the mark, not the word (as the scheduler does).
     ///
     /// A compare-exchange, not the scheduler's swap: loom 0.7 can let a
     /// swap racing a store read the old value and still leave it in place,
@@ -172,7 +177,9 @@ impl World {
         {
             let w = self.word.load(SeqCst);
             assert!(is_terminal(w), "marked but not over");
-            if w & LEFT != 0 {
+            let left = self.left_mark.load(SeqCst);
+            assert_eq!(w & LEFT != 0, left, "a left mark, and only it, says LEFT");
+            if left {
                 self.drop_body();
                 self.release();
             }
@@ -291,6 +298,7 @@ impl World {
                     self.drop_body();
                 }
                 if logged {
+                    self.left_mark.store(left, SeqCst);
                     self.marked.store(true, SeqCst);
                 }
                 self.ended(prev);
