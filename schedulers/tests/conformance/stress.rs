@@ -12,6 +12,22 @@ use schedulers::{ManualClock, SchedulerExt, TaskHandle};
 
 use super::{ms, secs, Harness};
 
+/// Timers each thread of the storm of cancels sets: 50,000, or
+/// `CONFORMANCE_STORM_PER_THREAD` (`scripts/test` runs a smaller storm under
+/// valgrind, which runs every thread on one core at a fraction of the speed:
+/// the same paths, fewer times).
+fn storm_per_thread() -> usize {
+    const VAR: &str = "CONFORMANCE_STORM_PER_THREAD";
+    match std::env::var(VAR) {
+        Err(std::env::VarError::NotPresent) => 50_000,
+        Ok(v) => match v.parse() {
+            Ok(n) if n > 0 => n,
+            _ => panic!("{VAR}={v:?}: expected a positive number of timers"),
+        },
+        Err(e) => panic!("{VAR}: {e}"),
+    }
+}
+
 /// xorshift64*: enough randomness for interleavings, seeded per thread.
 struct Rng(u64);
 
@@ -231,7 +247,7 @@ pub fn concurrent_schedule_cancel_and_fire_match_the_model(h: &Harness) {
 pub fn a_storm_of_cancels_matches_the_model(h: &Harness) {
     const ROUNDS: u64 = 3;
     const THREADS: usize = 4;
-    const PER_THREAD: usize = 50_000;
+    let per_thread = storm_per_thread();
     let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
     let mut cancelled = 0;
     for round in 0..ROUNDS {
@@ -242,8 +258,8 @@ pub fn a_storm_of_cancels_matches_the_model(h: &Harness) {
                 let h = h.fresh_view();
                 thread::spawn(move || {
                     let mut rng = Rng::new(40 + round * 10 + t as u64);
-                    let mut mine = Vec::with_capacity(PER_THREAD);
-                    for _ in 0..PER_THREAD {
+                    let mut mine = Vec::with_capacity(per_thread);
+                    for _ in 0..per_thread {
                         let delay = Duration::from_micros(rng.below(2_000));
                         let rec = Record::new(h.clock.elapsed() + delay);
                         let handle = s.schedule(delay, task(&h, &rec)).unwrap().into_handle();
