@@ -193,9 +193,9 @@ impl Slab {
     /// canceller dropped the closure holds no reference, so a key can be
     /// freed, used again and marked again before the driver took its first
     /// mark: that second mark is counted in [`Slab::remarks`] (rare, so the
-    /// common mark takes one locked instruction, not two).
-    /// A left mark holds a reference, so its key is never marked again
-    /// before the driver took it.
+    /// common mark takes one locked instruction, not two). A left mark
+    /// holds a reference, so its key is never marked again before the
+    /// driver took it.
     pub(crate) fn mark(&self, key: Key, left: bool) -> bool {
         let (segment, offset) = locate(key);
         let marks = if left { &self.left } else { &self.marks };

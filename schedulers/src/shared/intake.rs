@@ -126,9 +126,9 @@ impl Shared {
     /// lets their queue entries go now if the scheduler removes on cancel
     /// (or is shutting down), else when they come due or a purge runs, and
     /// counts them as dead until then; and counts the cancels. A key whose
-    /// closure its canceller left to the driver (a left mark) goes to the graveyard,
-    /// with the mark's reference: the closure is dropped with the lock
-    /// released. Any other mark holds no reference: a key still queued is
+    /// closure its canceller left to the driver (a left mark) goes to the
+    /// graveyard, with the mark's reference: the closure is dropped with the
+    /// lock released. Any other mark holds no reference: a key still queued is
     /// held by its queue entry, so if its task is cancelled the entry is
     /// the cancelled one's.
     fn take_in_cancelled(&self, driver: &mut DriverState) {
