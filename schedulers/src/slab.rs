@@ -394,6 +394,16 @@ impl std::fmt::Debug for Slab {
 mod test {
     use super::*;
 
+    /// A slab that handed out at least `n` keys, and the keys.
+    fn slab_with_keys(n: usize) -> (Slab, Vec<Key>) {
+        let slab = Slab::new();
+        let mut keys = Vec::new();
+        while keys.len() < n {
+            assert!(slab.take_keys(&mut keys));
+        }
+        (slab, keys)
+    }
+
     #[test]
     fn keys_map_to_distinct_slots() {
         assert_eq!(locate(0), (0, 0));
@@ -403,11 +413,7 @@ mod test {
             (SEGMENTS - 1, 4095),
             "the last key is early in the last segment"
         );
-        let slab = Slab::new();
-        let mut keys = Vec::new();
-        while keys.len() < 5000 {
-            assert!(slab.take_keys(&mut keys));
-        }
+        let (slab, keys) = slab_with_keys(5000);
         for &key in &keys {
             slab.word(key).store(key, Relaxed);
         }
@@ -422,11 +428,7 @@ mod test {
 
     #[test]
     fn marks_come_back_once_in_key_order() {
-        let slab = Slab::new();
-        let mut keys = Vec::new();
-        while keys.len() < 9000 {
-            assert!(slab.take_keys(&mut keys));
-        }
+        let (slab, _) = slab_with_keys(9000);
         let (mut taken, mut left) = (Vec::new(), Vec::new());
         slab.take_marks(&mut taken, &mut left);
         assert!(taken.is_empty() && left.is_empty() && !slab.any_marked());
@@ -452,11 +454,7 @@ mod test {
 
     #[test]
     fn left_marks_come_back_apart_from_the_others() {
-        let slab = Slab::new();
-        let mut keys = Vec::new();
-        while keys.len() < 9000 {
-            assert!(slab.take_keys(&mut keys));
-        }
+        let (slab, _) = slab_with_keys(9000);
         assert!(
             slab.mark(70, true),
             "the first mark since the driver looked"
