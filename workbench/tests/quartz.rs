@@ -161,13 +161,17 @@ fn the_suite_runs_the_cluster_on_both_shapes_and_the_calendar_and_notes_the_clai
         "test",
     );
     let mut results = suite.run(&mut |_| {});
+    let mut calendar_missed = false;
     for run in &results.runs {
         // Quartz is measured as it behaves: on a loaded CI machine its
         // cluster once missed 11 of the 60 calendar instants (2026-11-27),
         // which the run records and the page shows; the harness worked.
         let measured = match run.status {
             RunStatus::Ok => true,
-            RunStatus::Missed { missed } => run.workload == "tiny-calendar" && missed < 60,
+            RunStatus::Missed { missed } if run.workload == "tiny-calendar" && missed < 60 => {
+                calendar_missed = true;
+                true
+            }
             _ => false,
         };
         assert!(measured, "{run:?}");
@@ -186,10 +190,6 @@ fn the_suite_runs_the_cluster_on_both_shapes_and_the_calendar_and_notes_the_clai
     }
     assert_eq!(v("tiny-jobs", Metric::Missed), Some(0.0));
     // A repeat that missed instants is shown, not used: no figures then.
-    let calendar_missed = results
-        .runs
-        .iter()
-        .any(|r| r.workload == "tiny-calendar" && r.status != RunStatus::Ok);
     if !calendar_missed {
         assert_eq!(v("tiny-calendar", Metric::Missed), Some(0.0));
         assert!(v("tiny-calendar", Metric::StoreCpuPerFire).is_some());

@@ -144,20 +144,18 @@ impl Shared {
         driver.cancelled_count += marks as u64;
         driver.balance -= marks as i64;
         let remove = self.remove_on_cancel || self.is_shutdown();
-        // A left mark's task was cancelled after the driver took it in, and
-        // the mark's reference keeps the key from a new incarnation: its
-        // entry is dead, with no need to read its state word (a miss each,
-        // at the large queues where closures are left).
-        if !left.is_empty() {
-            driver.swept = true;
-        }
-        for &key in &left {
-            self.let_go_of_entry(driver, key, true, remove);
-        }
-        driver.graveyard.append(&mut left);
-        // An older mark of a key freed and used again since may find it
-        // scheduled: only the calendars and an eager removal need to know.
+        // Each entry matters only to the calendars and an eager removal;
+        // otherwise every marked entry just counts as dead until it comes
+        // due or a purge runs. A left mark's task was cancelled after the
+        // driver took it in, and the mark's reference keeps the key from a
+        // new incarnation: its entry is dead, with no need to read its
+        // state word (a miss each, at the large queues where closures are
+        // left). An older mark of a key freed and used again since may find
+        // it scheduled: its word says.
         if remove || !driver.calendars.is_empty() {
+            for &key in &left {
+                self.let_go_of_entry(driver, key, true, remove);
+            }
             for (i, &key) in cancelled.iter().enumerate() {
                 if let Some(&ahead) = cancelled.get(i + PREFETCH_AHEAD) {
                     self.slab.prefetch_word(ahead);
@@ -166,8 +164,12 @@ impl Shared {
                 self.let_go_of_entry(driver, key, dead, remove);
             }
         } else {
-            driver.dead += cancelled.len() as u64;
+            driver.dead += marks as u64;
         }
+        if !left.is_empty() {
+            driver.swept = true;
+        }
+        driver.graveyard.append(&mut left);
         cancelled.clear();
         driver.cancelled = cancelled;
         driver.left = left;
