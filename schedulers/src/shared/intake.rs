@@ -21,9 +21,9 @@ pub(crate) const MOVES_PER_LOOK: usize = 256;
 /// (1 to 4 MB), so a cancel in random order finds its body in no cache.
 /// Above it a cancel takes 25-50 % less (one miss, not two), for CPU per
 /// timer 0-20 % more while the driver read each left key's state word twice,
-/// and about that much less again since a left mark says so itself (0.45-0.53
-/// of nexus-timer's in the same run; at 1e6, workbench `ack-batch`,
-/// 2026-11-27). Below it
+/// and about that much less again since a left mark says so itself (0.45-0.58
+/// of nexus-timer's in the same run in three pairs of runs, level in a fourth;
+/// at 1e6, workbench `ack-batch`, 2026-11-27). Below it
 /// the canceller's own drop costs less than the driver's: at 1e5 pending,
 /// leaving them cost 15-20 ns more CPU per timer than it saved the
 /// canceller.
