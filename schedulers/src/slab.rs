@@ -45,8 +45,8 @@ pub(crate) struct Slab {
     /// seen by the driver (see [`Slab::mark`]); its canceller dropped the
     /// closure. A segment's bitmaps are made by its first mark (of their
     /// kind), not with its keys: a queue whose cancels never reach the
-    /// driver has none (0.25 byte a key, some 0.2 byte a timer of the
-    /// resident set at 1e6 where the allocator hands back used memory).
+    /// driver has none (0.25 byte a key: 0.1-0.2 byte a timer less resident
+    /// at 1e6, where the allocator clears reused memory for them).
     marks: [OnceLock<Box<[AtomicU64]>>; SEGMENTS],
     /// As `marks`, for a cancel that left the closure to the driver. Apart,
     /// so the driver knows which without reading each key's state word
