@@ -264,7 +264,8 @@ impl Slab {
             let Some(summary) = self.summary[segment].get() else {
                 continue;
             };
-            let base = (1u64 << FIRST_BITS << segment) - (1 << FIRST_BITS);
+            // The segment's first key.
+            let base = segment_len(segment) - segment_len(0);
             for (s, sw) in summary.iter().enumerate() {
                 let mut words = if sw.load(Relaxed) == 0 {
                     0
@@ -291,7 +292,7 @@ impl Slab {
                         while bits != 0 {
                             let offset = w * 64 + bits.trailing_zeros() as usize;
                             bits &= bits - 1;
-                            into.push((base + offset as u64) as Key);
+                            into.push((base + offset) as Key);
                         }
                     }
                 }
