@@ -73,17 +73,24 @@ impl Shared {
 
     /// After a caller pushed work for the driver (due at `deadline`) into the
     /// lane it `held`: releases the lane, and wakes the driver if the work
-    /// is due before its planned wake-up, or if the lane is crowded (so that
-    /// what waits in lanes stays bounded, even while time stands still).
-    /// Else the driver takes it in when it wakes by itself: it never sleeps
-    /// past the earliest deadline in a lane (see `Shared::wait`).
+    /// is due before its planned wake-up, or if this push filled the lane to
+    /// [`LANE_NUDGE`] (so that what waits in lanes stays bounded, even while
+    /// time stands still). Else the driver takes it in when it wakes by
+    /// itself: it never sleeps past the earliest deadline in a lane (see
+    /// `Shared::wait`).
+    ///
+    /// A push adds one entry and only the driver takes entries out, so a
+    /// lane reaches the bound once per filling: one nudge, not one per push
+    /// while a descheduled driver has yet to empty it (with more callers
+    /// than cores, those took the driver's lock thousands of times a
+    /// filling).
     ///
     /// A periodic task may start `periodic_slack` late, unless it is due
     /// already: a driver on a virtual clock waits for a signal, and no
     /// advance of time would bring one. (The clock is read only for a
     /// slacked task: not on a one-shot's path.)
     pub(crate) fn after_push(&self, deadline: u64, periodic: bool, held: Held<'_>) {
-        let crowded = held.lane.len() >= LANE_NUDGE;
+        let crowded = held.lane.len() == LANE_NUDGE;
         drop(held);
         let slack = if periodic && self.periodic_slack > 0 && deadline > self.now() {
             self.periodic_slack

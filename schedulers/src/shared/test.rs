@@ -91,6 +91,11 @@ fn a_caller_wakes_the_driver_only_when_it_must() {
             .unwrap();
     }
     assert!(nudged(&shared), "crowded");
+    // Once per filling: the next push finds the driver told already.
+    shared
+        .submit(When::After(secs(60)), Task::once(|| ()))
+        .unwrap();
+    assert!(!nudged(&shared), "nudged once when the lane filled");
 }
 
 /// Submits a one-shot due in a second whose closure holds a clone of
