@@ -51,6 +51,20 @@
 //!
 //! The slot is reused only when `refs` drops to zero, so a handle always
 //! reads its own task's state, never a newer one's.
+//!
+//! **The last holder lets go without a CAS.** Every write to a word comes
+//! from a holder of one of its references (a handle, which any number of
+//! threads may use at once through `&`; the driver through its queue
+//! entry, a submission or reset in a lane, or a mark), except the
+//! driver's and `shutdown`'s writes to a `SCHEDULED` word, which has the
+//! driver's reference. So a thread that lets go of a reference it owns
+//! outright (a handle being dropped, not one lent out) and finds it the
+//! only one is the only thread that can write the word: `release` then
+//! stores the word plainly, saving the CAS's locked instruction, and the
+//! store releases what the thread wrote before, as the CAS would. (A
+//! cancel through `&TaskHandle` cannot do the same: another thread may be
+//! setting `WAITER` through the same handle; the loom model finds that
+//! interleaving.)
 
 use crate::sync::atomic::AtomicU32;
 use crate::sync::atomic::Ordering::{AcqRel, Acquire, Release};
@@ -355,7 +369,13 @@ pub(crate) fn acquire(word: &AtomicU32) {
 }
 
 /// Drops a holder; true if it was the last, so the slot may be reused.
+/// The last holder lets go with a plain store (see the [module docs](self)).
 pub(crate) fn release(word: &AtomicU32) -> bool {
+    let w = word.load(Acquire);
+    if refs(w) == REF {
+        word.store(w - REF, Release);
+        return true;
+    }
     match update(word, |w| (refs(w) != STUCK).then(|| w - REF)) {
         Ok(prev) => was_last(prev),
         Err(_) => false,
