@@ -24,7 +24,10 @@
 //! the cursor and stops at the first whose earliest timer is due in the
 //! current revolution, so a wheel holding only far timers reports their
 //! real deadline instead of the next tick: its driver does not wake every
-//! tick (Netty does). The bound is refreshed whenever a bucket is visited.
+//! tick (Netty does). The bound is refreshed whenever a bucket is visited,
+//! dropped with a bucket's last timer, and made exact by a purge
+//! ([`retain`](TimerQueue::retain)), which relinks the timers it keeps: a
+//! bound left by a cancelled timer costs a driver one wake-up in vain.
 //!
 //! # Deferred move (go-zero's `MoveTimer`)
 //!
@@ -172,6 +175,15 @@ impl HashedWheel {
         }
     }
 
+    /// A removal emptied `list`: a bucket's bound goes with its last timer.
+    fn vacate(&mut self, list: u32) {
+        if list != self.ready() {
+            let s = list as usize;
+            self.earliest[s] = u64::MAX;
+            self.occupied[s / 64] &= !(1 << (s % 64));
+        }
+    }
+
     /// Visits `bucket`: expires the timers due by `limit` (ns), carries out
     /// deferred moves, and refreshes the bucket's earliest deadline.
     fn visit(&mut self, bucket: u32, limit: u64, out: &mut Vec<(u64, u32, Expired)>) {
@@ -239,7 +251,9 @@ impl TimerQueue for HashedWheel {
         if !self.lists.contains(key) {
             return false;
         }
-        self.lists.unlink(key);
+        if let Some(emptied) = self.lists.unlink(key) {
+            self.vacate(emptied);
+        }
         true
     }
 
@@ -358,12 +372,27 @@ impl TimerQueue for HashedWheel {
         out.extend(all.into_iter().map(|(_, e)| e));
     }
 
+    /// Relinks the timers it keeps by their deadlines, so every bucket's
+    /// bound is exact again: the bounds of removed timers would each wake a
+    /// driver for nothing (with most timers cancelled, as many wake-ups
+    /// again as fires). One pass over the nodes in slab order, no unlinks.
     fn retain(&mut self, mut keep: impl FnMut(Key) -> bool, removed: &mut Vec<Key>) {
-        let dead: Vec<Key> = self.lists.linked().filter(|&k| !keep(k)).collect();
-        for &key in &dead {
-            self.lists.unlink(key);
+        let mut kept = Vec::with_capacity(self.lists.len());
+        for key in self.lists.linked() {
+            if keep(key) {
+                kept.push(key);
+            } else {
+                removed.push(key);
+            }
         }
-        removed.extend(dead);
+        if kept.len() == self.lists.len() {
+            return;
+        }
+        self.lists.clear();
+        self.occupied.fill(0);
+        for key in kept {
+            self.place(key, self.lists.timing(key).deadline());
+        }
     }
 
     fn len(&self) -> usize {
@@ -402,3 +431,42 @@ impl std::fmt::Display for WheelError {
 }
 
 impl std::error::Error for WheelError {}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// Removed timers leave no bounds behind: after a purge, and after a
+    /// removal that empties a bucket, the next deadline is the earliest
+    /// timer left, not a removed one's (a driver would wake for it).
+    #[test]
+    fn removed_timers_leave_no_bound_behind() {
+        let ms = 1_000_000;
+        let mut wheel = HashedWheel::new(ms, 512, 0, Precision::Exact).unwrap();
+        // Keys 0..10 due at 1..10 ms (cancelled), 10 shares a bucket with
+        // the live key 11 (due at 519.5 ms, a revolution later).
+        for key in 0..10 {
+            wheel.insert(key, (u64::from(key) + 1) * ms);
+        }
+        wheel.insert(10, 7 * ms + ms / 2);
+        wheel.insert(11, 519 * ms + ms / 2);
+        wheel.insert(12, 300 * ms);
+        let mut removed = Vec::new();
+        wheel.retain(|key| key >= 10, &mut removed);
+        assert_eq!(removed, (0..10).collect::<Vec<_>>());
+        assert_eq!(wheel.next_deadline(), Some(7 * ms + ms / 2));
+        wheel.retain(|key| key != 10, &mut removed);
+        assert_eq!(wheel.next_deadline(), Some(300 * ms), "bucket 8 is exact");
+        assert!(wheel.remove(12));
+        assert_eq!(wheel.next_deadline(), Some(519 * ms + ms / 2), "emptied");
+        let mut due = Vec::new();
+        wheel.poll(519 * ms + ms / 2, &mut due);
+        assert_eq!(
+            due,
+            [Expired {
+                key: 11,
+                deadline: 519 * ms + ms / 2
+            }]
+        );
+    }
+}
