@@ -266,6 +266,7 @@ impl Slab {
             };
             // The segment's first key.
             let base = segment_len(segment) - segment_len(0);
+            let bitmaps = [&self.marks[segment], &self.left[segment]];
             for (s, sw) in summary.iter().enumerate() {
                 let mut words = if sw.load(Relaxed) == 0 {
                     0
@@ -275,8 +276,7 @@ impl Slab {
                 while words != 0 {
                     let w = s * 64 + words.trailing_zeros() as usize;
                     words &= words - 1;
-                    let bitmaps = [&self.marks[segment], &self.left[segment]];
-                    for (bitmap, into) in bitmaps.into_iter().zip([&mut *dropped, &mut *left]) {
+                    for (bitmap, into) in bitmaps.iter().zip([&mut *dropped, &mut *left]) {
                         // Looked up after the summary bit: a bitmap made
                         // before a bit that stands for it is seen.
                         let Some(bitmap) = bitmap.get() else {

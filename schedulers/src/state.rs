@@ -182,8 +182,16 @@ impl Cancel {
 
 /// Moves `word` through `step` (which returns the next word, or `None` to
 /// give up) with a CAS loop; returns the word it replaced.
-fn update(word: &AtomicU32, mut step: impl FnMut(u32) -> Option<u32>) -> Result<u32, u32> {
-    let mut current = word.load(Acquire);
+fn update(word: &AtomicU32, step: impl FnMut(u32) -> Option<u32>) -> Result<u32, u32> {
+    update_from(word, word.load(Acquire), step)
+}
+
+/// As [`update`], from a value of the word the caller loaded (Acquire).
+fn update_from(
+    word: &AtomicU32,
+    mut current: u32,
+    mut step: impl FnMut(u32) -> Option<u32>,
+) -> Result<u32, u32> {
     loop {
         let Some(next) = step(current) else {
             return Err(current);
@@ -376,7 +384,7 @@ pub(crate) fn release(word: &AtomicU32) -> bool {
         word.store(w - REF, Release);
         return true;
     }
-    match update(word, |w| (refs(w) != STUCK).then(|| w - REF)) {
+    match update_from(word, w, |w| (refs(w) != STUCK).then(|| w - REF)) {
         Ok(prev) => was_last(prev),
         Err(_) => false,
     }

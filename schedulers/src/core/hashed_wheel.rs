@@ -375,7 +375,8 @@ impl TimerQueue for HashedWheel {
     /// Relinks the timers it keeps by their deadlines, so every bucket's
     /// bound is exact again: the bounds of removed timers would each wake a
     /// driver for nothing (with most timers cancelled, as many wake-ups
-    /// again as fires). One pass over the nodes in slab order, no unlinks.
+    /// again as fires). Two sequential passes over the nodes (split, clear), no
+    /// unlinks.
     fn retain(&mut self, mut keep: impl FnMut(Key) -> bool, removed: &mut Vec<Key>) {
         let mut kept = Vec::with_capacity(self.lists.len());
         for key in self.lists.linked() {
