@@ -11,6 +11,8 @@
 //!   short-lived timeout), at `pending`.
 //! - `core/poll`: expire timers, per expired timer, with `pending` others
 //!   waiting far away.
+//! - `core/burst`: `pending` timers with one deadline (a cache's entries
+//!   stamped in the same second) all expire in one poll, per timer.
 //!
 //! Deadlines are 1 to 2 hours out on a 1 ms tick, from a fixed seed.
 
@@ -309,5 +311,34 @@ fn poll(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(cores, schedule, cancel, schedule_cancel, poll);
+fn burst(c: &mut Criterion) {
+    let mut group = c.benchmark_group("core/burst");
+    configure(&mut group);
+    // Up to 10^6: each sample fills the queue again.
+    for &n in benches::sizes(&SIZES[..4], &QUICK_SIZES) {
+        group.throughput(Throughput::Elements(n as u64));
+        for make in subjects() {
+            let mut s = make();
+            let mut now = 0u64;
+            group.bench_function(BenchmarkId::new(s.name(), n), |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        now += MS;
+                        for key in 0..n as Key {
+                            s.insert(key, now);
+                        }
+                        let mut fired = 0;
+                        total += timed(|| fired = s.poll(black_box(now)));
+                        assert_eq!(fired, n);
+                    }
+                    total
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(cores, schedule, cancel, schedule_cancel, poll, burst);
 criterion_main!(cores);

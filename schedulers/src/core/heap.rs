@@ -11,8 +11,9 @@
 //!
 //! Insert, remove and reschedule are O(log n); for random deadlines an
 //! insert moves O(1) entries on average. Poll is O(log n) per expired
-//! timer. An entry is 24 bytes (deadline, sequence, key) and each key has a
-//! 4-byte position.
+//! timer, or, when many come due at once (a burst, a driver catching up),
+//! one pass over the heap plus a sort of the due ones. An entry is 24
+//! bytes (deadline, sequence, key) and each key has a 4-byte position.
 
 use super::{Expired, Key, TimerQueue};
 
@@ -22,6 +23,18 @@ const ABSENT: u32 = u32::MAX;
 /// few timers within a slack of the head, and a bound on a driver's work
 /// when thousands share one deadline.
 const NEXT_WAKE_VISITS: usize = 64;
+
+/// Heaps from this size poll many due timers at once in bulk (see
+/// `IndexedHeap::poll_bulk`).
+const BULK_MIN: usize = 64;
+
+/// Due timers from which a poll of a heap of `n` goes in bulk: where `k`
+/// pops of O(log n) each would cost about twice a bulk poll's pass over
+/// the heap.
+fn bulk_from(n: usize) -> usize {
+    let log = (usize::BITS - n.leading_zeros()) as usize;
+    2 * n / log
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Entry {
@@ -159,6 +172,57 @@ impl IndexedHeap {
         i
     }
 
+    /// Counts down `left` for each entry due at `now` in the subtree at
+    /// `i` (due entries hang together below the root), stopping at zero:
+    /// O(entries due), whatever the heap's size.
+    fn count_due(&self, i: usize, now: u64, left: &mut usize) {
+        match self.entries.get(i) {
+            Some(e) if e.deadline <= now && *left > 0 => {
+                *left -= 1;
+                self.count_due(2 * i + 1, now, left);
+                self.count_due(2 * i + 2, now, left);
+            }
+            _ => {}
+        }
+    }
+
+    /// A poll that takes many: the entries not due stay at the front, the
+    /// due ones are sorted, and the rest is heaped again. A pass over the
+    /// heap and a sort of the due, in order through memory, where a pop
+    /// each costs O(log n), mostly cache misses at a large heap.
+    fn poll_bulk(&mut self, now: u64, expired: &mut Vec<Expired>) {
+        let mut kept = 0;
+        for i in 0..self.entries.len() {
+            if self.entries[i].deadline > now {
+                self.entries.swap(kept, i);
+                kept += 1;
+            }
+        }
+        let due = &mut self.entries[kept..];
+        due.sort_unstable();
+        expired.reserve(due.len());
+        for e in due.iter() {
+            self.pos[e.key as usize] = ABSENT;
+            expired.push(Expired {
+                key: e.key,
+                deadline: e.deadline,
+            });
+        }
+        self.entries.truncate(kept);
+        self.heapify();
+    }
+
+    /// Puts entries in any order back in heap order (Floyd's, O(n)), and
+    /// their keys' positions with them.
+    fn heapify(&mut self) {
+        for i in 0..self.entries.len() {
+            self.set_pos(i);
+        }
+        for i in (0..self.entries.len() / 2).rev() {
+            self.sift_down(i);
+        }
+    }
+
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
@@ -247,10 +311,27 @@ impl TimerQueue for IndexedHeap {
     }
 
     fn poll(&mut self, now: u64, expired: &mut Vec<Expired>) {
+        // After half the pops from which a bulk poll pays, count what else
+        // is due, once: a poll of fewer pays nothing for the choice.
+        let n = self.entries.len();
+        let check = if n >= BULK_MIN {
+            bulk_from(n) / 2
+        } else {
+            usize::MAX
+        };
+        let mut popped = 0;
         while let Some(head) = self.entries.first().copied() {
             if head.deadline > now {
                 break;
             }
+            if popped == check {
+                let mut left = bulk_from(self.entries.len());
+                self.count_due(0, now, &mut left);
+                if left == 0 {
+                    return self.poll_bulk(now, expired);
+                }
+            }
+            popped += 1;
             self.remove_at(0);
             expired.push(Expired {
                 key: head.key,
@@ -285,12 +366,7 @@ impl TimerQueue for IndexedHeap {
             }
             kept
         });
-        for i in 0..self.entries.len() {
-            self.set_pos(i);
-        }
-        for i in (0..self.entries.len() / 2).rev() {
-            self.sift_down(i);
-        }
+        self.heapify();
     }
 
     fn len(&self) -> usize {

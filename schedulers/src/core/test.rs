@@ -17,15 +17,18 @@ enum Op {
     Purge(u64),
 }
 
-fn op() -> impl Strategy<Value = Op> {
+/// Operations on keys below `keys`, with these weights for inserts,
+/// advances of time and purges (against 3 for the rest): with many keys,
+/// many inserts, few advances and no purge, many timers come due at once.
+fn op(keys: u32, insert: u32, advance: u32, purge: u32) -> impl Strategy<Value = Op> {
     // Delays from "already due" to many revolutions of a small ring.
     let delay = prop_oneof![0..3 * TICK, 0..64 * TICK, 0..10_000 * TICK];
     prop_oneof![
-        3 => (0..48u32, delay.clone()).prop_map(|(k, d)| Op::Insert(k, d)),
-        1 => (0..48u32).prop_map(Op::Remove),
-        2 => (0..48u32, delay).prop_map(|(k, d)| Op::Reschedule(k, d)),
-        3 => prop_oneof![0..2 * TICK, 0..100 * TICK, 0..20_000 * TICK].prop_map(Op::Advance),
-        1 => any::<u64>().prop_map(Op::Purge),
+        insert => (0..keys, delay.clone()).prop_map(|(k, d)| Op::Insert(k, d)),
+        1 => (0..keys).prop_map(Op::Remove),
+        2 => (0..keys, delay).prop_map(|(k, d)| Op::Reschedule(k, d)),
+        advance => prop_oneof![0..2 * TICK, 0..100 * TICK, 0..20_000 * TICK].prop_map(Op::Advance),
+        purge => any::<u64>().prop_map(Op::Purge),
     ]
 }
 
@@ -192,16 +195,29 @@ fn model(tick: u64, exact: bool) -> Model {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Hundreds pending and dozens due at a time: a heap's poll goes in
+    /// bulk (from 64 pending), and must come out as a pop at a time would.
+    #[test]
+    fn indexed_heap_matches_the_model_when_many_come_due(
+        ops in prop::collection::vec(op(400, 40, 1, 0), 1..1500)
+    ) {
+        check(&mut IndexedHeap::new(), model(1, true), ops);
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
-    fn indexed_heap_matches_the_model(ops in prop::collection::vec(op(), 1..200)) {
+    fn indexed_heap_matches_the_model(ops in prop::collection::vec(op(48, 3, 3, 1), 1..200)) {
         check(&mut IndexedHeap::new(), model(1, true), ops);
     }
 
     #[test]
     fn hashed_wheel_matches_the_model(
-        ops in prop::collection::vec(op(), 1..200),
+        ops in prop::collection::vec(op(48, 3, 3, 1), 1..200),
         buckets in prop_oneof![Just(1usize), Just(8), Just(64), Just(512)],
         exact in any::<bool>(),
     ) {
@@ -212,7 +228,7 @@ proptest! {
 
     #[test]
     fn hierarchical_wheel_matches_the_model(
-        ops in prop::collection::vec(op(), 1..200),
+        ops in prop::collection::vec(op(48, 3, 3, 1), 1..200),
         size in prop_oneof![Just(2usize), Just(3), Just(20), Just(64)],
         exact in any::<bool>(),
     ) {
