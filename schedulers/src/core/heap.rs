@@ -172,6 +172,16 @@ impl IndexedHeap {
         i
     }
 
+    /// True if 8 leaves spread over the bottom half of the heap, and the
+    /// last, are all due at `now` (a look at 9 entries, mostly at the first).
+    fn leaves_due(&self, now: u64) -> bool {
+        let (n, half) = (self.entries.len(), self.entries.len() / 2);
+        (0..8)
+            .map(|i| half + i * (n - half) / 8)
+            .chain([n - 1])
+            .all(|i| self.entries[i].deadline <= now)
+    }
+
     /// Counts down `left` for each entry due at `now` in the subtree at
     /// `i` (due entries hang together below the root), stopping at zero:
     /// O(entries due), whatever the heap's size.
@@ -199,7 +209,9 @@ impl IndexedHeap {
             }
         }
         let due = &mut self.entries[kept..];
-        due.sort_unstable();
+        // The entries' order (sequence numbers are unique), one comparison
+        // each instead of two or three: a third less time at 1e5.
+        due.sort_unstable_by_key(|e| u128::from(e.deadline) << 64 | u128::from(e.seq));
         expired.reserve(due.len());
         for e in due.iter() {
             self.pos[e.key as usize] = ABSENT;
@@ -312,12 +324,17 @@ impl TimerQueue for IndexedHeap {
 
     fn poll(&mut self, now: u64, expired: &mut Vec<Expired>) {
         // After half the pops from which a bulk poll pays, count what else
-        // is due, once: a poll of fewer pays nothing for the choice.
+        // is due, once: a poll of fewer pays nothing for the choice. If
+        // leaves across the bottom row are all due, most likely are: count
+        // at once, before pops stir an order the due may be in already
+        // (timers of one deadline, inserted one after another).
         let n = self.entries.len();
-        let check = if n >= BULK_MIN {
-            bulk_from(n) / 2
-        } else {
+        let check = if n < BULK_MIN {
             usize::MAX
+        } else if self.leaves_due(now) {
+            0
+        } else {
+            bulk_from(n) / 2
         };
         let mut popped = 0;
         while let Some(head) = self.entries.first().copied() {
