@@ -245,6 +245,7 @@ impl Shared {
 
     /// Whether the claimed task runs now, when it runs next and how many
     /// deadlines it passes over, as its rule says.
+    #[inline]
     fn plan(&self, body: &Body, claimed: &Claimed, now: Option<u64>) -> (bool, Next, u64) {
         let Some(rule) = body.rule() else {
             return (true, Next::End, 0);
