@@ -31,6 +31,9 @@ pub(crate) struct Finished {
     pub(crate) panicked: bool,
     /// Deadlines passed over without a run.
     pub(crate) skipped: u64,
+    /// The body holds nothing after the run (a one-shot's closure went
+    /// with it): its last holder has nothing to empty.
+    pub(crate) emptied: bool,
 }
 
 /// When a periodic task runs next, as its rule plans it when it comes due.
@@ -207,6 +210,7 @@ impl Shared {
                     ran_now: run_now,
                     panicked: false,
                     skipped,
+                    emptied: false,
                 };
                 // Only a named task pays for its name (a reference count).
                 let name = body.name().cloned();
@@ -233,6 +237,7 @@ impl Shared {
                     }
                     ran => ran,
                 };
+                finished.emptied = body.is_empty();
                 let end = start.map(|start| (start, self.run_clock()));
                 run.end(
                     end.map(|(start, end)| end.saturating_sub(start)),
@@ -367,7 +372,9 @@ impl Shared {
                             let (prev, last) = state::finish(word, state::DONE);
                             self.wake_waiters(e.key, prev);
                             if last {
-                                self.empty_body(e.key);
+                                if !finished.emptied {
+                                    self.empty_body(e.key);
+                                }
                                 freed.push(e.key);
                             }
                         }
@@ -573,6 +580,7 @@ impl Shared {
             ran_now,
             panicked,
             skipped,
+            emptied: _,
         } = finished;
         driver.busy -= 1;
         driver.completed += 1;
