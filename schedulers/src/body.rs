@@ -162,8 +162,9 @@ pub(crate) enum Ran {
     /// A periodic task ran and runs again: its closure stays in the body.
     Again,
     /// The closure panicked, or a value it returned did when dropped. A
-    /// periodic closure is still in the body.
-    Panicked(Error),
+    /// periodic closure is still in the body. Boxed: every run's outcome
+    /// is moved about, and few panic.
+    Panicked(Box<Error>),
 }
 
 /// A task's body. See the [module docs](self).
@@ -233,7 +234,7 @@ where
         // The value is dropped inside: a panicking destructor fails the task.
         match catch_unwind(AssertUnwindSafe(move || drop(f()))) {
             Ok(()) => Ran::Done,
-            Err(payload) => Ran::Panicked(Error::from_panic(payload.as_ref())),
+            Err(payload) => Ran::Panicked(Box::new(Error::from_panic(payload.as_ref()))),
         }
     }
 }
@@ -270,7 +271,7 @@ where
                 body.table = Some(&OutputTable::<T>::TABLE);
                 Ran::Done
             }
-            Err(payload) => Ran::Panicked(Error::from_panic(payload.as_ref())),
+            Err(payload) => Ran::Panicked(Box::new(Error::from_panic(payload.as_ref()))),
         }
     }
 }
@@ -320,7 +321,7 @@ where
         match catch_unwind(AssertUnwindSafe(|| (periodic.f)(context))) {
             Ok(()) if context.is_stopped() => Ran::Done,
             Ok(()) => Ran::Again,
-            Err(payload) => Ran::Panicked(Error::from_panic(payload.as_ref())),
+            Err(payload) => Ran::Panicked(Box::new(Error::from_panic(payload.as_ref()))),
         }
     }
 

@@ -233,7 +233,7 @@ impl Shared {
                         finished.panicked = true;
                         task::clear_contained(body);
                         *body = Body::failure(error.clone());
-                        Ran::Panicked(error)
+                        Ran::Panicked(Box::new(error))
                     }
                     ran => ran,
                 };
