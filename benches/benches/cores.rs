@@ -122,6 +122,16 @@ impl Subject for Nexus {
     }
 }
 
+impl Drop for Nexus {
+    /// Its handles must be consumed (its debug builds assert it): a user
+    /// dropping the wheel cancels what is still pending.
+    fn drop(&mut self) {
+        for handle in self.handles.drain(..).flatten() {
+            self.wheel.cancel(handle);
+        }
+    }
+}
+
 type Make = fn() -> Box<dyn Subject>;
 
 fn subjects() -> Vec<Make> {
