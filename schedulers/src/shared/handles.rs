@@ -189,18 +189,30 @@ impl Shared {
     /// A holder off the driver's lock let go (a handle, or an entry read
     /// with the lock released): the last one empties the body and gives
     /// the key to this thread's lane.
+    ///
+    /// A cancelled task's body is empty by then: whoever cancels it empties
+    /// it before letting go, or hands it to the driver's graveyard with a
+    /// reference of its own (the state is final, so a word read cancelled
+    /// before the release stays so). A handle dropped after its cancel,
+    /// the common case, then skips a second look at the slot.
     pub(crate) fn release(&self, key: Key) {
-        if state::release(self.slab.word(key)) {
-            self.free(key);
+        let word = self.slab.word(key);
+        let emptied = state::of(word.load(Relaxed)) == state::CANCELLED;
+        if state::release(word) {
+            self.free(key, emptied);
         }
     }
 
     /// Frees a key nobody holds: empties its body (a value nobody took)
-    /// and keeps the key in this thread's lane for its next task.
-    fn free(&self, key: Key) {
-        // SAFETY: the last holder let go, so no other thread can reach the
-        // body.
-        unsafe { self.slab.with_body(key, task::clear_contained) };
+    /// unless it is `emptied` already, and keeps the key in this thread's
+    /// lane for its next task (whose submit asserts the body empty in
+    /// debug builds).
+    fn free(&self, key: Key, emptied: bool) {
+        if !emptied {
+            // SAFETY: the last holder let go, so no other thread can reach
+            // the body.
+            unsafe { self.slab.with_body(key, task::clear_contained) };
+        }
         let mut held = self.lanes.mine();
         held.lane.free.push(key);
         if held.lane.free.len() > KEEP {
