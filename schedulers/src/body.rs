@@ -167,6 +167,13 @@ pub(crate) enum Ran {
     Panicked(Box<Error>),
 }
 
+impl Ran {
+    /// A run that panicked with `payload`.
+    fn panicked(payload: &(dyn std::any::Any + Send)) -> Ran {
+        Ran::Panicked(Box::new(Error::from_panic(payload)))
+    }
+}
+
 /// A task's body. See the [module docs](self).
 ///
 /// All-zero bits are an empty body (no table), so a slab of them can come
@@ -234,7 +241,7 @@ where
         // The value is dropped inside: a panicking destructor fails the task.
         match catch_unwind(AssertUnwindSafe(move || drop(f()))) {
             Ok(()) => Ran::Done,
-            Err(payload) => Ran::Panicked(Box::new(Error::from_panic(payload.as_ref()))),
+            Err(payload) => Ran::panicked(payload.as_ref()),
         }
     }
 }
@@ -271,7 +278,7 @@ where
                 body.table = Some(&OutputTable::<T>::TABLE);
                 Ran::Done
             }
-            Err(payload) => Ran::Panicked(Box::new(Error::from_panic(payload.as_ref()))),
+            Err(payload) => Ran::panicked(payload.as_ref()),
         }
     }
 }
@@ -321,7 +328,7 @@ where
         match catch_unwind(AssertUnwindSafe(|| (periodic.f)(context))) {
             Ok(()) if context.is_stopped() => Ran::Done,
             Ok(()) => Ran::Again,
-            Err(payload) => Ran::Panicked(Box::new(Error::from_panic(payload.as_ref()))),
+            Err(payload) => Ran::panicked(payload.as_ref()),
         }
     }
 

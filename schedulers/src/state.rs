@@ -377,16 +377,22 @@ pub(crate) fn acquire(word: &AtomicU32) {
 }
 
 /// Drops a holder; true if it was the last, so the slot may be reused.
-/// The last holder lets go with a plain store (see the [module docs](self)).
 pub(crate) fn release(word: &AtomicU32) -> bool {
+    release_last(word).is_some()
+}
+
+/// Drops a holder; if it was the last, so the slot may be reused, the
+/// word it let go of. The last holder lets go with a plain store (see the
+/// [module docs](self)).
+pub(crate) fn release_last(word: &AtomicU32) -> Option<u32> {
     let w = word.load(Acquire);
     if refs(w) == REF {
         word.store(w - REF, Release);
-        return true;
+        return Some(w);
     }
     match update_from(word, w, |w| (refs(w) != STUCK).then(|| w - REF)) {
-        Ok(prev) => was_last(prev),
-        Err(_) => false,
+        Ok(prev) => was_last(prev).then_some(prev),
+        Err(_) => None,
     }
 }
 

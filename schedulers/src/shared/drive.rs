@@ -227,13 +227,13 @@ impl Shared {
                         finished.panicked = true;
                         Ran::Again
                     }
-                    Ran::Panicked(error) => {
-                        let error = error.for_task(name.as_ref());
+                    Ran::Panicked(mut error) => {
+                        *error = error.for_task(name.as_ref());
                         run.panicked(&error);
                         finished.panicked = true;
                         task::clear_contained(body);
-                        *body = Body::failure(error.clone());
-                        Ran::Panicked(Box::new(error))
+                        *body = Body::failure((*error).clone());
+                        Ran::Panicked(error)
                     }
                     ran => ran,
                 };

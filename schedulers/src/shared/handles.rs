@@ -192,14 +192,11 @@ impl Shared {
     ///
     /// A cancelled task's body is empty by then: whoever cancels it empties
     /// it before letting go, or hands it to the driver's graveyard with a
-    /// reference of its own (the state is final, so a word read cancelled
-    /// before the release stays so). A handle dropped after its cancel,
-    /// the common case, then skips a second look at the slot.
+    /// reference of its own. A handle dropped after its cancel, the common
+    /// case, then skips a second look at the slot.
     pub(crate) fn release(&self, key: Key) {
-        let word = self.slab.word(key);
-        let emptied = state::of(word.load(Relaxed)) == state::CANCELLED;
-        if state::release(word) {
-            self.free(key, emptied);
+        if let Some(w) = state::release_last(self.slab.word(key)) {
+            self.free(key, state::of(w) == state::CANCELLED);
         }
     }
 
