@@ -361,9 +361,18 @@ pub(crate) fn finish(word: &AtomicU32, end: u32) -> (u32, bool) {
 }
 
 /// Ends a scheduled task without running it (`shutdown_now`, or a
-/// shutdown policy dropping it as `end`). `None` if it was not scheduled.
-pub(crate) fn end_scheduled(word: &AtomicU32, end: u32) -> Option<u32> {
-    update(word, |w| (of(w) == SCHEDULED).then(|| with_state(w, end))).ok()
+/// shutdown policy dropping it as `end`), adding `holders` references (for
+/// whoever buries its closure, or a handle) in the same step. `None` if it
+/// was not scheduled.
+///
+/// In one step, because a scheduled task always has a holder (the driver's
+/// reference, wherever the task waits), and an ended one may lose its last
+/// at once: a runner that claims it lets go when it finds it ended.
+pub(crate) fn end_scheduled(word: &AtomicU32, end: u32, holders: u32) -> Option<u32> {
+    update(word, |w| {
+        (of(w) == SCHEDULED).then(|| (0..holders).fold(with_state(w, end), |w, _| plus_ref(w)))
+    })
+    .ok()
 }
 
 /// Marks that a thread waits for the task's end; returns the word.

@@ -62,7 +62,7 @@ impl Shared {
                 };
                 if keep {
                     driver.queue.insert(e.key, e.deadline);
-                } else if let Some(prev) = state::end_scheduled(word, state::CANCELLED) {
+                } else if let Some(prev) = state::end_scheduled(word, state::CANCELLED, 0) {
                     self.dropped_waiting(&mut driver, e.key, prev);
                     driver.cancelled_count += 1;
                     // The queue's reference goes with the closure.
@@ -98,10 +98,11 @@ impl Shared {
             if !state::is_periodic(w) || w & state::DRAINED == 0 || driver.queue.contains(key) {
                 continue;
             }
-            if let Some(prev) = state::end_scheduled(word, state::CANCELLED) {
+            // Its reference is with a runner, which lets go when its claim
+            // finds it cancelled: take one for the burial in the same step.
+            if let Some(prev) = state::end_scheduled(word, state::CANCELLED, 1) {
                 self.dropped_waiting(driver, key, prev);
                 driver.cancelled_count += 1;
-                state::acquire(word);
                 driver.graveyard.push(key);
             }
         }
@@ -129,12 +130,11 @@ impl Shared {
         let mut never_ran = Vec::new();
         for key in 0..capacity {
             let word = self.slab.word(key);
-            if let Some(prev) = state::end_scheduled(word, state::ABANDONED) {
+            // One reference for the closure's burial, one for the handle
+            // returned, taken as it ends (a runner may let go of the last
+            // other at once).
+            if let Some(prev) = state::end_scheduled(word, state::ABANDONED, 2) {
                 self.dropped_waiting(&mut driver, key, prev);
-                // One reference for the closure's burial, one for the
-                // handle returned.
-                state::acquire(word);
-                state::acquire(word);
                 driver.graveyard.push(key);
                 never_ran.push((order[key as usize], key));
             }

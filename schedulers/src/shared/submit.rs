@@ -128,7 +128,7 @@ impl Shared {
         let mut state = self.lock();
         self.intake_for_query(&mut state);
         let word = self.slab.word(key);
-        state::end_scheduled(word, state::CANCELLED)?;
+        state::end_scheduled(word, state::CANCELLED, 0)?;
         self.unpend();
         state.balance -= 1;
         if state.queue.remove(key) {

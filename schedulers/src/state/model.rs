@@ -2,7 +2,8 @@
 //! interleaving of a handle's cancel (taking the submission back out of its
 //! lane, or not; marked for the driver, or not), reset, clone and drop, the
 //! driver's intake, claim, run, re-arm and finish, `shutdown_now`'s
-//! abandon and a waiter, for a one-shot and a periodic task, checked
+//! abandon, `shutdown` stopping a periodic task in flight, and a waiter,
+//! for a one-shot and a periodic task, checked
 //! against the contract:
 //!
 //! - a task never starts after a cancel (or an abandon) that returned true;
@@ -262,7 +263,7 @@ impl World {
             } else {
                 // Still waiting (moved, or periodic): shut down, as
                 // shutdown_now would, so the slot can be freed.
-                if let Some(prev) = end_scheduled(&self.word, ABANDONED) {
+                if let Some(prev) = end_scheduled(&self.word, ABANDONED, 0) {
                     self.abandoned.store(true, SeqCst);
                     self.ended(prev);
                     self.drop_body();
@@ -418,11 +419,10 @@ fn one_shot_abandon_claim_and_cancel() {
             // after the lock), and lets the queue's entries go.
             let guard = w.lock.lock().unwrap();
             let queued = w.intake();
-            let abandoned = end_scheduled(&w.word, ABANDONED);
+            let abandoned = end_scheduled(&w.word, ABANDONED, 1);
             if let Some(prev) = abandoned {
                 w.abandoned.store(true, SeqCst);
                 w.ended(prev);
-                acquire(&w.word);
             }
             if queued {
                 w.release();
@@ -524,4 +524,78 @@ fn a_waiter_on_a_one_shot_is_always_woken() {
 #[test]
 fn a_waiter_on_a_periodic_task_is_always_woken() {
     a_waiter_is_always_woken(true);
+}
+
+/// The driver's lock in [`shutdown_stops_a_periodic_task_in_flight`]:
+/// whether shutdown has run, and whether the runner queued the task again.
+#[derive(Default)]
+struct Stopping {
+    shut: bool,
+    queued: bool,
+}
+
+/// `shutdown` (whose policy drops periodic tasks) stops a periodic task
+/// that is due and waiting for a thread: out of the queue, its reference
+/// with a runner about to claim it. The runner claims it meanwhile, and the
+/// handle is dropped. The closure goes exactly once whatever the order,
+/// and the slot is freed once: the shutdown takes the reference it buries
+/// the closure with in the same step as it ends the task, so the runner
+/// and the handle cannot free the slot (for a new task) in between.
+#[test]
+fn shutdown_stops_a_periodic_task_in_flight() {
+    loom::model(|| {
+        let w = world(true);
+        let driver = Arc::new(Mutex::new(Stopping::default()));
+        // Queued, then due: the queue's reference goes with it to a runner.
+        assert!(w.intake());
+        let runner = {
+            let driver = driver.clone();
+            spawn(&w, move |w| {
+                if w.claim() != Claim::Claimed {
+                    w.release(); // stopped while it waited: let it go
+                    return;
+                }
+                w.inside.fetch_sub(1, SeqCst);
+                let mut driver = driver.lock().unwrap();
+                if driver.shut {
+                    // A run that ends after the shutdown is its last.
+                    w.drop_body();
+                    let (prev, last) = finish(&w.word, CANCELLED);
+                    w.ended(prev);
+                    if last {
+                        w.freed.fetch_add(1, SeqCst);
+                    }
+                } else {
+                    let (again, _) = rearm(&w.word);
+                    assert!(again, "only the shutdown stops it");
+                    driver.queued = true;
+                }
+            })
+        };
+        let shutdown = {
+            let driver = driver.clone();
+            spawn(&w, move |w| {
+                let mut driver = driver.lock().unwrap();
+                driver.shut = true;
+                // A queued task's reference goes with its closure; one in
+                // flight needs one of its own.
+                let holders = u32::from(!driver.queued);
+                let ended = end_scheduled(&w.word, CANCELLED, holders);
+                if ended.is_some() {
+                    w.cancelled.store(true, SeqCst);
+                }
+                drop(driver);
+                if let Some(prev) = ended {
+                    w.ended(prev);
+                    w.drop_body();
+                    w.release();
+                }
+            })
+        };
+        w.release(); // the handle is dropped
+        runner.join().unwrap();
+        shutdown.join().unwrap();
+        assert_eq!(w.dropped.load(SeqCst), 1, "the closure goes once");
+        check_end(&w);
+    });
 }
