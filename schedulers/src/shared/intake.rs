@@ -241,11 +241,12 @@ impl Shared {
             if waits && !driver.queue.reschedule(m.key, m.deadline) {
                 // Due and waiting for a thread (or left by a claim that met
                 // this reset): queue it again; a waiting copy finds it
-                // queued and lets go.
+                // queued and lets go. The queue takes a reference; if the
+                // reset's was the last (its handles are gone), no one else
+                // can reach the word meanwhile, and the task lives on.
                 state::acquire(word);
                 driver.queue.insert(m.key, m.deadline);
-            }
-            if last {
+            } else if last {
                 driver.to_free.push(m.key);
             }
         }

@@ -1,7 +1,8 @@
 //! A loom model of the state word and the hand-offs around it: every
 //! interleaving of a handle's cancel (taking the submission back out of its
 //! lane, or not; marked for the driver, or not), reset, clone and drop, the
-//! driver's intake, claim, run, re-arm and finish, `shutdown_now`'s
+//! driver's intake, claim, run, re-arm and finish, a reset queueing again a
+//! task a claim let go, `shutdown_now`'s
 //! abandon, `shutdown` stopping a periodic task in flight, and a waiter,
 //! for a one-shot and a periodic task, checked
 //! against the contract:
@@ -151,14 +152,22 @@ impl World {
         }
     }
 
-    /// The driver reads the resets on their way, in order.
-    fn read_resets(&self) {
+    /// The driver reads the resets on their way, in order: a task that
+    /// still waits and is not queued (a claim met the reset and let it go)
+    /// is queued again, with a reference of the queue's, even if the
+    /// reset's was the last. Returns whether the queue holds the task.
+    fn read_resets(&self, mut held: bool) -> bool {
         let resets = std::mem::take(&mut self.lane.lock().unwrap().resets);
         for _ in 0..resets {
-            if reset_read(&self.word).1 {
+            let (waits, last) = reset_read(&self.word);
+            if waits && !held {
+                acquire(&self.word);
+                held = true;
+            } else if last {
                 self.freed.fetch_add(1, SeqCst);
             }
         }
+        held
     }
 
     /// The driver's sweep of the cancel marks: it learns the entry is
@@ -219,8 +228,15 @@ impl World {
             return false;
         }
         for _ in 0..runs {
-            if self.claim() != Claim::Claimed {
-                break; // cancelled, abandoned or moved while pending
+            match self.claim() {
+                Claim::Claimed => {}
+                // Moved while due: the reset on its way holds a reference
+                // and queues it again; this copy lets go.
+                Claim::Moved => {
+                    self.release();
+                    return false;
+                }
+                Claim::Gone => break, // cancelled or abandoned while pending
             }
             self.inside.fetch_sub(1, SeqCst);
             if !periodic {
@@ -255,7 +271,7 @@ impl World {
     /// What the driver does at the end with a queued entry: sweeps what
     /// callers left, and lets a dead entry go.
     fn settle(&self, held: bool) {
-        self.read_resets();
+        let held = self.read_resets(held);
         self.sweep_marks();
         if held {
             if is_terminal(self.word.load(SeqCst)) {
@@ -468,6 +484,37 @@ fn a_reset_that_returned_true_never_sees_the_old_deadline_fire() {
         let ran = w.runs.load(SeqCst);
         assert!(ran <= 1);
         assert!(!(stopped && ran == 1), "ran after a cancel returned true");
+        check_end(&w);
+    });
+}
+
+/// A reset, and the drop of every handle, racing the driver's claim: a
+/// claim that meets the reset lets the task go, and the reset on its way
+/// may then be its last holder. The driver queues it again all the same
+/// (the slot is not freed under the queue), and it runs at its new
+/// deadline or is ended there.
+#[test]
+fn a_reset_task_whose_handles_are_gone_is_queued_again() {
+    loom::model(|| {
+        let w = world(false);
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || w.drive(1, false)
+        });
+        acquire(&w.word); // the resetter's clone of the handle
+        let resetter = spawn(&w, |w| {
+            w.reset();
+            w.release();
+        });
+        w.release();
+        let held = driver.join().unwrap();
+        resetter.join().unwrap();
+        let ran = w.runs.load(SeqCst);
+        assert!(ran == 1 || w.moved.load(SeqCst), "ran, or moved");
+        w.settle(held);
+        // A task still queued after the resets is ended by `settle`, its
+        // closure dropped there.
+        assert_eq!(w.dropped.load(SeqCst), 1 - ran, "run or dropped, once");
         check_end(&w);
     });
 }

@@ -903,6 +903,38 @@ pub fn reset_reaches_a_task_waiting_behind_a_busy_worker(h: &Harness) {
     assert_eq!(log.len(), 1);
 }
 
+/// A task due with the busy one, right behind it, is reset from inside the
+/// busy run and its only handle dropped. When the worker gets to it, its
+/// claim meets the reset and lets go, so the reset on its way is the last
+/// holder: the task is queued again at its new deadline and runs there,
+/// once, its slot kept until then.
+pub fn reset_reaches_a_task_due_with_the_busy_one_after_its_handle_is_gone(h: &Harness) {
+    let s = h.scheduler();
+    let log = Log::new();
+    let (handles, handle) = mpsc::channel();
+    let busy = s
+        .schedule(Duration::ZERO, move || {
+            let moved: schedulers::TaskHandle = handle.recv().unwrap();
+            let reset = moved.reset(secs(1)).unwrap();
+            drop(moved);
+            reset
+        })
+        .unwrap();
+    let (l, clock) = (log.clone(), h.clock.clone());
+    let moved = s
+        .submit(Duration::ZERO, Task::once(move || l.record(&clock, ())))
+        .unwrap();
+    handles.send(moved).unwrap();
+    h.advance(Duration::ZERO);
+    assert!(busy.get_timeout(secs(30)).unwrap(), "the reset moves it");
+    assert_eq!(log.len(), 0, "the old deadline does not fire");
+    h.advance_past(secs(1));
+    assert_eq!(log.len(), 1, "it runs at its new deadline");
+    h.assert_on_time(log.times()[0], secs(1));
+    h.advance(secs(5));
+    assert_eq!(log.len(), 1, "once");
+}
+
 /// `shutdown_now` returns a task that came due but is waiting for the busy
 /// worker: it never ran, and it never will.
 pub fn shutdown_now_returns_a_task_waiting_behind_a_busy_worker(h: &Harness) {

@@ -263,6 +263,7 @@ macro_rules! conformance {
             cases::virtual_time_is_deterministic,
             cases::cancel_reaches_a_task_waiting_behind_a_busy_worker,
             cases::reset_reaches_a_task_waiting_behind_a_busy_worker,
+            cases::reset_reaches_a_task_due_with_the_busy_one_after_its_handle_is_gone,
             cases::shutdown_now_returns_a_task_waiting_behind_a_busy_worker,
             cases::shutdown_applies_its_policy_to_tasks_waiting_behind_a_busy_worker,
             cases::tasks_waiting_behind_a_busy_worker_start_in_order,
