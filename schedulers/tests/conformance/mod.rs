@@ -371,6 +371,7 @@ macro_rules! conformance_shared_cases {
             stress::a_storm_of_cancels_matches_the_model,
             stress::shutdown_racing_schedule_loses_nothing,
             stress::reset_racing_fire_runs_once,
+            stress::reset_racing_fire_runs_once_with_its_handle_dropped,
         );
     };
 }

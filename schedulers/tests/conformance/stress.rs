@@ -341,14 +341,26 @@ pub fn shutdown_racing_schedule_loses_nothing(h: &Harness) {
 }
 
 pub fn reset_racing_fire_runs_once(h: &Harness) {
+    reset_racing_fire(h, false);
+}
+
+/// As [`reset_racing_fire_runs_once`], each thread also dropping a task's
+/// handle now and then right after resetting it: a claim that meets the
+/// reset may then leave the reset on its way the last holder, and the
+/// task must still run once, at or after its last deadline.
+pub fn reset_racing_fire_runs_once_with_its_handle_dropped(h: &Harness) {
+    reset_racing_fire(h, true);
+}
+
+fn reset_racing_fire(h: &Harness, drop_handles: bool) {
     const THREADS: usize = 3;
     const TASKS: usize = 300;
     let s = h.scheduler();
     let records: Vec<Arc<Record>> = (0..TASKS).map(|_| Record::new(ms(5))).collect();
-    let handles: Arc<Vec<TaskHandle>> = Arc::new(
+    let handles: Arc<Vec<Mutex<Option<TaskHandle>>>> = Arc::new(
         records
             .iter()
-            .map(|r| s.schedule(ms(5), task(h, r)).unwrap().into_handle())
+            .map(|r| Mutex::new(Some(s.schedule(ms(5), task(h, r)).unwrap().into_handle())))
             .collect(),
     );
     let records = Arc::new(records);
@@ -365,8 +377,15 @@ pub fn reset_racing_fire_runs_once(h: &Harness) {
                     let i = (rng.below((TASKS / THREADS) as u64) as usize) * THREADS + t;
                     let delay = Duration::from_micros(rng.below(8_000));
                     let bound = (h.clock.elapsed() + delay).as_nanos() as u64;
-                    if handles[i].reset(delay).unwrap() {
+                    let mut handle = handles[i].lock().unwrap();
+                    let Some(task) = handle.as_ref() else {
+                        continue; // dropped: no more resets
+                    };
+                    if task.reset(delay).unwrap() {
                         records[i].not_before.store(bound, SeqCst);
+                        if drop_handles && rng.below(8) == 0 {
+                            *handle = None;
+                        }
                     }
                 }
                 done.fetch_add(1, SeqCst);
