@@ -11,8 +11,9 @@ use crate::error::{Error, Setting};
 ///
 /// The default is the JDK executor's: pending one-shots still run, periodic
 /// tasks stop (their handles report cancelled). A one-shot task already due
-/// when `shutdown` is called always runs. `shutdown_now` ignores the policy:
-/// nothing runs after it.
+/// when `shutdown` is called always runs; its deadline is the one its last
+/// successful reset set, even if the scheduler had not applied it yet.
+/// `shutdown_now` ignores the policy: nothing runs after it.
 ///
 /// # Examples
 ///

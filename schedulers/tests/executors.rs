@@ -12,6 +12,7 @@ fn wheel(o: crate::conformance::Opts, executor: Executor) -> Box<dyn schedulers:
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
         .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy)
         .wheel_size(64)
         .executor(executor);
     if let Some(limit) = o.pending_limit {

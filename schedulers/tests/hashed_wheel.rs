@@ -15,6 +15,7 @@ crate::conformance!(conformance, Duration::ZERO, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
         .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy)
         .tick(TICK)
         .wheel_size(512);
     if let Some(limit) = o.pending_limit {
@@ -27,6 +28,7 @@ crate::conformance!(conformance_busy_single_worker, Duration::ZERO, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
         .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy)
         .tick(TICK)
         .wheel_size(64)
         .executor(Executor::pool(1).unwrap());
@@ -40,6 +42,7 @@ crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
         .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy)
         .tick(TICK)
         .wheel_size(64)
         .executor(Executor::pool(4).unwrap());
@@ -53,6 +56,7 @@ crate::conformance!(conformance_tick_mode, TICK, |o| {
     let mut b = HashedWheelTimer::builder()
         .clock(o.clock)
         .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy)
         .precise(false)
         .tick(TICK)
         .wheel_size(512);

@@ -8,7 +8,8 @@ use schedulers::HeapTimer;
 crate::conformance!(conformance, Duration::ZERO, |o| {
     let mut b = HeapTimer::builder()
         .clock(o.clock)
-        .run_figures(o.run_figures);
+        .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy);
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }

@@ -14,6 +14,7 @@ crate::conformance!(conformance_busy_single_worker, Duration::ZERO, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
         .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy)
         .tick(TICK)
         .executor(Executor::pool(1).unwrap());
     if let Some(limit) = o.pending_limit {
@@ -28,6 +29,7 @@ crate::conformance!(conformance_tiny_wheels_inline, Duration::ZERO, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
         .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy)
         .tick(TICK)
         .wheel_size(2)
         .executor(Executor::inline());
@@ -41,6 +43,7 @@ crate::conformance_multi_worker!(conformance_four_workers, TICK, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
         .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy)
         .tick(TICK)
         .executor(Executor::pool(4).unwrap());
     if let Some(limit) = o.pending_limit {
@@ -53,6 +56,7 @@ crate::conformance!(conformance_tick_mode, TICK, |o| {
     let mut b = HierarchicalWheelTimer::builder()
         .clock(o.clock)
         .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy)
         .precise(false)
         .tick(TICK);
     if let Some(limit) = o.pending_limit {

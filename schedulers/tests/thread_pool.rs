@@ -11,7 +11,8 @@ crate::conformance!(conformance, Duration::ZERO, |o| {
     let mut b = ScheduledThreadPool::builder()
         .pool_size(1)
         .clock(o.clock)
-        .run_figures(o.run_figures);
+        .run_figures(o.run_figures)
+        .shutdown_policy(o.shutdown_policy);
     if let Some(limit) = o.pending_limit {
         b = b.pending_limit(limit);
     }
@@ -27,7 +28,8 @@ mod remove_on_cancel {
             .pool_size(1)
             .remove_on_cancel(true)
             .clock(o.clock)
-            .run_figures(o.run_figures);
+            .run_figures(o.run_figures)
+            .shutdown_policy(o.shutdown_policy);
         if let Some(limit) = o.pending_limit {
             b = b.pending_limit(limit);
         }
@@ -44,7 +46,8 @@ mod multi_worker {
         let mut b = ScheduledThreadPool::builder()
             .pool_size(3)
             .clock(o.clock)
-            .run_figures(o.run_figures);
+            .run_figures(o.run_figures)
+            .shutdown_policy(o.shutdown_policy);
         if let Some(limit) = o.pending_limit {
             b = b.pending_limit(limit);
         }

@@ -1,6 +1,7 @@
 //! The Scheduler trait's tail: shutdown, termination; and what a virtual
 //! clock asks of a scheduler.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering::{Acquire, SeqCst};
 use std::time::{Duration, Instant};
 
@@ -44,6 +45,13 @@ impl Shared {
             // lane's lock: take them all in.
             self.lanes.barrier();
             self.intake_for_query(&mut driver);
+            // A one-shot's newest deadline: the newest reset on its way wins
+            // over the queue (as in `deadline_of`).
+            let newest: HashMap<Key, u64> = driver
+                .early_moves
+                .iter()
+                .map(|m| (m.key, m.deadline))
+                .collect();
             let mut all = Vec::new();
             driver.queue.drain(&mut all);
             let now = self.now();
@@ -58,7 +66,8 @@ impl Shared {
                 let keep = if state::is_periodic(w) {
                     self.policy.keeps_periodic()
                 } else {
-                    self.policy.keeps_one_shots() || e.deadline <= now
+                    let deadline = newest.get(&e.key).copied().unwrap_or(e.deadline);
+                    self.policy.keeps_one_shots() || deadline <= now
                 };
                 if keep {
                     driver.queue.insert(e.key, e.deadline);
@@ -71,6 +80,17 @@ impl Shared {
             }
             if !self.policy.keeps_periodic() {
                 self.stop_periodic_in_flight(&mut driver);
+            }
+            if !self.policy.keeps_one_shots() {
+                // Due and waiting for a thread, but a reset on its way
+                // moves it past now (its claim lets it go when it meets
+                // the reset): not yet due after all.
+                for (&key, &deadline) in &newest {
+                    let w = self.slab.word(key).load(Acquire);
+                    if deadline > now && !state::is_periodic(w) && !driver.queue.contains(key) {
+                        self.stop_in_flight(&mut driver, key);
+                    }
+                }
             }
         }
         self.terminate_if_done(&mut driver);
@@ -93,18 +113,23 @@ impl Shared {
     /// their own.
     fn stop_periodic_in_flight(&self, driver: &mut DriverState) {
         for key in 0..self.slab.capacity() {
-            let word = self.slab.word(key);
-            let w = word.load(Acquire);
-            if !state::is_periodic(w) || w & state::DRAINED == 0 || driver.queue.contains(key) {
-                continue;
+            let w = self.slab.word(key).load(Acquire);
+            if state::is_periodic(w) && w & state::DRAINED != 0 && !driver.queue.contains(key) {
+                self.stop_in_flight(driver, key);
             }
-            // Its reference is with a runner, which lets go when its claim
-            // finds it cancelled: take one for the burial in the same step.
-            if let Some(prev) = state::end_scheduled(word, state::CANCELLED, 1) {
-                self.dropped_waiting(driver, key, prev);
-                driver.cancelled_count += 1;
-                driver.graveyard.push(key);
-            }
+        }
+    }
+
+    /// Cancels a task out of the queue, if it still waits: due and waiting
+    /// for a thread, or let go by a claim that met a reset.
+    fn stop_in_flight(&self, driver: &mut DriverState, key: Key) {
+        // Its reference is with a runner, which lets go when its claim
+        // finds it cancelled (or with a reset on its way): take one for the
+        // burial in the same step.
+        if let Some(prev) = state::end_scheduled(self.slab.word(key), state::CANCELLED, 1) {
+            self.dropped_waiting(driver, key, prev);
+            driver.cancelled_count += 1;
+            driver.graveyard.push(key);
         }
     }
 

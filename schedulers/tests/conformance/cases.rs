@@ -3,7 +3,7 @@
 use std::sync::{mpsc, Arc, OnceLock};
 use std::time::Duration;
 
-use schedulers::{Scheduler, SchedulerExt, Task};
+use schedulers::{OnShutdown, Scheduler, SchedulerExt, ShutdownPolicy, Task, TaskHandle};
 
 use super::{ms, secs, Counter, Harness, Log, OverlapDetector, SelfHandle};
 
@@ -986,6 +986,58 @@ pub fn shutdown_applies_its_policy_to_tasks_waiting_behind_a_busy_worker(h: &Har
     assert_eq!(one_shot_runs.get(), 1, "the due one-shot still ran");
     assert!(one_shot.handle().is_done());
     assert!(s.await_termination(secs(30)));
+}
+
+/// `shutdown`, with a policy that cancels one-shots not yet due, judges a
+/// one-shot by its newest deadline, a reset on its way included (as
+/// `remaining` does). Just before it, from inside the busy run: one task
+/// due with the busy one, waiting right behind it, is reset past now (its
+/// claim will meet the reset), and one queued for later is reset to now.
+/// The first is not yet due, so it is cancelled; the second is due, so it
+/// runs, as a one-shot due and waiting with no reset does.
+pub fn shutdown_judges_a_one_shot_by_the_reset_on_its_way(h: &Harness) {
+    let policy = ShutdownPolicy::default().one_shot(OnShutdown::Cancel);
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler_with_policy(policy));
+    let (later_runs, sooner_runs, due_runs) =
+        (Counter::default(), Counter::default(), Counter::default());
+    let (handles, handle) = mpsc::channel::<[TaskHandle; 2]>();
+    let me = s.clone();
+    let busy = s
+        .schedule(Duration::ZERO, move || {
+            let [later, sooner] = handle.recv().unwrap();
+            let reset = (
+                later.reset(secs(1)).unwrap(),
+                sooner.reset(Duration::ZERO).unwrap(),
+            );
+            me.shutdown();
+            (reset, later, sooner)
+        })
+        .unwrap();
+    let r = later_runs.clone();
+    let later = s
+        .submit(Duration::ZERO, Task::once(move || r.bump()))
+        .unwrap();
+    let r = due_runs.clone();
+    let due = s.schedule(Duration::ZERO, move || r.bump()).unwrap();
+    let r = sooner_runs.clone();
+    let sooner = s.submit(secs(10), Task::once(move || r.bump())).unwrap();
+    handles.send([later, sooner]).unwrap();
+    h.advance(Duration::ZERO);
+    let (reset, later, sooner) = busy.get_timeout(secs(30)).unwrap();
+    assert_eq!(reset, (true, true), "both resets move their tasks");
+    h.advance(secs(20));
+    assert_eq!(
+        later_runs.get(),
+        0,
+        "reset past now: not yet due, cancelled"
+    );
+    assert!(later.is_cancelled());
+    assert_eq!(sooner_runs.get(), 1, "reset to now: due, it runs");
+    assert!(sooner.is_done());
+    assert_eq!(due_runs.get(), 1, "a one-shot due at shutdown runs");
+    assert!(due.handle().is_done());
+    assert!(s.await_termination(secs(30)));
+    assert_eq!(s.metrics().pending, 0);
 }
 
 /// Tasks that came due behind the busy worker start in deadline order, ties

@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use schedulers::{Clock, ManualClock, Scheduler, SchedulerExt, SystemClock, TaskHandle};
+use schedulers::{
+    Clock, ManualClock, Scheduler, SchedulerExt, ShutdownPolicy, SystemClock, TaskHandle,
+};
 
 pub mod calendar;
 pub mod cases;
@@ -33,6 +35,8 @@ pub struct Opts {
     pub pending_limit: Option<usize>,
     /// Whether the driver times its runs (`run_figures`; default yes).
     pub run_figures: bool,
+    /// What `shutdown` keeps (default: the builders' default).
+    pub shutdown_policy: ShutdownPolicy,
 }
 
 /// One scheduler under test.
@@ -71,20 +75,36 @@ impl Harness {
         self.scheduler_with(None)
     }
 
+    /// The default settings, on this harness's clock.
+    fn opts(&self) -> Opts {
+        Opts {
+            clock: Arc::new(self.clock.clone()),
+            pending_limit: None,
+            run_figures: true,
+            shutdown_policy: ShutdownPolicy::default(),
+        }
+    }
+
     pub fn scheduler_with(&self, pending_limit: Option<usize>) -> Box<dyn Scheduler> {
         (self.make)(Opts {
-            clock: Arc::new(self.clock.clone()),
             pending_limit,
-            run_figures: true,
+            ..self.opts()
+        })
+    }
+
+    /// A scheduler whose `shutdown` follows `policy`.
+    pub fn scheduler_with_policy(&self, policy: ShutdownPolicy) -> Box<dyn Scheduler> {
+        (self.make)(Opts {
+            shutdown_policy: policy,
+            ..self.opts()
         })
     }
 
     /// A scheduler that does not time its runs (`run_figures(false)`).
     pub fn untimed_scheduler(&self) -> Box<dyn Scheduler> {
         (self.make)(Opts {
-            clock: Arc::new(self.clock.clone()),
-            pending_limit: None,
             run_figures: false,
+            ..self.opts()
         })
     }
 
@@ -93,8 +113,7 @@ impl Harness {
     pub fn scheduler_on_system_clock(&self) -> Box<dyn Scheduler> {
         (self.make)(Opts {
             clock: Arc::new(SystemClock),
-            pending_limit: None,
-            run_figures: true,
+            ..self.opts()
         })
     }
 
@@ -266,6 +285,7 @@ macro_rules! conformance {
             cases::reset_reaches_a_task_due_with_the_busy_one_after_its_handle_is_gone,
             cases::shutdown_now_returns_a_task_waiting_behind_a_busy_worker,
             cases::shutdown_applies_its_policy_to_tasks_waiting_behind_a_busy_worker,
+            cases::shutdown_judges_a_one_shot_by_the_reset_on_its_way,
             cases::tasks_waiting_behind_a_busy_worker_start_in_order,
         );
     };
