@@ -2,10 +2,9 @@
 //! interleaving of a handle's cancel (taking the submission back out of its
 //! lane, or not; marked for the driver, or not), reset, clone and drop, the
 //! driver's intake, claim, run, re-arm and finish, a reset queueing again a
-//! task a claim let go, `shutdown_now`'s
-//! abandon, `shutdown` stopping a periodic task in flight, and a waiter,
-//! for a one-shot and a periodic task, checked
-//! against the contract:
+//! task a claim let go, `shutdown_now`'s abandon, `shutdown` stopping a
+//! periodic task in flight, and a waiter, for a one-shot and a periodic
+//! task, checked against the contract:
 //!
 //! - a task never starts after a cancel (or an abandon) that returned true;
 //! - a one-shot runs at most once, and exactly one of "it ran", "a cancel

@@ -914,7 +914,7 @@ pub fn reset_reaches_a_task_due_with_the_busy_one_after_its_handle_is_gone(h: &H
     let (handles, handle) = mpsc::channel();
     let busy = s
         .schedule(Duration::ZERO, move || {
-            let moved: schedulers::TaskHandle = handle.recv().unwrap();
+            let moved: TaskHandle = handle.recv().unwrap();
             let reset = moved.reset(secs(1)).unwrap();
             drop(moved);
             reset
