@@ -392,6 +392,7 @@ macro_rules! conformance_shared_cases {
             stress::shutdown_racing_schedule_loses_nothing,
             stress::reset_racing_fire_runs_once,
             stress::reset_racing_fire_runs_once_with_its_handle_dropped,
+            stress::a_mix_of_schedules_resets_cancels_and_drops_loses_nothing,
         );
     };
 }

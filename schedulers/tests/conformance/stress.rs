@@ -402,6 +402,82 @@ fn reset_racing_fire(h: &Harness, drop_handles: bool) {
     assert_eq!(s.metrics().fired as usize, TASKS);
 }
 
+/// Three threads each keep handles to one-shot timers of their own and, at
+/// random, schedule new ones, reset, cancel, clone and drop them while
+/// virtual time moves, so each of those races the others, the driver's
+/// intake and expiry, and the claims. Then: nothing lost (every task not
+/// cancelled ran once, at or after the deadline its last successful reset
+/// set), nothing ran after a successful cancel, and once the scheduler has
+/// terminated and gone, every closure has been dropped (each held its
+/// task's record).
+pub fn a_mix_of_schedules_resets_cancels_and_drops_loses_nothing(h: &Harness) {
+    const THREADS: usize = 3;
+    const OPS: usize = 3_000;
+    let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
+    let done = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (s, done) = (s.clone(), done.clone());
+            let h = h.fresh_view();
+            thread::spawn(move || {
+                let mut rng = Rng::new(70 + t as u64);
+                let mut records: Vec<Arc<Record>> = Vec::new();
+                // Handles this thread still holds, with their task's index.
+                let mut held: Vec<(usize, TaskHandle)> = Vec::new();
+                for _ in 0..OPS {
+                    let delay = Duration::from_micros(rng.below(8_000));
+                    let bound = (h.clock.elapsed() + delay).as_nanos() as u64;
+                    let pick = rng.below(held.len().max(1) as u64) as usize;
+                    match rng.below(8) {
+                        0..=2 => {
+                            let rec = Record::new(Duration::from_nanos(bound));
+                            let handle = s.schedule(delay, task(&h, &rec)).unwrap();
+                            held.push((records.len(), handle.into_handle()));
+                            records.push(rec);
+                        }
+                        3 | 4 if !held.is_empty() => {
+                            let (i, handle) = &held[pick];
+                            if handle.reset(delay).unwrap() {
+                                records[*i].not_before.store(bound, SeqCst);
+                            }
+                        }
+                        5 if !held.is_empty() => {
+                            let (i, handle) = &held[pick];
+                            records[*i].cancel(handle);
+                        }
+                        6 if !held.is_empty() => drop(held.swap_remove(pick)),
+                        7 if !held.is_empty() => {
+                            let (i, handle) = &held[pick];
+                            held.push((*i, handle.clone()));
+                        }
+                        _ => {}
+                    }
+                }
+                done.fetch_add(1, SeqCst);
+                records
+            })
+        })
+        .collect();
+    drive(h, &done, THREADS);
+    let records: Vec<Arc<Record>> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    h.advance(secs(1));
+    check(&records);
+    assert_eq!(s.metrics().pending, 0);
+    s.shutdown();
+    assert!(s.await_termination(secs(30)));
+    drop(s);
+    for (i, rec) in records.iter().enumerate() {
+        assert_eq!(
+            Arc::strong_count(rec),
+            1,
+            "task {i}'s closure was not dropped"
+        );
+    }
+}
+
 impl Harness {
     /// The same clock, for another thread.
     fn fresh_view(&self) -> Harness {
