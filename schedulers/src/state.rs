@@ -292,13 +292,28 @@ pub(crate) fn has_resets(word: u32) -> bool {
     resets(word) > 0
 }
 
-/// The driver read a logged reset: one fewer on its way, and the entry's
-/// reference dropped. Returns whether the task still waits (then the
-/// driver moves it: resets of a task are read in the order they were
-/// made), and whether the reference was the last.
-pub(crate) fn reset_read(word: &AtomicU32) -> (bool, bool) {
-    let prev = update(word, |w| Some(minus_ref(w - RESET))).unwrap_or_else(|w| w);
-    (of(prev) == SCHEDULED, was_last(prev))
+/// The driver read a logged reset: one fewer on its way. Returns whether
+/// the task still waits (then the driver moves it: resets of a task are
+/// read in the order they were made), and whether the entry's reference
+/// was dropped and the last.
+///
+/// If the task still waits and is in no queue (`requeue`: a claim met the
+/// reset and let it go), the driver queues it again, and the entry's
+/// reference becomes the queue's, in this same step. Dropping it and adding
+/// one after would be a write to a word that a handle may hold alone: the
+/// handle's plain-store release (see the [module docs](self)) would undo it.
+/// Otherwise the reference is dropped.
+pub(crate) fn reset_read(word: &AtomicU32, requeue: bool) -> (bool, bool) {
+    let prev = update(word, |w| {
+        Some(if requeue && of(w) == SCHEDULED {
+            w - RESET
+        } else {
+            minus_ref(w - RESET)
+        })
+    })
+    .unwrap_or_else(|w| w);
+    let waits = of(prev) == SCHEDULED;
+    (waits, !(requeue && waits) && was_last(prev))
 }
 
 /// What a claim found.

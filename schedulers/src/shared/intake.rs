@@ -230,7 +230,12 @@ impl Shared {
                 continue;
             }
             applied += 1;
-            let (waits, last) = state::reset_read(word);
+            // Due and waiting for a thread (or let go by a claim that met
+            // this reset), a task is in no queue: it is queued again, with
+            // the reset's reference; a waiting copy finds it queued and lets
+            // go.
+            let queued = driver.queue.contains(m.key);
+            let (waits, last) = state::reset_read(word, !queued);
             if waits && state::is_calendar(w) {
                 // Its next run is at the new deadline, and its fire times
                 // follow from there.
@@ -238,13 +243,9 @@ impl Shared {
                 let ahead = std::time::Duration::from_nanos(m.deadline.saturating_sub(now));
                 self.set_calendar_due(driver, m.key, super::calendar::wall_after(wall_now, ahead));
             }
-            if waits && !driver.queue.reschedule(m.key, m.deadline) {
-                // Due and waiting for a thread (or left by a claim that met
-                // this reset): queue it again; a waiting copy finds it
-                // queued and lets go. The queue takes a reference; if the
-                // reset's was the last (its handles are gone), no one else
-                // can reach the word meanwhile, and the task lives on.
-                state::acquire(word);
+            if waits && queued {
+                driver.queue.reschedule(m.key, m.deadline);
+            } else if waits {
                 driver.queue.insert(m.key, m.deadline);
             } else if last {
                 driver.to_free.push(m.key);

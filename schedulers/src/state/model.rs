@@ -153,14 +153,13 @@ impl World {
 
     /// The driver reads the resets on their way, in order: a task that
     /// still waits and is not queued (a claim met the reset and let it go)
-    /// is queued again, with a reference of the queue's, even if the
-    /// reset's was the last. Returns whether the queue holds the task.
+    /// is queued again, the reset's reference becoming the queue's. Returns
+    /// whether the queue holds the task.
     fn read_resets(&self, mut held: bool) -> bool {
         let resets = std::mem::take(&mut self.lane.lock().unwrap().resets);
         for _ in 0..resets {
-            let (waits, last) = reset_read(&self.word);
-            if waits && !held {
-                acquire(&self.word);
+            let (waits, last) = reset_read(&self.word, !held);
+            if waits {
                 held = true;
             } else if last {
                 self.freed.fetch_add(1, SeqCst);
@@ -514,6 +513,35 @@ fn a_reset_task_whose_handles_are_gone_is_queued_again() {
         // A task still queued after the resets is ended by `settle`, its
         // closure dropped there.
         assert_eq!(w.dropped.load(SeqCst), 1 - ran, "run or dropped, once");
+        check_end(&w);
+    });
+}
+
+/// The driver queues a task again after its claim met a reset (and let it
+/// go), while the task's last handle is dropped. A handle that finds itself
+/// the only holder lets go with a plain store (see the module docs), so the
+/// driver must never add a reference to a word only a handle holds: the
+/// reset's reference becomes the queue's in the CAS that reads the reset.
+/// The slot is not freed while the queue holds the task.
+#[test]
+fn a_handle_dropped_while_the_driver_queues_its_task_again() {
+    loom::model(|| {
+        let w = world(false);
+        assert!(w.reset(), "pending: the reset is logged");
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || {
+                let held = w.drive(1, false);
+                assert!(!held, "the claim met the reset and let go");
+                let _guard = w.lock.lock().unwrap();
+                w.read_resets(held)
+            }
+        });
+        w.release(); // the handle is dropped
+        let held = driver.join().unwrap();
+        assert!(held, "queued again at the reset's deadline");
+        assert_eq!(w.freed.load(SeqCst), 0, "freed while queued");
+        w.settle(held);
         check_end(&w);
     });
 }
