@@ -487,3 +487,245 @@ impl Harness {
         }
     }
 }
+
+/// What a periodic task's runs must keep, under a lock its resets take
+/// too: no run starts while another of its runs is under way, nor before
+/// its last (re)start's bound plus a period for every run since (a
+/// fixed-rate grid starts at or after the bound), nor, with fixed delay,
+/// before a period after its last run ended.
+struct Rules {
+    period: u64,
+    fixed_delay: bool,
+    /// The earliest its last schedule or successful reset may start it (ns).
+    base: u64,
+    runs_since: u64,
+    last_end: Option<u64>,
+    in_run: bool,
+}
+
+struct Periodic {
+    rec: Arc<Record>,
+    rules: Mutex<Rules>,
+    /// What a run found wrong.
+    broken: Mutex<Vec<String>>,
+}
+
+impl Periodic {
+    fn run(&self, clock: &ManualClock) {
+        let now = clock.elapsed().as_nanos() as u64;
+        {
+            let mut r = self.rules.lock().unwrap();
+            let floor = match r.last_end {
+                Some(end) if r.fixed_delay => end + r.period,
+                _ => r.base + r.runs_since * r.period,
+            };
+            if r.in_run {
+                self.broken
+                    .lock()
+                    .unwrap()
+                    .push(format!("overlapping runs at {now} ns"));
+            }
+            if now < floor {
+                let run = r.runs_since;
+                self.broken.lock().unwrap().push(format!(
+                    "run {run} since its base started at {now} ns, not before {floor} ns"
+                ));
+            }
+            r.in_run = true;
+            r.runs_since += 1;
+        }
+        self.rec.start(clock);
+        let mut r = self.rules.lock().unwrap();
+        r.in_run = false;
+        r.last_end = Some(clock.elapsed().as_nanos() as u64);
+    }
+}
+
+/// Three threads act at random on fixed-rate and fixed-delay tasks of their
+/// own (schedule, reset, cancel, clone and drop handles) and on one-shots
+/// whose value they wait for (schedule, reset, cancel, wait), while virtual
+/// time moves: so resets and cancels race periodic runs and their re-arming,
+/// and waits race the end of the task they wait for. Then: no periodic run
+/// overlapped another of its task or came before its bound, nothing started
+/// after a successful cancel, every wait returned the task's value or its
+/// cancel (none timed out), every one-shot not cancelled ran once and not
+/// early, and once the scheduler has shut down (stopping the periodic tasks
+/// whose handles were dropped) and gone, every closure has been dropped.
+pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h: &Harness) {
+    const THREADS: usize = 3;
+    const OPS: usize = 1_500;
+    let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
+    let done = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (s, done) = (s.clone(), done.clone());
+            let h = h.fresh_view();
+            thread::spawn(move || {
+                let mut rng = Rng::new(90 + t as u64);
+                let now = |h: &Harness| h.clock.elapsed().as_nanos() as u64;
+                let mut periodic: Vec<Arc<Periodic>> = Vec::new();
+                let mut held: Vec<(usize, TaskHandle)> = Vec::new();
+                let mut once: Vec<Arc<Record>> = Vec::new();
+                let mut waiting: Vec<(usize, schedulers::ScheduledFuture<usize>)> = Vec::new();
+                for _ in 0..OPS {
+                    let delay = Duration::from_micros(rng.below(4_000));
+                    let bound = now(&h) + delay.as_nanos() as u64;
+                    let pick = |rng: &mut Rng, n: usize| rng.below(n.max(1) as u64) as usize;
+                    match rng.below(16) {
+                        0..=2 => {
+                            let rec = Record::new(Duration::from_nanos(bound));
+                            let (i, r) = (once.len(), rec.clone());
+                            let clock = h.clock.clone();
+                            let future = s
+                                .schedule(delay, move || {
+                                    r.start(&clock);
+                                    i
+                                })
+                                .unwrap();
+                            waiting.push((i, future));
+                            once.push(rec);
+                        }
+                        3 => {
+                            let period = (100 + rng.below(2_000)) * 1_000;
+                            let fixed_delay = rng.below(2) == 0;
+                            let p = Arc::new(Periodic {
+                                rec: Record::with(Duration::from_nanos(bound), true),
+                                rules: Mutex::new(Rules {
+                                    period,
+                                    fixed_delay,
+                                    base: bound,
+                                    runs_since: 0,
+                                    last_end: None,
+                                    in_run: false,
+                                }),
+                                broken: Mutex::new(Vec::new()),
+                            });
+                            let (run, clock) = (p.clone(), h.clock.clone());
+                            let body = move || run.run(&clock);
+                            let period = Duration::from_nanos(period);
+                            let handle = if fixed_delay {
+                                s.schedule_with_fixed_delay(delay, period, body)
+                            } else {
+                                s.schedule_at_fixed_rate(delay, period, body)
+                            }
+                            .unwrap();
+                            held.push((periodic.len(), handle));
+                            periodic.push(p);
+                        }
+                        4 | 5 if !held.is_empty() => {
+                            let (i, handle) = &held[pick(&mut rng, held.len())];
+                            let mut rules = periodic[*i].rules.lock().unwrap();
+                            let bound = now(&h) + delay.as_nanos() as u64;
+                            if handle.reset(delay).unwrap() {
+                                rules.base = bound;
+                                rules.runs_since = 0;
+                                rules.last_end = None;
+                            }
+                        }
+                        6 if !held.is_empty() => {
+                            let (i, handle) = &held[pick(&mut rng, held.len())];
+                            periodic[*i].rec.cancel(handle);
+                        }
+                        7 if !held.is_empty() => {
+                            if rng.below(2) == 0 {
+                                drop(held.swap_remove(pick(&mut rng, held.len())));
+                            }
+                        }
+                        8 if !held.is_empty() => {
+                            let (i, handle) = &held[pick(&mut rng, held.len())];
+                            held.push((*i, handle.clone()));
+                        }
+                        9 | 10 if !waiting.is_empty() => {
+                            let (i, future) = &waiting[pick(&mut rng, waiting.len())];
+                            if future.handle().reset(delay).unwrap() {
+                                once[*i].not_before.store(bound, SeqCst);
+                            }
+                        }
+                        11 if !waiting.is_empty() => {
+                            let (i, future) = &waiting[pick(&mut rng, waiting.len())];
+                            once[*i].cancel(future.handle());
+                        }
+                        12 | 13 if !waiting.is_empty() => {
+                            let (i, future) = waiting.swap_remove(pick(&mut rng, waiting.len()));
+                            let rec = &once[i];
+                            match future.get_timeout(secs(60)) {
+                                Ok(value) => {
+                                    assert_eq!(value, i, "a wait returned another task's value");
+                                    assert_eq!(
+                                        rec.runs.load(SeqCst),
+                                        1,
+                                        "task {i}: a value, no run"
+                                    );
+                                }
+                                Err(e) => {
+                                    assert!(e.is_cancelled(), "waiting for task {i}: {e}");
+                                    assert_eq!(rec.cancel_won.load(SeqCst), 1, "task {i}");
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                done.fetch_add(1, SeqCst);
+                (once, periodic)
+            })
+        })
+        .collect();
+    drive(h, &done, THREADS);
+    let (mut once, mut periodic) = (Vec::new(), Vec::new());
+    for w in workers {
+        let (o, p) = w.join().unwrap();
+        once.extend(o);
+        periodic.extend(p);
+    }
+    // Past every one-shot's deadline; the periodic tasks left run on.
+    h.advance(ms(10));
+    check(&once);
+    s.shutdown();
+    h.advance(ms(10));
+    assert!(s.await_termination(secs(30)));
+    let runs = |recs: &mut dyn Iterator<Item = &Arc<Record>>| -> usize {
+        recs.map(|r| r.runs.load(SeqCst)).sum()
+    };
+    let fired = runs(&mut once.iter()) + runs(&mut periodic.iter().map(|p| &p.rec));
+    assert_eq!(s.metrics().fired as usize, fired);
+    drop(s);
+    for (i, p) in periodic.iter().enumerate() {
+        let broken = p.broken.lock().unwrap();
+        let first: Vec<_> = broken.iter().take(3).collect();
+        assert!(
+            broken.is_empty(),
+            "periodic task {i}: {} broken runs: {first:?}",
+            broken.len()
+        );
+        let rec = &p.rec;
+        assert_eq!(
+            rec.runs_after_cancel.load(SeqCst),
+            0,
+            "periodic task {i} ran after its cancel"
+        );
+        if rec.cancel_won.load(SeqCst) > 0 {
+            let (runs, at_cancel) = (rec.runs.load(SeqCst), rec.runs_at_cancel.load(SeqCst));
+            assert!(
+                runs <= at_cancel + 1,
+                "periodic task {i} ran {runs} times, {at_cancel} when cancelled"
+            );
+        }
+        assert!(
+            rec.cancel_won.load(SeqCst) <= 1,
+            "two cancels of periodic task {i} returned true"
+        );
+        assert_eq!(
+            Arc::strong_count(p),
+            1,
+            "periodic task {i}'s closure was not dropped"
+        );
+    }
+    for (i, rec) in once.iter().enumerate() {
+        assert_eq!(
+            Arc::strong_count(rec),
+            1,
+            "task {i}'s closure was not dropped"
+        );
+    }
+}
