@@ -86,8 +86,10 @@ pub trait Scheduler: Send + Sync + fmt::Debug {
     fn shutdown(&self);
 
     /// Takes no new work and drops every pending task, returning handles to
-    /// those that never ran (they report [`Error::is_abandoned`](crate::Error::is_abandoned) when waited
-    /// on). A task that is running finishes; periodic ones do not repeat.
+    /// them: one-shots that never ran, and periodic tasks waiting for their
+    /// next run (as the JDK's `shutdownNow` returns them). They report
+    /// [`Error::is_abandoned`](crate::Error::is_abandoned) when waited on. A
+    /// task that is running finishes; periodic ones do not repeat.
     fn shutdown_now(&self) -> Vec<TaskHandle>;
 
     /// True once `shutdown` or `shutdown_now` was called.

@@ -729,3 +729,147 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
         );
     }
 }
+
+/// Three threads schedule one-shot and fixed-rate tasks, reset and cancel
+/// them, while virtual time moves, until `shutdown_now` (called meanwhile)
+/// refuses them: so it races submissions on their way to the driver,
+/// resets and cancels on theirs, claims and runs. Then every task accepted
+/// ended exactly one way, as its own handle reports: it ran (a one-shot,
+/// once and not early), a cancel stopped it, or `shutdown_now` returned it
+/// (a one-shot that never ran, or a periodic task between runs). None is
+/// left waiting, `shutdown_now` returned exactly the tasks whose handles
+/// report abandoned, and once the scheduler is gone every closure has been
+/// dropped.
+pub fn shutdown_now_racing_everything_loses_nothing(h: &Harness) {
+    const THREADS: usize = 3;
+    let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
+    // Pauses of the threads so far, and steps of virtual time.
+    let (paused, steps) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (s, paused, steps) = (s.clone(), paused.clone(), steps.clone());
+            let h = h.fresh_view();
+            thread::spawn(move || {
+                let mut rng = Rng::new(120 + t as u64);
+                let mut mine: Vec<(Arc<Record>, TaskHandle)> = Vec::new();
+                for op in 1.. {
+                    // 50 operations a step of virtual time, so that tasks
+                    // run, are reset and cancelled before the end.
+                    if op % 50 == 0 {
+                        let step = steps.load(SeqCst);
+                        paused.fetch_add(1, SeqCst);
+                        while steps.load(SeqCst) == step && !s.is_shutdown() {
+                            thread::yield_now();
+                        }
+                    }
+                    let delay = Duration::from_micros(rng.below(5_000));
+                    let not_before = h.clock.elapsed() + delay;
+                    let pick = rng.below(mine.len().max(1) as u64) as usize;
+                    match rng.below(8) {
+                        0..=3 => {
+                            let periodic = rng.below(8) == 0;
+                            let rec = Record::with(not_before, periodic);
+                            let scheduled = if periodic {
+                                let period = Duration::from_micros(200 + rng.below(2_000));
+                                s.schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
+                            } else {
+                                s.schedule(delay, task(&h, &rec)).map(|f| f.into_handle())
+                            };
+                            match scheduled {
+                                Ok(handle) => mine.push((rec, handle)),
+                                Err(e) => {
+                                    assert!(e.is_shutdown(), "{e}");
+                                    return mine;
+                                }
+                            }
+                        }
+                        4 | 5 if !mine.is_empty() => {
+                            let (rec, handle) = &mine[pick];
+                            if !rec.periodic && handle.reset(delay).unwrap() {
+                                let bound = not_before.as_nanos() as u64;
+                                rec.not_before.store(bound, SeqCst);
+                            }
+                        }
+                        6 if !mine.is_empty() => {
+                            let (rec, handle) = &mine[pick];
+                            rec.cancel(handle);
+                        }
+                        _ => {}
+                    }
+                }
+                unreachable!("schedules go on until one is refused")
+            })
+        })
+        .collect();
+    for step in 1..=60 {
+        while paused.load(SeqCst) < step * THREADS {
+            thread::yield_now();
+        }
+        // Their next operations race this step's runs.
+        steps.fetch_add(1, SeqCst);
+        h.advance(Duration::from_micros(300));
+    }
+    let returned = s.shutdown_now();
+    let all: Vec<(Arc<Record>, TaskHandle)> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    h.advance(secs(1));
+    assert!(s.await_termination(secs(30)));
+    let mut abandoned = 0;
+    for (i, (rec, handle)) in all.iter().enumerate() {
+        let (runs, cancelled) = (rec.runs.load(SeqCst), rec.cancel_won.load(SeqCst));
+        assert_eq!(
+            rec.runs_after_cancel.load(SeqCst),
+            0,
+            "task {i} ran after its cancel"
+        );
+        assert!(cancelled <= 1, "two cancels of task {i} returned true");
+        match handle.wait_timeout(secs(30)) {
+            Ok(()) => {
+                assert!(!rec.periodic, "periodic task {i} completed");
+                assert_eq!((runs, cancelled), (1, 0), "task {i} completed");
+                let (at, bound) = (rec.ran_at.load(SeqCst), rec.not_before.load(SeqCst));
+                assert!(
+                    at >= bound,
+                    "task {i} ran early: at {at} ns, not before {bound} ns"
+                );
+            }
+            // Pending (a periodic task between runs, as the JDK's
+            // `shutdownNow` returns it), so never cancelled.
+            Err(e) if e.is_abandoned() => {
+                assert_eq!(cancelled, 0, "task {i} was returned by shutdown_now");
+                assert!(
+                    rec.periodic || runs == 0,
+                    "one-shot {i} ran, then was returned"
+                );
+                abandoned += 1;
+            }
+            // Cancelled by its user, or by `shutdown_now` during a run.
+            Err(e) if e.is_cancelled() && rec.periodic => {
+                assert!(
+                    cancelled == 1 || runs > 0,
+                    "periodic task {i} was cancelled"
+                )
+            }
+            Err(e) if e.is_cancelled() => {
+                assert_eq!((runs, cancelled), (0, 1), "one-shot {i} was cancelled")
+            }
+            Err(e) => panic!("task {i} (ran {runs} times, cancelled {cancelled}): {e}"),
+        }
+    }
+    assert_eq!(
+        returned.len(),
+        abandoned,
+        "shutdown_now returned the tasks it abandoned"
+    );
+    assert_eq!(s.metrics().pending, 0);
+    drop((returned, s));
+    for (i, (rec, _)) in all.iter().enumerate() {
+        assert_eq!(
+            Arc::strong_count(rec),
+            1,
+            "task {i}'s closure was not dropped"
+        );
+    }
+}
