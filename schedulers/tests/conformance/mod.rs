@@ -395,6 +395,7 @@ macro_rules! conformance_shared_cases {
             stress::a_mix_of_schedules_resets_cancels_and_drops_loses_nothing,
             stress::periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules,
             stress::shutdown_now_racing_everything_loses_nothing,
+            stress::the_pending_limit_comes_back_whole_after_concurrent_use,
         );
     };
 }

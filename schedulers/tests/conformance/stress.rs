@@ -873,3 +873,100 @@ pub fn shutdown_now_racing_everything_loses_nothing(h: &Harness) {
         );
     }
 }
+
+/// Three threads schedule one-shot and fixed-rate tasks on a scheduler with
+/// a pending limit, past it, and reset, cancel and drop them while virtual
+/// time moves: so the count of waiting tasks goes up and down on every path
+/// at once (a submission, a cancel in a lane or of a task the driver holds,
+/// a claim, a periodic task's re-arming). Then: the limit refused some, and
+/// nothing it accepted was lost; and once every task has ended, exactly
+/// the limit's worth of new tasks is accepted again.
+pub fn the_pending_limit_comes_back_whole_after_concurrent_use(h: &Harness) {
+    const THREADS: usize = 3;
+    const OPS: usize = 2_000;
+    const LIMIT: usize = 50;
+    let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler_with(Some(LIMIT)));
+    let done = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (s, done, refused) = (s.clone(), done.clone(), refused.clone());
+            let h = h.fresh_view();
+            thread::spawn(move || {
+                let mut rng = Rng::new(150 + t as u64);
+                let mut records: Vec<Arc<Record>> = Vec::new();
+                // Handles held (dropped at random for one-shots only: a
+                // periodic task must be cancelled to stop waiting).
+                let mut held: Vec<(usize, TaskHandle)> = Vec::new();
+                for _ in 0..OPS {
+                    let delay = Duration::from_micros(rng.below(4_000));
+                    let not_before = h.clock.elapsed() + delay;
+                    let pick = rng.below(held.len().max(1) as u64) as usize;
+                    match rng.below(8) {
+                        0..=3 => {
+                            let periodic = rng.below(8) == 0;
+                            let rec = Record::with(not_before, periodic);
+                            let scheduled = if periodic {
+                                let period = Duration::from_micros(300 + rng.below(2_000));
+                                s.schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
+                            } else {
+                                s.schedule(delay, task(&h, &rec)).map(|f| f.into_handle())
+                            };
+                            match scheduled {
+                                Ok(handle) => {
+                                    held.push((records.len(), handle));
+                                    records.push(rec);
+                                }
+                                Err(e) => {
+                                    assert!(e.is_pending_limit(), "{e}");
+                                    refused.fetch_add(1, SeqCst);
+                                }
+                            }
+                        }
+                        4 if !held.is_empty() => {
+                            let (i, handle) = &held[pick];
+                            let rec = &records[*i];
+                            if !rec.periodic && handle.reset(delay).unwrap() {
+                                rec.not_before.store(not_before.as_nanos() as u64, SeqCst);
+                            }
+                        }
+                        5 | 6 if !held.is_empty() => {
+                            let (i, handle) = &held[pick];
+                            records[*i].cancel(handle);
+                        }
+                        7 if !held.is_empty() && !records[held[pick].0].periodic => {
+                            drop(held.swap_remove(pick));
+                        }
+                        _ => {}
+                    }
+                }
+                for (i, handle) in &held {
+                    if records[*i].periodic {
+                        records[*i].cancel(handle);
+                    }
+                }
+                done.fetch_add(1, SeqCst);
+                records
+            })
+        })
+        .collect();
+    drive(h, &done, THREADS);
+    let records: Vec<Arc<Record>> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    h.advance(secs(1));
+    check(&records);
+    assert!(refused.load(SeqCst) > 0, "the limit was never reached");
+    assert_eq!(s.metrics().pending, 0);
+    let again: Vec<_> = (0..LIMIT)
+        .map(|i| {
+            s.schedule(secs(1), || ())
+                .unwrap_or_else(|e| panic!("new task {i}: {e}"))
+        })
+        .collect();
+    let over = s.schedule(secs(1), || ()).unwrap_err();
+    assert!(over.is_pending_limit(), "{over}");
+    h.advance(secs(2));
+    assert!(again.iter().all(|f| f.handle().is_done()));
+}
