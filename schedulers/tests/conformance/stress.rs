@@ -115,6 +115,26 @@ fn periodic_task(h: &Harness, rec: &Arc<Record>) -> impl FnMut() + Send + 'stati
     move || rec.start(&clock)
 }
 
+/// Starts `threads` threads, each running `work` with its number, a view of
+/// the harness's clock and its own clone of `shared`.
+fn on_threads<S, R>(
+    h: &Harness,
+    threads: usize,
+    shared: S,
+    work: fn(usize, Harness, S) -> R,
+) -> Vec<thread::JoinHandle<R>>
+where
+    S: Clone + Send + 'static,
+    R: Send + 'static,
+{
+    (0..threads)
+        .map(|t| {
+            let (h, shared) = (h.fresh_view(), shared.clone());
+            thread::spawn(move || work(t, h, shared))
+        })
+        .collect()
+}
+
 /// Advances virtual time in small steps until `done` reaches `threads`.
 fn drive(h: &Harness, done: &AtomicUsize, threads: usize) {
     let mut steps = 0;
@@ -170,47 +190,46 @@ pub fn concurrent_schedule_cancel_and_fire_match_the_model(h: &Harness) {
     let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
     let done = Arc::new(AtomicUsize::new(0));
     let all = Arc::new(Mutex::new(Vec::new()));
-    let workers: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (s, done, all) = (s.clone(), done.clone(), all.clone());
-            let h = h.fresh_view();
-            thread::spawn(move || {
-                let mut rng = Rng::new(t as u64 + 1);
-                let mut mine: Vec<(Arc<Record>, TaskHandle)> = Vec::new();
-                for _ in 0..PER_THREAD {
-                    let delay = Duration::from_micros(rng.below(20_000));
-                    let not_before = h.clock.elapsed() + delay;
-                    if rng.below(5) == 0 {
-                        let rec = Record::with(not_before, true);
-                        let period = Duration::from_micros(100 + rng.below(3_000));
-                        let handle = s
-                            .schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
-                            .unwrap();
-                        mine.push((rec, handle));
-                    } else {
-                        let rec = Record::new(not_before);
-                        let handle = s.schedule(delay, task(&h, &rec)).unwrap().into_handle();
-                        mine.push((rec, handle));
-                    }
-                    if rng.below(3) == 0 {
-                        let (rec, handle) = &mine[rng.below(mine.len() as u64) as usize];
-                        rec.cancel(handle);
-                    }
-                    if rng.below(50) == 0 {
-                        thread::yield_now();
-                    }
+    let workers = on_threads(
+        h,
+        THREADS,
+        (s.clone(), done.clone(), all.clone()),
+        |t, h, (s, done, all)| {
+            let mut rng = Rng::new(t as u64 + 1);
+            let mut mine: Vec<(Arc<Record>, TaskHandle)> = Vec::new();
+            for _ in 0..PER_THREAD {
+                let delay = Duration::from_micros(rng.below(20_000));
+                let not_before = h.clock.elapsed() + delay;
+                if rng.below(5) == 0 {
+                    let rec = Record::with(not_before, true);
+                    let period = Duration::from_micros(100 + rng.below(3_000));
+                    let handle = s
+                        .schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
+                        .unwrap();
+                    mine.push((rec, handle));
+                } else {
+                    let rec = Record::new(not_before);
+                    let handle = s.schedule(delay, task(&h, &rec)).unwrap().into_handle();
+                    mine.push((rec, handle));
                 }
-                // Stop the periodic tasks, most of them while they run.
-                for (rec, handle) in &mine {
-                    if rec.periodic {
-                        rec.cancel(handle);
-                    }
+                if rng.below(3) == 0 {
+                    let (rec, handle) = &mine[rng.below(mine.len() as u64) as usize];
+                    rec.cancel(handle);
                 }
-                all.lock().unwrap().extend(mine);
-                done.fetch_add(1, SeqCst);
-            })
-        })
-        .collect();
+                if rng.below(50) == 0 {
+                    thread::yield_now();
+                }
+            }
+            // Stop the periodic tasks, most of them while they run.
+            for (rec, handle) in &mine {
+                if rec.periodic {
+                    rec.cancel(handle);
+                }
+            }
+            all.lock().unwrap().extend(mine);
+            done.fetch_add(1, SeqCst);
+        },
+    );
     drive(h, &done, THREADS);
     for w in workers {
         w.join().unwrap();
@@ -252,27 +271,22 @@ pub fn a_storm_of_cancels_matches_the_model(h: &Harness) {
     let mut cancelled = 0;
     for round in 0..ROUNDS {
         let done = Arc::new(AtomicUsize::new(0));
-        let workers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (s, done) = (s.clone(), done.clone());
-                let h = h.fresh_view();
-                thread::spawn(move || {
-                    let mut rng = Rng::new(40 + round * 10 + t as u64);
-                    let mut mine = Vec::with_capacity(per_thread);
-                    for _ in 0..per_thread {
-                        let delay = Duration::from_micros(rng.below(2_000));
-                        let rec = Record::new(h.clock.elapsed() + delay);
-                        let handle = s.schedule(delay, task(&h, &rec)).unwrap().into_handle();
-                        if rng.below(10) != 0 {
-                            rec.cancel(&handle);
-                        }
-                        mine.push(rec);
-                    }
-                    done.fetch_add(1, SeqCst);
-                    mine
-                })
-            })
-            .collect();
+        let shared = (s.clone(), done.clone(), round, per_thread);
+        let workers = on_threads(h, THREADS, shared, |t, h, (s, done, round, per_thread)| {
+            let mut rng = Rng::new(40 + round * 10 + t as u64);
+            let mut mine = Vec::with_capacity(per_thread);
+            for _ in 0..per_thread {
+                let delay = Duration::from_micros(rng.below(2_000));
+                let rec = Record::new(h.clock.elapsed() + delay);
+                let handle = s.schedule(delay, task(&h, &rec)).unwrap().into_handle();
+                if rng.below(10) != 0 {
+                    rec.cancel(&handle);
+                }
+                mine.push(rec);
+            }
+            done.fetch_add(1, SeqCst);
+            mine
+        });
         drive(h, &done, THREADS);
         let records: Vec<_> = workers
             .into_iter()
@@ -295,33 +309,32 @@ pub fn shutdown_racing_schedule_loses_nothing(h: &Harness) {
     let accepted = Arc::new(Mutex::new(Vec::new()));
     let rejected = Arc::new(Mutex::new(Vec::new()));
     let started = Arc::new(AtomicUsize::new(0));
-    let workers: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (s, accepted, rejected, started) = (
-                s.clone(),
-                accepted.clone(),
-                rejected.clone(),
-                started.clone(),
-            );
-            let h = h.fresh_view();
-            thread::spawn(move || {
-                let mut rng = Rng::new(100 + t as u64);
-                for _ in 0..100_000 {
-                    let delay = Duration::from_micros(rng.below(5_000));
-                    let rec = Record::new(h.clock.elapsed() + delay);
-                    started.fetch_add(1, SeqCst);
-                    match s.schedule(delay, task(&h, &rec)) {
-                        Ok(_) => accepted.lock().unwrap().push(rec),
-                        Err(e) => {
-                            assert!(e.is_shutdown(), "{e}");
-                            rejected.lock().unwrap().push(rec);
-                            return;
-                        }
+    let workers = on_threads(
+        h,
+        THREADS,
+        (
+            s.clone(),
+            accepted.clone(),
+            rejected.clone(),
+            started.clone(),
+        ),
+        |t, h, (s, accepted, rejected, started)| {
+            let mut rng = Rng::new(100 + t as u64);
+            for _ in 0..100_000 {
+                let delay = Duration::from_micros(rng.below(5_000));
+                let rec = Record::new(h.clock.elapsed() + delay);
+                started.fetch_add(1, SeqCst);
+                match s.schedule(delay, task(&h, &rec)) {
+                    Ok(_) => accepted.lock().unwrap().push(rec),
+                    Err(e) => {
+                        assert!(e.is_shutdown(), "{e}");
+                        rejected.lock().unwrap().push(rec);
+                        return;
                     }
                 }
-            })
-        })
-        .collect();
+            }
+        },
+    );
     while started.load(SeqCst) < 2_000 {
         h.advance(Duration::from_micros(300));
     }
@@ -365,33 +378,32 @@ fn reset_racing_fire(h: &Harness, drop_handles: bool) {
     );
     let records = Arc::new(records);
     let done = Arc::new(AtomicUsize::new(0));
-    let workers: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (handles, records, done) = (handles.clone(), records.clone(), done.clone());
-            let h = h.fresh_view();
-            thread::spawn(move || {
-                let mut rng = Rng::new(7 + t as u64);
-                // Each task is reset by one thread only, so "the last
-                // successful reset" is well defined: program order.
-                for _ in 0..2_000 {
-                    let i = (rng.below((TASKS / THREADS) as u64) as usize) * THREADS + t;
-                    let delay = Duration::from_micros(rng.below(8_000));
-                    let bound = (h.clock.elapsed() + delay).as_nanos() as u64;
-                    let mut handle = handles[i].lock().unwrap();
-                    let Some(task) = handle.as_ref() else {
-                        continue; // dropped: no more resets
-                    };
-                    if task.reset(delay).unwrap() {
-                        records[i].not_before.store(bound, SeqCst);
-                        if drop_handles && rng.below(8) == 0 {
-                            *handle = None;
-                        }
+    let workers = on_threads(
+        h,
+        THREADS,
+        (handles.clone(), records.clone(), done.clone(), drop_handles),
+        |t, h, (handles, records, done, drop_handles)| {
+            let mut rng = Rng::new(7 + t as u64);
+            // Each task is reset by one thread only, so "the last
+            // successful reset" is well defined: program order.
+            for _ in 0..2_000 {
+                let i = (rng.below((TASKS / THREADS) as u64) as usize) * THREADS + t;
+                let delay = Duration::from_micros(rng.below(8_000));
+                let bound = (h.clock.elapsed() + delay).as_nanos() as u64;
+                let mut handle = handles[i].lock().unwrap();
+                let Some(task) = handle.as_ref() else {
+                    continue; // dropped: no more resets
+                };
+                if task.reset(delay).unwrap() {
+                    records[i].not_before.store(bound, SeqCst);
+                    if drop_handles && rng.below(8) == 0 {
+                        *handle = None;
                     }
                 }
-                done.fetch_add(1, SeqCst);
-            })
-        })
-        .collect();
+            }
+            done.fetch_add(1, SeqCst);
+        },
+    );
     drive(h, &done, THREADS);
     for w in workers {
         w.join().unwrap();
@@ -415,49 +427,43 @@ pub fn a_mix_of_schedules_resets_cancels_and_drops_loses_nothing(h: &Harness) {
     const OPS: usize = 3_000;
     let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
     let done = Arc::new(AtomicUsize::new(0));
-    let workers: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (s, done) = (s.clone(), done.clone());
-            let h = h.fresh_view();
-            thread::spawn(move || {
-                let mut rng = Rng::new(70 + t as u64);
-                let mut records: Vec<Arc<Record>> = Vec::new();
-                // Handles this thread still holds, with their task's index.
-                let mut held: Vec<(usize, TaskHandle)> = Vec::new();
-                for _ in 0..OPS {
-                    let delay = Duration::from_micros(rng.below(8_000));
-                    let bound = (h.clock.elapsed() + delay).as_nanos() as u64;
-                    let pick = rng.below(held.len().max(1) as u64) as usize;
-                    match rng.below(8) {
-                        0..=2 => {
-                            let rec = Record::new(Duration::from_nanos(bound));
-                            let handle = s.schedule(delay, task(&h, &rec)).unwrap();
-                            held.push((records.len(), handle.into_handle()));
-                            records.push(rec);
-                        }
-                        3 | 4 if !held.is_empty() => {
-                            let (i, handle) = &held[pick];
-                            if handle.reset(delay).unwrap() {
-                                records[*i].not_before.store(bound, SeqCst);
-                            }
-                        }
-                        5 if !held.is_empty() => {
-                            let (i, handle) = &held[pick];
-                            records[*i].cancel(handle);
-                        }
-                        6 if !held.is_empty() => drop(held.swap_remove(pick)),
-                        7 if !held.is_empty() => {
-                            let (i, handle) = &held[pick];
-                            held.push((*i, handle.clone()));
-                        }
-                        _ => {}
+    let workers = on_threads(h, THREADS, (s.clone(), done.clone()), |t, h, (s, done)| {
+        let mut rng = Rng::new(70 + t as u64);
+        let mut records: Vec<Arc<Record>> = Vec::new();
+        // Handles this thread still holds, with their task's index.
+        let mut held: Vec<(usize, TaskHandle)> = Vec::new();
+        for _ in 0..OPS {
+            let delay = Duration::from_micros(rng.below(8_000));
+            let bound = (h.clock.elapsed() + delay).as_nanos() as u64;
+            let pick = rng.below(held.len().max(1) as u64) as usize;
+            match rng.below(8) {
+                0..=2 => {
+                    let rec = Record::new(Duration::from_nanos(bound));
+                    let handle = s.schedule(delay, task(&h, &rec)).unwrap();
+                    held.push((records.len(), handle.into_handle()));
+                    records.push(rec);
+                }
+                3 | 4 if !held.is_empty() => {
+                    let (i, handle) = &held[pick];
+                    if handle.reset(delay).unwrap() {
+                        records[*i].not_before.store(bound, SeqCst);
                     }
                 }
-                done.fetch_add(1, SeqCst);
-                records
-            })
-        })
-        .collect();
+                5 if !held.is_empty() => {
+                    let (i, handle) = &held[pick];
+                    records[*i].cancel(handle);
+                }
+                6 if !held.is_empty() => drop(held.swap_remove(pick)),
+                7 if !held.is_empty() => {
+                    let (i, handle) = &held[pick];
+                    held.push((*i, handle.clone()));
+                }
+                _ => {}
+            }
+        }
+        done.fetch_add(1, SeqCst);
+        records
+    });
     drive(h, &done, THREADS);
     let records: Vec<Arc<Record>> = workers
         .into_iter()
@@ -556,121 +562,111 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
     const OPS: usize = 1_500;
     let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
     let done = Arc::new(AtomicUsize::new(0));
-    let workers: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (s, done) = (s.clone(), done.clone());
-            let h = h.fresh_view();
-            thread::spawn(move || {
-                let mut rng = Rng::new(90 + t as u64);
-                let now = |h: &Harness| h.clock.elapsed().as_nanos() as u64;
-                let mut periodic: Vec<Arc<Periodic>> = Vec::new();
-                let mut held: Vec<(usize, TaskHandle)> = Vec::new();
-                let mut once: Vec<Arc<Record>> = Vec::new();
-                let mut waiting: Vec<(usize, schedulers::ScheduledFuture<usize>)> = Vec::new();
-                for _ in 0..OPS {
-                    let delay = Duration::from_micros(rng.below(4_000));
+    let workers = on_threads(h, THREADS, (s.clone(), done.clone()), |t, h, (s, done)| {
+        let mut rng = Rng::new(90 + t as u64);
+        let now = |h: &Harness| h.clock.elapsed().as_nanos() as u64;
+        let mut periodic: Vec<Arc<Periodic>> = Vec::new();
+        let mut held: Vec<(usize, TaskHandle)> = Vec::new();
+        let mut once: Vec<Arc<Record>> = Vec::new();
+        let mut waiting: Vec<(usize, schedulers::ScheduledFuture<usize>)> = Vec::new();
+        for _ in 0..OPS {
+            let delay = Duration::from_micros(rng.below(4_000));
+            let bound = now(&h) + delay.as_nanos() as u64;
+            let pick = |rng: &mut Rng, n: usize| rng.below(n.max(1) as u64) as usize;
+            match rng.below(16) {
+                0..=2 => {
+                    let rec = Record::new(Duration::from_nanos(bound));
+                    let (i, r) = (once.len(), rec.clone());
+                    let clock = h.clock.clone();
+                    let future = s
+                        .schedule(delay, move || {
+                            r.start(&clock);
+                            i
+                        })
+                        .unwrap();
+                    waiting.push((i, future));
+                    once.push(rec);
+                }
+                3 => {
+                    let period = (100 + rng.below(2_000)) * 1_000;
+                    let fixed_delay = rng.below(2) == 0;
+                    let p = Arc::new(Periodic {
+                        rec: Record::with(Duration::from_nanos(bound), true),
+                        rules: Mutex::new(Rules {
+                            period,
+                            fixed_delay,
+                            base: bound,
+                            runs_since: 0,
+                            last_end: None,
+                            in_run: false,
+                        }),
+                        broken: Mutex::new(Vec::new()),
+                    });
+                    let (run, clock) = (p.clone(), h.clock.clone());
+                    let body = move || run.run(&clock);
+                    let period = Duration::from_nanos(period);
+                    let handle = if fixed_delay {
+                        s.schedule_with_fixed_delay(delay, period, body)
+                    } else {
+                        s.schedule_at_fixed_rate(delay, period, body)
+                    }
+                    .unwrap();
+                    held.push((periodic.len(), handle));
+                    periodic.push(p);
+                }
+                4 | 5 if !held.is_empty() => {
+                    let (i, handle) = &held[pick(&mut rng, held.len())];
+                    let mut rules = periodic[*i].rules.lock().unwrap();
                     let bound = now(&h) + delay.as_nanos() as u64;
-                    let pick = |rng: &mut Rng, n: usize| rng.below(n.max(1) as u64) as usize;
-                    match rng.below(16) {
-                        0..=2 => {
-                            let rec = Record::new(Duration::from_nanos(bound));
-                            let (i, r) = (once.len(), rec.clone());
-                            let clock = h.clock.clone();
-                            let future = s
-                                .schedule(delay, move || {
-                                    r.start(&clock);
-                                    i
-                                })
-                                .unwrap();
-                            waiting.push((i, future));
-                            once.push(rec);
-                        }
-                        3 => {
-                            let period = (100 + rng.below(2_000)) * 1_000;
-                            let fixed_delay = rng.below(2) == 0;
-                            let p = Arc::new(Periodic {
-                                rec: Record::with(Duration::from_nanos(bound), true),
-                                rules: Mutex::new(Rules {
-                                    period,
-                                    fixed_delay,
-                                    base: bound,
-                                    runs_since: 0,
-                                    last_end: None,
-                                    in_run: false,
-                                }),
-                                broken: Mutex::new(Vec::new()),
-                            });
-                            let (run, clock) = (p.clone(), h.clock.clone());
-                            let body = move || run.run(&clock);
-                            let period = Duration::from_nanos(period);
-                            let handle = if fixed_delay {
-                                s.schedule_with_fixed_delay(delay, period, body)
-                            } else {
-                                s.schedule_at_fixed_rate(delay, period, body)
-                            }
-                            .unwrap();
-                            held.push((periodic.len(), handle));
-                            periodic.push(p);
-                        }
-                        4 | 5 if !held.is_empty() => {
-                            let (i, handle) = &held[pick(&mut rng, held.len())];
-                            let mut rules = periodic[*i].rules.lock().unwrap();
-                            let bound = now(&h) + delay.as_nanos() as u64;
-                            if handle.reset(delay).unwrap() {
-                                rules.base = bound;
-                                rules.runs_since = 0;
-                                rules.last_end = None;
-                            }
-                        }
-                        6 if !held.is_empty() => {
-                            let (i, handle) = &held[pick(&mut rng, held.len())];
-                            periodic[*i].rec.cancel(handle);
-                        }
-                        7 if !held.is_empty() => {
-                            if rng.below(2) == 0 {
-                                drop(held.swap_remove(pick(&mut rng, held.len())));
-                            }
-                        }
-                        8 if !held.is_empty() => {
-                            let (i, handle) = &held[pick(&mut rng, held.len())];
-                            held.push((*i, handle.clone()));
-                        }
-                        9 | 10 if !waiting.is_empty() => {
-                            let (i, future) = &waiting[pick(&mut rng, waiting.len())];
-                            if future.handle().reset(delay).unwrap() {
-                                once[*i].not_before.store(bound, SeqCst);
-                            }
-                        }
-                        11 if !waiting.is_empty() => {
-                            let (i, future) = &waiting[pick(&mut rng, waiting.len())];
-                            once[*i].cancel(future.handle());
-                        }
-                        12 | 13 if !waiting.is_empty() => {
-                            let (i, future) = waiting.swap_remove(pick(&mut rng, waiting.len()));
-                            let rec = &once[i];
-                            match future.get_timeout(secs(60)) {
-                                Ok(value) => {
-                                    assert_eq!(value, i, "a wait returned another task's value");
-                                    assert_eq!(
-                                        rec.runs.load(SeqCst),
-                                        1,
-                                        "task {i}: a value, no run"
-                                    );
-                                }
-                                Err(e) => {
-                                    assert!(e.is_cancelled(), "waiting for task {i}: {e}");
-                                    assert_eq!(rec.cancel_won.load(SeqCst), 1, "task {i}");
-                                }
-                            }
-                        }
-                        _ => {}
+                    if handle.reset(delay).unwrap() {
+                        rules.base = bound;
+                        rules.runs_since = 0;
+                        rules.last_end = None;
                     }
                 }
-                done.fetch_add(1, SeqCst);
-                (once, periodic)
-            })
-        })
-        .collect();
+                6 if !held.is_empty() => {
+                    let (i, handle) = &held[pick(&mut rng, held.len())];
+                    periodic[*i].rec.cancel(handle);
+                }
+                7 if !held.is_empty() => {
+                    if rng.below(2) == 0 {
+                        drop(held.swap_remove(pick(&mut rng, held.len())));
+                    }
+                }
+                8 if !held.is_empty() => {
+                    let (i, handle) = &held[pick(&mut rng, held.len())];
+                    held.push((*i, handle.clone()));
+                }
+                9 | 10 if !waiting.is_empty() => {
+                    let (i, future) = &waiting[pick(&mut rng, waiting.len())];
+                    if future.handle().reset(delay).unwrap() {
+                        once[*i].not_before.store(bound, SeqCst);
+                    }
+                }
+                11 if !waiting.is_empty() => {
+                    let (i, future) = &waiting[pick(&mut rng, waiting.len())];
+                    once[*i].cancel(future.handle());
+                }
+                12 | 13 if !waiting.is_empty() => {
+                    let (i, future) = waiting.swap_remove(pick(&mut rng, waiting.len()));
+                    let rec = &once[i];
+                    match future.get_timeout(secs(60)) {
+                        Ok(value) => {
+                            assert_eq!(value, i, "a wait returned another task's value");
+                            assert_eq!(rec.runs.load(SeqCst), 1, "task {i}: a value, no run");
+                        }
+                        Err(e) => {
+                            assert!(e.is_cancelled(), "waiting for task {i}: {e}");
+                            assert_eq!(rec.cancel_won.load(SeqCst), 1, "task {i}");
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        done.fetch_add(1, SeqCst);
+        (once, periodic)
+    });
     drive(h, &done, THREADS);
     let (mut once, mut periodic) = (Vec::new(), Vec::new());
     for w in workers {
@@ -745,62 +741,61 @@ pub fn shutdown_now_racing_everything_loses_nothing(h: &Harness) {
     let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler());
     // Pauses of the threads so far, and steps of virtual time.
     let (paused, steps) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let workers: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (s, paused, steps) = (s.clone(), paused.clone(), steps.clone());
-            let h = h.fresh_view();
-            thread::spawn(move || {
-                let mut rng = Rng::new(120 + t as u64);
-                let mut mine: Vec<(Arc<Record>, TaskHandle)> = Vec::new();
-                for op in 1.. {
-                    // 50 operations a step of virtual time, so that tasks
-                    // run, are reset and cancelled before the end.
-                    if op % 50 == 0 {
-                        let step = steps.load(SeqCst);
-                        paused.fetch_add(1, SeqCst);
-                        while steps.load(SeqCst) == step && !s.is_shutdown() {
-                            thread::yield_now();
-                        }
-                    }
-                    let delay = Duration::from_micros(rng.below(5_000));
-                    let not_before = h.clock.elapsed() + delay;
-                    let pick = rng.below(mine.len().max(1) as u64) as usize;
-                    match rng.below(8) {
-                        0..=3 => {
-                            let periodic = rng.below(8) == 0;
-                            let rec = Record::with(not_before, periodic);
-                            let scheduled = if periodic {
-                                let period = Duration::from_micros(200 + rng.below(2_000));
-                                s.schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
-                            } else {
-                                s.schedule(delay, task(&h, &rec)).map(|f| f.into_handle())
-                            };
-                            match scheduled {
-                                Ok(handle) => mine.push((rec, handle)),
-                                Err(e) => {
-                                    assert!(e.is_shutdown(), "{e}");
-                                    return mine;
-                                }
-                            }
-                        }
-                        4 | 5 if !mine.is_empty() => {
-                            let (rec, handle) = &mine[pick];
-                            if !rec.periodic && handle.reset(delay).unwrap() {
-                                let bound = not_before.as_nanos() as u64;
-                                rec.not_before.store(bound, SeqCst);
-                            }
-                        }
-                        6 if !mine.is_empty() => {
-                            let (rec, handle) = &mine[pick];
-                            rec.cancel(handle);
-                        }
-                        _ => {}
+    let workers = on_threads(
+        h,
+        THREADS,
+        (s.clone(), paused.clone(), steps.clone()),
+        |t, h, (s, paused, steps)| {
+            let mut rng = Rng::new(120 + t as u64);
+            let mut mine: Vec<(Arc<Record>, TaskHandle)> = Vec::new();
+            for op in 1.. {
+                // 50 operations a step of virtual time, so that tasks
+                // run, are reset and cancelled before the end.
+                if op % 50 == 0 {
+                    let step = steps.load(SeqCst);
+                    paused.fetch_add(1, SeqCst);
+                    while steps.load(SeqCst) == step && !s.is_shutdown() {
+                        thread::yield_now();
                     }
                 }
-                unreachable!("schedules go on until one is refused")
-            })
-        })
-        .collect();
+                let delay = Duration::from_micros(rng.below(5_000));
+                let not_before = h.clock.elapsed() + delay;
+                let pick = rng.below(mine.len().max(1) as u64) as usize;
+                match rng.below(8) {
+                    0..=3 => {
+                        let periodic = rng.below(8) == 0;
+                        let rec = Record::with(not_before, periodic);
+                        let scheduled = if periodic {
+                            let period = Duration::from_micros(200 + rng.below(2_000));
+                            s.schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
+                        } else {
+                            s.schedule(delay, task(&h, &rec)).map(|f| f.into_handle())
+                        };
+                        match scheduled {
+                            Ok(handle) => mine.push((rec, handle)),
+                            Err(e) => {
+                                assert!(e.is_shutdown(), "{e}");
+                                return mine;
+                            }
+                        }
+                    }
+                    4 | 5 if !mine.is_empty() => {
+                        let (rec, handle) = &mine[pick];
+                        if !rec.periodic && handle.reset(delay).unwrap() {
+                            let bound = not_before.as_nanos() as u64;
+                            rec.not_before.store(bound, SeqCst);
+                        }
+                    }
+                    6 if !mine.is_empty() => {
+                        let (rec, handle) = &mine[pick];
+                        rec.cancel(handle);
+                    }
+                    _ => {}
+                }
+            }
+            unreachable!("schedules go on until one is refused")
+        },
+    );
     for step in 1..=60 {
         while paused.load(SeqCst) < step * THREADS {
             thread::yield_now();
@@ -888,68 +883,67 @@ pub fn the_pending_limit_comes_back_whole_after_concurrent_use(h: &Harness) {
     let s: Arc<dyn schedulers::Scheduler> = Arc::from(h.scheduler_with(Some(LIMIT)));
     let done = Arc::new(AtomicUsize::new(0));
     let refused = Arc::new(AtomicUsize::new(0));
-    let workers: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (s, done, refused) = (s.clone(), done.clone(), refused.clone());
-            let h = h.fresh_view();
-            thread::spawn(move || {
-                let mut rng = Rng::new(150 + t as u64);
-                let mut records: Vec<Arc<Record>> = Vec::new();
-                // Handles held (dropped at random for one-shots only: a
-                // periodic task must be cancelled to stop waiting).
-                let mut held: Vec<(usize, TaskHandle)> = Vec::new();
-                for _ in 0..OPS {
-                    let delay = Duration::from_micros(rng.below(4_000));
-                    let not_before = h.clock.elapsed() + delay;
-                    let pick = rng.below(held.len().max(1) as u64) as usize;
-                    match rng.below(8) {
-                        0..=3 => {
-                            let periodic = rng.below(8) == 0;
-                            let rec = Record::with(not_before, periodic);
-                            let scheduled = if periodic {
-                                let period = Duration::from_micros(300 + rng.below(2_000));
-                                s.schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
-                            } else {
-                                s.schedule(delay, task(&h, &rec)).map(|f| f.into_handle())
-                            };
-                            match scheduled {
-                                Ok(handle) => {
-                                    held.push((records.len(), handle));
-                                    records.push(rec);
-                                }
-                                Err(e) => {
-                                    assert!(e.is_pending_limit(), "{e}");
-                                    refused.fetch_add(1, SeqCst);
-                                }
+    let workers = on_threads(
+        h,
+        THREADS,
+        (s.clone(), done.clone(), refused.clone()),
+        |t, h, (s, done, refused)| {
+            let mut rng = Rng::new(150 + t as u64);
+            let mut records: Vec<Arc<Record>> = Vec::new();
+            // Handles held (dropped at random for one-shots only: a
+            // periodic task must be cancelled to stop waiting).
+            let mut held: Vec<(usize, TaskHandle)> = Vec::new();
+            for _ in 0..OPS {
+                let delay = Duration::from_micros(rng.below(4_000));
+                let not_before = h.clock.elapsed() + delay;
+                let pick = rng.below(held.len().max(1) as u64) as usize;
+                match rng.below(8) {
+                    0..=3 => {
+                        let periodic = rng.below(8) == 0;
+                        let rec = Record::with(not_before, periodic);
+                        let scheduled = if periodic {
+                            let period = Duration::from_micros(300 + rng.below(2_000));
+                            s.schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
+                        } else {
+                            s.schedule(delay, task(&h, &rec)).map(|f| f.into_handle())
+                        };
+                        match scheduled {
+                            Ok(handle) => {
+                                held.push((records.len(), handle));
+                                records.push(rec);
+                            }
+                            Err(e) => {
+                                assert!(e.is_pending_limit(), "{e}");
+                                refused.fetch_add(1, SeqCst);
                             }
                         }
-                        4 if !held.is_empty() => {
-                            let (i, handle) = &held[pick];
-                            let rec = &records[*i];
-                            if !rec.periodic && handle.reset(delay).unwrap() {
-                                rec.not_before.store(not_before.as_nanos() as u64, SeqCst);
-                            }
-                        }
-                        5 | 6 if !held.is_empty() => {
-                            let (i, handle) = &held[pick];
-                            records[*i].cancel(handle);
-                        }
-                        7 if !held.is_empty() && !records[held[pick].0].periodic => {
-                            drop(held.swap_remove(pick));
-                        }
-                        _ => {}
                     }
-                }
-                for (i, handle) in &held {
-                    if records[*i].periodic {
+                    4 if !held.is_empty() => {
+                        let (i, handle) = &held[pick];
+                        let rec = &records[*i];
+                        if !rec.periodic && handle.reset(delay).unwrap() {
+                            rec.not_before.store(not_before.as_nanos() as u64, SeqCst);
+                        }
+                    }
+                    5 | 6 if !held.is_empty() => {
+                        let (i, handle) = &held[pick];
                         records[*i].cancel(handle);
                     }
+                    7 if !held.is_empty() && !records[held[pick].0].periodic => {
+                        drop(held.swap_remove(pick));
+                    }
+                    _ => {}
                 }
-                done.fetch_add(1, SeqCst);
-                records
-            })
-        })
-        .collect();
+            }
+            for (i, handle) in &held {
+                if records[*i].periodic {
+                    records[*i].cancel(handle);
+                }
+            }
+            done.fetch_add(1, SeqCst);
+            records
+        },
+    );
     drive(h, &done, THREADS);
     let records: Vec<Arc<Record>> = workers
         .into_iter()
