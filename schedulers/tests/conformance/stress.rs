@@ -548,15 +548,16 @@ impl Periodic {
 }
 
 /// Three threads act at random on fixed-rate and fixed-delay tasks of their
-/// own (schedule, reset, cancel, clone and drop handles) and on one-shots
-/// whose value they wait for (schedule, reset, cancel, wait), while virtual
-/// time moves: so resets and cancels race periodic runs and their re-arming,
-/// and waits race the end of the task they wait for. Then: no periodic run
-/// overlapped another of its task or came before its bound, nothing started
-/// after a successful cancel, every wait returned the task's value or its
-/// cancel (none timed out), every one-shot not cancelled ran once and not
-/// early, and once the scheduler has shut down (stopping the periodic tasks
-/// whose handles were dropped) and gone, every closure has been dropped.
+/// own (schedule, reset, cancel and wait for the end, clone and drop
+/// handles) and on one-shots whose value they wait for (schedule, reset,
+/// cancel, wait), while virtual time moves: so resets and cancels race
+/// periodic runs and their re-arming, and waits race the end of the task
+/// they wait for. Then: no periodic run overlapped another of its task or
+/// came before its bound, nothing started after a successful cancel, every
+/// wait returned the task's value or its cancel (none timed out), every
+/// one-shot not cancelled ran once and not early, and once the scheduler
+/// has shut down (stopping the periodic tasks whose handles were dropped)
+/// and gone, every closure has been dropped.
 pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h: &Harness) {
     const THREADS: usize = 3;
     const OPS: usize = 1_500;
@@ -626,7 +627,11 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
                 }
                 6 if !held.is_empty() => {
                     let (i, handle) = &held[pick(&mut rng, held.len())];
-                    periodic[*i].rec.cancel(handle);
+                    if periodic[*i].rec.cancel(handle) {
+                        // Ends once a run under way ends.
+                        let ended = handle.wait_timeout(secs(60)).unwrap_err();
+                        assert!(ended.is_cancelled(), "periodic task {i}: {ended}");
+                    }
                 }
                 7 if !held.is_empty() => {
                     if rng.below(2) == 0 {
