@@ -144,39 +144,84 @@ fn drive(h: &Harness, done: &AtomicUsize, threads: usize) {
     }
 }
 
+/// Every record: what [`check_cancel`] and [`check_ran_once`] say, and
+/// every periodic task was cancelled.
 fn check(records: &[Arc<Record>]) {
     for (i, rec) in records.iter().enumerate() {
-        let runs = rec.runs.load(SeqCst);
-        assert_eq!(
-            rec.runs_after_cancel.load(SeqCst),
-            0,
-            "task {i} started after a successful cancel"
-        );
-        if rec.cancel_won.load(SeqCst) > 0 {
-            let at_cancel = rec.runs_at_cancel.load(SeqCst);
-            if rec.periodic {
-                // The run under way when the cancel came may finish; none starts.
-                assert!(
-                    runs <= at_cancel + 1,
-                    "periodic task {i} ran {runs} times, {at_cancel} when cancelled"
-                );
-            } else {
-                assert_eq!(runs, 0, "task {i} ran after a successful cancel");
-            }
-        } else {
+        check_cancel(i, rec);
+        if rec.cancel_won.load(SeqCst) == 0 {
             assert!(!rec.periodic, "periodic task {i} was never cancelled");
-            assert_eq!(runs, 1, "task {i} ran {runs} times");
-            let (at, bound) = (rec.ran_at.load(SeqCst), rec.not_before.load(SeqCst));
-            assert!(
-                at >= bound,
-                "task {i} ran early: at {at} ns, not before {bound} ns"
-            );
+            check_ran_once(i, rec);
         }
+    }
+}
+
+/// What a successful cancel promises: nothing starts after it; a one-shot
+/// never ran, a periodic task at most finished the run under way; and no
+/// second cancel succeeds.
+fn check_cancel(i: usize, rec: &Record) {
+    let runs = rec.runs.load(SeqCst);
+    assert_eq!(
+        rec.runs_after_cancel.load(SeqCst),
+        0,
+        "task {i} started after a successful cancel"
+    );
+    let cancels = rec.cancel_won.load(SeqCst);
+    assert!(cancels <= 1, "two cancels of task {i} returned true");
+    if cancels == 0 {
+        return;
+    }
+    let at_cancel = rec.runs_at_cancel.load(SeqCst);
+    if rec.periodic {
         assert!(
-            rec.cancel_won.load(SeqCst) <= 1,
-            "two cancels of task {i} returned true"
+            runs <= at_cancel + 1,
+            "periodic task {i} ran {runs} times, {at_cancel} when cancelled"
+        );
+    } else {
+        assert_eq!(runs, 0, "task {i} ran after a successful cancel");
+    }
+}
+
+/// A one-shot ran once, at or after its last deadline.
+fn check_ran_once(i: usize, rec: &Record) {
+    let runs = rec.runs.load(SeqCst);
+    assert_eq!(runs, 1, "task {i} ran {runs} times");
+    let (at, bound) = (rec.ran_at.load(SeqCst), rec.not_before.load(SeqCst));
+    assert!(
+        at >= bound,
+        "task {i} ran early: at {at} ns, not before {bound} ns"
+    );
+}
+
+/// Every closure that held one of `all` is gone (the scheduler dropped it).
+fn assert_dropped<'a, T: 'a>(all: impl IntoIterator<Item = &'a Arc<T>>) {
+    for (i, held) in all.into_iter().enumerate() {
+        assert_eq!(
+            Arc::strong_count(held),
+            1,
+            "task {i}'s closure was not dropped"
         );
     }
+}
+
+/// Schedules, `delay` from now, a one-shot task or, one time in eight, a
+/// fixed-rate task of a random period, each recording its runs in the
+/// record returned.
+fn schedule_any(
+    s: &dyn schedulers::Scheduler,
+    h: &Harness,
+    rng: &mut Rng,
+    delay: Duration,
+) -> (Arc<Record>, Result<TaskHandle, schedulers::Rejected>) {
+    let periodic = rng.below(8) == 0;
+    let rec = Record::with(h.clock.elapsed() + delay, periodic);
+    let scheduled = if periodic {
+        let period = Duration::from_micros(200 + rng.below(2_000));
+        s.schedule_at_fixed_rate(delay, period, periodic_task(h, &rec))
+    } else {
+        s.schedule(delay, task(h, &rec)).map(|f| f.into_handle())
+    };
+    (rec, scheduled)
 }
 
 /// Four threads schedule one-shot and fixed-rate tasks and cancel random
@@ -475,13 +520,7 @@ pub fn a_mix_of_schedules_resets_cancels_and_drops_loses_nothing(h: &Harness) {
     s.shutdown();
     assert!(s.await_termination(secs(30)));
     drop(s);
-    for (i, rec) in records.iter().enumerate() {
-        assert_eq!(
-            Arc::strong_count(rec),
-            1,
-            "task {i}'s closure was not dropped"
-        );
-    }
+    assert_dropped(&records);
 }
 
 impl Harness {
@@ -633,10 +672,8 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
                         assert!(ended.is_cancelled(), "periodic task {i}: {ended}");
                     }
                 }
-                7 if !held.is_empty() => {
-                    if rng.below(2) == 0 {
-                        drop(held.swap_remove(pick(&mut rng, held.len())));
-                    }
+                7 if !held.is_empty() && rng.below(2) == 0 => {
+                    drop(held.swap_remove(pick(&mut rng, held.len())));
                 }
                 8 if !held.is_empty() => {
                     let (i, handle) = &held[pick(&mut rng, held.len())];
@@ -685,10 +722,9 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
     s.shutdown();
     h.advance(ms(10));
     assert!(s.await_termination(secs(30)));
-    let runs = |recs: &mut dyn Iterator<Item = &Arc<Record>>| -> usize {
-        recs.map(|r| r.runs.load(SeqCst)).sum()
-    };
-    let fired = runs(&mut once.iter()) + runs(&mut periodic.iter().map(|p| &p.rec));
+    let fired: usize = (once.iter().chain(periodic.iter().map(|p| &p.rec)))
+        .map(|rec| rec.runs.load(SeqCst))
+        .sum();
     assert_eq!(s.metrics().fired as usize, fired);
     drop(s);
     for (i, p) in periodic.iter().enumerate() {
@@ -699,36 +735,10 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
             "periodic task {i}: {} broken runs: {first:?}",
             broken.len()
         );
-        let rec = &p.rec;
-        assert_eq!(
-            rec.runs_after_cancel.load(SeqCst),
-            0,
-            "periodic task {i} ran after its cancel"
-        );
-        if rec.cancel_won.load(SeqCst) > 0 {
-            let (runs, at_cancel) = (rec.runs.load(SeqCst), rec.runs_at_cancel.load(SeqCst));
-            assert!(
-                runs <= at_cancel + 1,
-                "periodic task {i} ran {runs} times, {at_cancel} when cancelled"
-            );
-        }
-        assert!(
-            rec.cancel_won.load(SeqCst) <= 1,
-            "two cancels of periodic task {i} returned true"
-        );
-        assert_eq!(
-            Arc::strong_count(p),
-            1,
-            "periodic task {i}'s closure was not dropped"
-        );
+        check_cancel(i, &p.rec);
     }
-    for (i, rec) in once.iter().enumerate() {
-        assert_eq!(
-            Arc::strong_count(rec),
-            1,
-            "task {i}'s closure was not dropped"
-        );
-    }
+    assert_dropped(&periodic);
+    assert_dropped(&once);
 }
 
 /// Three threads schedule one-shot and fixed-rate tasks, reset and cancel
@@ -768,14 +778,7 @@ pub fn shutdown_now_racing_everything_loses_nothing(h: &Harness) {
                 let pick = rng.below(mine.len().max(1) as u64) as usize;
                 match rng.below(8) {
                     0..=3 => {
-                        let periodic = rng.below(8) == 0;
-                        let rec = Record::with(not_before, periodic);
-                        let scheduled = if periodic {
-                            let period = Duration::from_micros(200 + rng.below(2_000));
-                            s.schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
-                        } else {
-                            s.schedule(delay, task(&h, &rec)).map(|f| f.into_handle())
-                        };
+                        let (rec, scheduled) = schedule_any(&*s, &h, &mut rng, delay);
                         match scheduled {
                             Ok(handle) => mine.push((rec, handle)),
                             Err(e) => {
@@ -819,21 +822,12 @@ pub fn shutdown_now_racing_everything_loses_nothing(h: &Harness) {
     let mut abandoned = 0;
     for (i, (rec, handle)) in all.iter().enumerate() {
         let (runs, cancelled) = (rec.runs.load(SeqCst), rec.cancel_won.load(SeqCst));
-        assert_eq!(
-            rec.runs_after_cancel.load(SeqCst),
-            0,
-            "task {i} ran after its cancel"
-        );
-        assert!(cancelled <= 1, "two cancels of task {i} returned true");
+        check_cancel(i, rec);
         match handle.wait_timeout(secs(30)) {
             Ok(()) => {
                 assert!(!rec.periodic, "periodic task {i} completed");
-                assert_eq!((runs, cancelled), (1, 0), "task {i} completed");
-                let (at, bound) = (rec.ran_at.load(SeqCst), rec.not_before.load(SeqCst));
-                assert!(
-                    at >= bound,
-                    "task {i} ran early: at {at} ns, not before {bound} ns"
-                );
+                assert_eq!(cancelled, 0, "task {i} completed");
+                check_ran_once(i, rec);
             }
             // Pending (a periodic task between runs, as the JDK's
             // `shutdownNow` returns it), so never cancelled.
@@ -852,9 +846,7 @@ pub fn shutdown_now_racing_everything_loses_nothing(h: &Harness) {
                     "periodic task {i} was cancelled"
                 )
             }
-            Err(e) if e.is_cancelled() => {
-                assert_eq!((runs, cancelled), (0, 1), "one-shot {i} was cancelled")
-            }
+            Err(e) if e.is_cancelled() => assert_eq!(cancelled, 1, "one-shot {i} was cancelled"),
             Err(e) => panic!("task {i} (ran {runs} times, cancelled {cancelled}): {e}"),
         }
     }
@@ -865,13 +857,7 @@ pub fn shutdown_now_racing_everything_loses_nothing(h: &Harness) {
     );
     assert_eq!(s.metrics().pending, 0);
     drop((returned, s));
-    for (i, (rec, _)) in all.iter().enumerate() {
-        assert_eq!(
-            Arc::strong_count(rec),
-            1,
-            "task {i}'s closure was not dropped"
-        );
-    }
+    assert_dropped(all.iter().map(|(rec, _)| rec));
 }
 
 /// Three threads schedule one-shot and fixed-rate tasks on a scheduler with
@@ -904,14 +890,7 @@ pub fn the_pending_limit_comes_back_whole_after_concurrent_use(h: &Harness) {
                 let pick = rng.below(held.len().max(1) as u64) as usize;
                 match rng.below(8) {
                     0..=3 => {
-                        let periodic = rng.below(8) == 0;
-                        let rec = Record::with(not_before, periodic);
-                        let scheduled = if periodic {
-                            let period = Duration::from_micros(300 + rng.below(2_000));
-                            s.schedule_at_fixed_rate(delay, period, periodic_task(&h, &rec))
-                        } else {
-                            s.schedule(delay, task(&h, &rec)).map(|f| f.into_handle())
-                        };
+                        let (rec, scheduled) = schedule_any(&*s, &h, &mut rng, delay);
                         match scheduled {
                             Ok(handle) => {
                                 held.push((records.len(), handle));
