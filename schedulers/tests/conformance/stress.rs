@@ -135,13 +135,15 @@ where
         .collect()
 }
 
-/// Advances virtual time in small steps until `done` reaches `threads`.
-fn drive(h: &Harness, done: &AtomicUsize, threads: usize) {
+/// Advances virtual time in small steps until `done` counts every one of
+/// `workers`, then joins them: their results, in order.
+fn drive<R>(h: &Harness, done: &AtomicUsize, workers: Vec<thread::JoinHandle<R>>) -> Vec<R> {
     let mut steps = 0;
-    while done.load(SeqCst) < threads && steps < 200_000 {
+    while done.load(SeqCst) < workers.len() && steps < 200_000 {
         h.advance(Duration::from_micros(500));
         steps += 1;
     }
+    workers.into_iter().map(|w| w.join().unwrap()).collect()
 }
 
 /// Every record: what [`check_cancel`] and [`check_ran_once`] say, and
@@ -275,10 +277,7 @@ pub fn concurrent_schedule_cancel_and_fire_match_the_model(h: &Harness) {
             done.fetch_add(1, SeqCst);
         },
     );
-    drive(h, &done, THREADS);
-    for w in workers {
-        w.join().unwrap();
-    }
+    drive(h, &done, workers);
     h.advance(secs(1));
     let all = std::mem::take(&mut *all.lock().unwrap());
     // Every cancelled task is done by now: from here on none may start.
@@ -332,11 +331,7 @@ pub fn a_storm_of_cancels_matches_the_model(h: &Harness) {
             done.fetch_add(1, SeqCst);
             mine
         });
-        drive(h, &done, THREADS);
-        let records: Vec<_> = workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect();
+        let records: Vec<_> = drive(h, &done, workers).into_iter().flatten().collect();
         h.advance(secs(1));
         check(&records);
         cancelled += records
@@ -449,10 +444,7 @@ fn reset_racing_fire(h: &Harness, drop_handles: bool) {
             done.fetch_add(1, SeqCst);
         },
     );
-    drive(h, &done, THREADS);
-    for w in workers {
-        w.join().unwrap();
-    }
+    drive(h, &done, workers);
     h.advance(secs(1));
     check(&records);
     assert_eq!(s.metrics().pending, 0);
@@ -509,11 +501,7 @@ pub fn a_mix_of_schedules_resets_cancels_and_drops_loses_nothing(h: &Harness) {
         done.fetch_add(1, SeqCst);
         records
     });
-    drive(h, &done, THREADS);
-    let records: Vec<Arc<Record>> = workers
-        .into_iter()
-        .flat_map(|w| w.join().unwrap())
-        .collect();
+    let records: Vec<Arc<Record>> = drive(h, &done, workers).into_iter().flatten().collect();
     h.advance(secs(1));
     check(&records);
     assert_eq!(s.metrics().pending, 0);
@@ -709,10 +697,8 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
         done.fetch_add(1, SeqCst);
         (once, periodic)
     });
-    drive(h, &done, THREADS);
     let (mut once, mut periodic) = (Vec::new(), Vec::new());
-    for w in workers {
-        let (o, p) = w.join().unwrap();
+    for (o, p) in drive(h, &done, workers) {
         once.extend(o);
         periodic.extend(p);
     }
@@ -928,11 +914,7 @@ pub fn the_pending_limit_comes_back_whole_after_concurrent_use(h: &Harness) {
             records
         },
     );
-    drive(h, &done, THREADS);
-    let records: Vec<Arc<Record>> = workers
-        .into_iter()
-        .flat_map(|w| w.join().unwrap())
-        .collect();
+    let records: Vec<Arc<Record>> = drive(h, &done, workers).into_iter().flatten().collect();
     h.advance(secs(1));
     check(&records);
     assert!(refused.load(SeqCst) > 0, "the limit was never reached");
