@@ -41,6 +41,10 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
     }
+    /// An index into a list of `len` (0 for an empty one).
+    fn pick(&mut self, len: usize) -> usize {
+        self.below(len.max(1) as u64) as usize
+    }
 }
 
 /// What one task must satisfy.
@@ -129,7 +133,12 @@ where
 {
     (0..threads)
         .map(|t| {
-            let (h, shared) = (h.fresh_view(), shared.clone());
+            // The same clock, for another thread.
+            let h = Harness {
+                clock: h.clock.clone(),
+                ..h.fresh()
+            };
+            let shared = shared.clone();
             thread::spawn(move || work(t, h, shared))
         })
         .collect()
@@ -260,7 +269,7 @@ pub fn concurrent_schedule_cancel_and_fire_match_the_model(h: &Harness) {
                     mine.push((rec, handle));
                 }
                 if rng.below(3) == 0 {
-                    let (rec, handle) = &mine[rng.below(mine.len() as u64) as usize];
+                    let (rec, handle) = &mine[rng.pick(mine.len())];
                     rec.cancel(handle);
                 }
                 if rng.below(50) == 0 {
@@ -472,7 +481,7 @@ pub fn a_mix_of_schedules_resets_cancels_and_drops_loses_nothing(h: &Harness) {
         for _ in 0..OPS {
             let delay = Duration::from_micros(rng.below(8_000));
             let bound = (h.clock.elapsed() + delay).as_nanos() as u64;
-            let pick = rng.below(held.len().max(1) as u64) as usize;
+            let pick = rng.pick(held.len());
             match rng.below(8) {
                 0..=2 => {
                     let rec = Record::new(Duration::from_nanos(bound));
@@ -509,16 +518,6 @@ pub fn a_mix_of_schedules_resets_cancels_and_drops_loses_nothing(h: &Harness) {
     assert!(s.await_termination(secs(30)));
     drop(s);
     assert_dropped(&records);
-}
-
-impl Harness {
-    /// The same clock, for another thread.
-    fn fresh_view(&self) -> Harness {
-        Harness {
-            clock: self.clock.clone(),
-            ..self.fresh()
-        }
-    }
 }
 
 /// What a periodic task's runs must keep, under a lock its resets take
@@ -600,7 +599,6 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
         for _ in 0..OPS {
             let delay = Duration::from_micros(rng.below(4_000));
             let bound = now(&h) + delay.as_nanos() as u64;
-            let pick = |rng: &mut Rng, n: usize| rng.below(n.max(1) as u64) as usize;
             match rng.below(16) {
                 0..=2 => {
                     let rec = Record::new(Duration::from_nanos(bound));
@@ -643,7 +641,7 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
                     periodic.push(p);
                 }
                 4 | 5 if !held.is_empty() => {
-                    let (i, handle) = &held[pick(&mut rng, held.len())];
+                    let (i, handle) = &held[rng.pick(held.len())];
                     let mut rules = periodic[*i].rules.lock().unwrap();
                     let bound = now(&h) + delay.as_nanos() as u64;
                     if handle.reset(delay).unwrap() {
@@ -653,7 +651,7 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
                     }
                 }
                 6 if !held.is_empty() => {
-                    let (i, handle) = &held[pick(&mut rng, held.len())];
+                    let (i, handle) = &held[rng.pick(held.len())];
                     if periodic[*i].rec.cancel(handle) {
                         // Ends once a run under way ends.
                         let ended = handle.wait_timeout(secs(60)).unwrap_err();
@@ -661,24 +659,24 @@ pub fn periodic_tasks_and_waits_mixed_with_resets_and_cancels_keep_their_rules(h
                     }
                 }
                 7 if !held.is_empty() && rng.below(2) == 0 => {
-                    drop(held.swap_remove(pick(&mut rng, held.len())));
+                    drop(held.swap_remove(rng.pick(held.len())));
                 }
                 8 if !held.is_empty() => {
-                    let (i, handle) = &held[pick(&mut rng, held.len())];
+                    let (i, handle) = &held[rng.pick(held.len())];
                     held.push((*i, handle.clone()));
                 }
                 9 | 10 if !waiting.is_empty() => {
-                    let (i, future) = &waiting[pick(&mut rng, waiting.len())];
+                    let (i, future) = &waiting[rng.pick(waiting.len())];
                     if future.handle().reset(delay).unwrap() {
                         once[*i].not_before.store(bound, SeqCst);
                     }
                 }
                 11 if !waiting.is_empty() => {
-                    let (i, future) = &waiting[pick(&mut rng, waiting.len())];
+                    let (i, future) = &waiting[rng.pick(waiting.len())];
                     once[*i].cancel(future.handle());
                 }
                 12 | 13 if !waiting.is_empty() => {
-                    let (i, future) = waiting.swap_remove(pick(&mut rng, waiting.len()));
+                    let (i, future) = waiting.swap_remove(rng.pick(waiting.len()));
                     let rec = &once[i];
                     match future.get_timeout(secs(60)) {
                         Ok(value) => {
@@ -761,7 +759,7 @@ pub fn shutdown_now_racing_everything_loses_nothing(h: &Harness) {
                 }
                 let delay = Duration::from_micros(rng.below(5_000));
                 let not_before = h.clock.elapsed() + delay;
-                let pick = rng.below(mine.len().max(1) as u64) as usize;
+                let pick = rng.pick(mine.len());
                 match rng.below(8) {
                     0..=3 => {
                         let (rec, scheduled) = schedule_any(&*s, &h, &mut rng, delay);
@@ -873,7 +871,7 @@ pub fn the_pending_limit_comes_back_whole_after_concurrent_use(h: &Harness) {
             for _ in 0..OPS {
                 let delay = Duration::from_micros(rng.below(4_000));
                 let not_before = h.clock.elapsed() + delay;
-                let pick = rng.below(held.len().max(1) as u64) as usize;
+                let pick = rng.pick(held.len());
                 match rng.below(8) {
                     0..=3 => {
                         let (rec, scheduled) = schedule_any(&*s, &h, &mut rng, delay);
