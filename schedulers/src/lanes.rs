@@ -15,26 +15,42 @@
 //! sits in one lane in the order of its CAS, so the driver, reading lanes
 //! first in first out, applies the last one last.
 
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
-
-use spin::mutex::{SpinMutex, SpinMutexGuard};
-use spin::relax::Yield;
-
 use crate::core::Key;
+use crate::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 
 /// A lane's lock: held for a few pushes, so a caller that finds it taken
 /// spins a moment, then yields its time slice. A round trip is one locked
 /// instruction (std's `Mutex` takes two: its unlock is a swap).
-type Mutex<T> = SpinMutex<T, Yield>;
-type MutexGuard<'a, T> = SpinMutexGuard<'a, T>;
+#[cfg(not(schedulers_loom))]
+type Mutex<T> = spin::mutex::SpinMutex<T, spin::relax::Yield>;
+#[cfg(not(schedulers_loom))]
+type MutexGuard<'a, T> = spin::mutex::SpinMutexGuard<'a, T>;
 
+#[cfg(not(schedulers_loom))]
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock()
 }
 
+/// Under the model (`crate::wake`), loom's mutex: a spin loop would
+/// never let loom's scheduler switch threads.
+#[cfg(schedulers_loom)]
+type Mutex<T> = loom::sync::Mutex<T>;
+#[cfg(schedulers_loom)]
+type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+#[cfg(schedulers_loom)]
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().expect("no model thread panics holding a lane")
+}
+
 /// Lanes per scheduler: threads beyond this many share lanes.
+#[cfg(not(schedulers_loom))]
 pub(crate) const LANES: usize = 16;
+/// Two under the model (`crate::wake`): every lane the driver looks at is
+/// a lock loom interleaves.
+#[cfg(schedulers_loom)]
+pub(crate) const LANES: usize = 2;
 
 /// Free keys a lane keeps; past this, it returns a batch to the pool.
 pub(crate) const KEEP: usize = 4 * crate::slab::BATCH;

@@ -230,6 +230,7 @@ mod task;
 pub mod thread_pool;
 mod timer_thread;
 mod waiters;
+mod wake;
 
 pub use body::INLINE_BYTES;
 pub use builder::{OnShutdown, ShutdownPolicy, DEFAULT_SPIN_BUDGET, DEFAULT_TIMER_SLACK};

@@ -642,7 +642,7 @@ impl Shared {
                         .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
                 driver.queue.insert(key, deadline);
-                return deadline < self.wake_at.load(std::sync::atomic::Ordering::SeqCst);
+                return self.wake.due_before(deadline);
             }
         };
         let (prev, last) = state::finish(word, end);

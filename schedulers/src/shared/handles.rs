@@ -1,6 +1,6 @@
 //! What handles do: cancel, reset, ask and wait.
 
-use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -39,10 +39,7 @@ impl Shared {
                 if logged {
                     self.slab.mark(key, left);
                 }
-                if left
-                    && !self.closures_left.load(SeqCst)
-                    && !self.closures_left.swap(true, SeqCst)
-                {
+                if left && self.wake.leave_closure() {
                     self.keep_house();
                 }
                 if self.is_shutdown() {
@@ -61,12 +58,13 @@ impl Shared {
     /// (it sleeps for longer, or waits for a signal), wake one to take the
     /// marks and drop the closures. While the driver sleeps at most that
     /// long (as it does after a look that found such closures, see
-    /// [`Shared::wait`]), a cancel costs it nothing more. Pairs with the
-    /// check in `wait`: this sets `closures_left` then reads `wake_at`,
-    /// the driver publishes `wake_at` then reads `closures_left`, so one
-    /// of the two sees the other.
+    /// [`Shared::wait`]), a cancel costs it nothing more. See
+    /// [`crate::wake`] for why one of the two always sees the other.
     fn keep_house(&self) {
-        if self.due_before_wake(self.now().saturating_add(nanos(HOUSEKEEPING))) {
+        if self
+            .wake
+            .due_before(self.now().saturating_add(nanos(HOUSEKEEPING)))
+        {
             self.nudge();
         }
     }

@@ -3,7 +3,7 @@
 //! driver wakes.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 use super::{DriverState, Shared, AUTO_PURGE_MIN, PREFETCH_AHEAD};
 use crate::core::Key;
@@ -135,7 +135,7 @@ impl Shared {
         let mut cancelled = std::mem::take(&mut driver.cancelled);
         let mut left = std::mem::take(&mut driver.left);
         // Before the marks: a closure left after this is announced again.
-        self.closures_left.store(false, SeqCst);
+        self.wake.closures_taken();
         self.slab.take_marks(&mut cancelled, &mut left);
         // Counted here, not by the cancellers: a shared count would cost
         // each cancel a locked instruction; the mark is the count (see

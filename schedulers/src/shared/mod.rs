@@ -89,6 +89,7 @@ use crate::executor::Executor;
 use crate::lanes::{Lanes, Moved, Submitted};
 use crate::observe::Observer;
 use crate::slab::Slab;
+use crate::wake::Wake;
 
 use drive::Batch;
 pub(crate) use intake::MOVES_PER_LOOK;
@@ -242,17 +243,13 @@ pub(crate) struct Shared {
     /// slack, a wheel's tick): added to a task's missed-run tolerance.
     grace: u64,
     pub(crate) executor: Executor,
-    /// When the waiting driver wakes by itself, in ticks: `NEVER` while it
-    /// waits for a signal, 0 while it is awake. A submission due earlier
-    /// wakes it.
-    pub(crate) wake_at: AtomicU64,
+    /// When the waiting driver wakes by itself, and the closures left to
+    /// it: what tells a caller to wake it.
+    pub(crate) wake: Wake,
     /// A cancel of a task the driver holds leaves its closure to the
     /// driver: set while the queue is large (see
     /// [`intake::DROPS_LATER_FROM`]).
     drops_later: AtomicBool,
-    /// A cancel left a closure to the driver since it last took the marks
-    /// (see `Shared::keep_house`).
-    closures_left: AtomicBool,
     /// Tasks waiting, counted only when there is a pending limit.
     pending: AtomicUsize,
     /// Times a driver thread woke from a wait.
@@ -321,9 +318,8 @@ impl Shared {
             system_clock: config.system_clock,
             grace,
             executor: config.executor,
-            wake_at: AtomicU64::new(0),
+            wake: Wake::new(),
             drops_later: AtomicBool::new(false),
-            closures_left: AtomicBool::new(false),
             pending: AtomicUsize::new(0),
             wakeups: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),

@@ -97,16 +97,9 @@ impl Shared {
         } else {
             0
         };
-        if self.due_before_wake(deadline.saturating_add(slack)) || crowded {
+        if self.wake.due_before(deadline.saturating_add(slack)) || crowded {
             self.nudge();
         }
-    }
-
-    /// True if work due at `at` (ticks) comes before the waiting driver
-    /// wakes by itself (never while a driver is awake: `wake_at` reads 0).
-    /// Pairs with the publish of `wake_at` in [`Shared::wait`].
-    pub(crate) fn due_before_wake(&self, at: u64) -> bool {
-        at < self.wake_at.load(SeqCst)
     }
 
     /// Wakes a driver thread to look at the lanes and the queue now. Under

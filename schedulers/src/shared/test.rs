@@ -68,7 +68,7 @@ fn a_caller_wakes_the_driver_only_when_it_must() {
     let nudged = |shared: &Shared| std::mem::take(&mut shared.lock().nudged);
     let secs = |s: u64| Duration::from_secs(s);
     // Asleep until 10 s.
-    shared.wake_at.store(nanos(secs(10)), SeqCst);
+    shared.wake.set_planned(nanos(secs(10)));
     shared
         .submit(When::After(secs(20)), Task::once(|| ()))
         .unwrap();
@@ -176,7 +176,7 @@ fn a_closure_left_to_the_driver_is_dropped_once_when_it_takes_the_mark() {
     assert_eq!(Arc::strong_count(&token), 2, "left to the driver");
     let word = shared.slab.word(logged).load(SeqCst);
     assert_ne!(word & crate::state::LEFT, 0);
-    assert!(shared.closures_left.load(SeqCst), "the driver is told");
+    assert!(shared.wake.closures_left(), "the driver is told");
     let mut driver = shared.lock();
     shared.intake(&mut driver);
     assert_eq!(driver.graveyard, [logged]);
@@ -190,7 +190,7 @@ fn a_closure_left_to_the_driver_is_dropped_once_when_it_takes_the_mark() {
     assert_eq!(Arc::strong_count(&token), 1, "dropped by the driver");
     assert!(driver.to_free.is_empty(), "the handle still holds the key");
     drop(driver);
-    assert!(!shared.closures_left.load(SeqCst));
+    assert!(!shared.wake.closures_left());
     assert_eq!(shared.metrics().cancelled, 2);
     assert_eq!(shared.metrics().pending, 0);
     shared.release(back);
@@ -316,11 +316,11 @@ fn a_deadline_on_the_system_clock_is_never_early() {
 fn a_closure_left_while_the_driver_was_awake_ends_its_wait_once() {
     let shared = threadless(Duration::ZERO);
     // Its mark was taken already; only the flag is left.
-    shared.closures_left.store(true, SeqCst);
+    assert!(shared.wake.leave_closure());
     let driver = shared.lock();
     let far = nanos(Duration::from_secs(60));
     let driver = shared.wait(driver, Some(far), far, false);
-    assert!(!shared.closures_left.load(SeqCst), "taken");
-    assert_eq!(shared.wake_at.load(SeqCst), 0, "awake");
+    assert!(!shared.wake.closures_left(), "taken");
+    assert_eq!(shared.wake.planned(), 0, "awake");
     assert_eq!(driver.waiting, 0, "it did not sleep");
 }

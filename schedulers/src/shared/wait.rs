@@ -1,7 +1,7 @@
 //! How driver threads wait: timed or signalled, spinning through short
 //! gaps within a budget; and their start and exit.
 
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::Ordering::Relaxed;
 
 use std::sync::{MutexGuard, PoisonError};
 use std::time::Duration;
@@ -73,18 +73,16 @@ impl SpinMeter {
 
 impl Shared {
     /// Blocks a driver until woken or until `deadline` (ticks; `None`:
-    /// until woken), after recording in `wake_at` when the waiting threads
+    /// until woken), after publishing `wake_at`, when the waiting threads
     /// will look at the queue by themselves (the caller's deadline, or its
     /// leader's), so that a submission due earlier signals one of them.
     /// Every thread republishes before it sleeps, so the last one to sleep
     /// leaves the right value; while any is awake it reads 0.
     ///
     /// The thread never sleeps past the earliest deadline waiting in a
-    /// lane: callers push work due after the driver's planned wake-up
-    /// without waking it, so before it sleeps the driver publishes its
-    /// wake-up and then looks at the lanes' earliest deadlines (a caller
-    /// pushes, then reads the wake-up: one of the two sees the other), and
-    /// returns to take them in if one comes first.
+    /// lane, nor for longer than a housekeeping period with a closure left
+    /// to it that it has not looked at: it returns to take them in (see
+    /// [`crate::wake`]).
     ///
     /// A deadline that has passed returns at once: the queue still has
     /// work for this instant (a cascade it spreads over polls), and a
@@ -131,20 +129,11 @@ impl Shared {
                 return driver;
             }
         }
-        self.wake_at.store(wake_at, SeqCst);
-        if self.lanes.earliest() < wake_at {
-            // Pushed while this thread was awake, due before it would wake.
-            self.wake_at.store(0, SeqCst);
-            return driver;
-        }
-        if deadline.is_none_or(|d| d > now.saturating_add(nanos(HOUSEKEEPING)))
-            && self.closures_left.swap(false, SeqCst)
-        {
-            // A closure was left to it while this thread was awake, after
-            // it looked (or after it took the marks already: then the look
-            // finds none). Taken, so that it returns once for it, not
-            // until the next cancel.
-            self.wake_at.store(0, SeqCst);
+        // Work pushed while this thread was awake, due before it would
+        // wake; or a closure left to it after it looked (or after it took
+        // the marks already: then the look finds none).
+        let long = deadline.is_none_or(|d| d > now.saturating_add(nanos(HOUSEKEEPING)));
+        if !self.wake.sleep_until(wake_at, &self.lanes, long) {
             return driver;
         }
         self.clock.on_idle();
@@ -165,7 +154,7 @@ impl Shared {
         driver.nudged = false;
         self.wakeups.fetch_add(1, Relaxed);
         self.observer.wakeup();
-        self.wake_at.store(0, SeqCst);
+        self.wake.awake();
         driver
     }
 

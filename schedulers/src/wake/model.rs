@@ -1,0 +1,270 @@
+//! A loom model of the hand-off in [`super`]: callers pushing new timers
+//! and resets into lanes, and cancels leaving closures, against a driver
+//! that looks at the lanes and goes to sleep, checked for lost wake-ups:
+//!
+//! - a driver never sleeps past a deadline waiting in a lane: woken by its
+//!   own timeout at `W`, it finds no entry due before `W`;
+//! - a driver that sleeps with no timeout is woken for every entry and
+//!   every closure left to it (else it waits for ever: a deadlock to loom,
+//!   which fails the model);
+//! - a closure left to it is taken within a housekeeping period: woken by
+//!   its timeout, it finds none left longer ago than that.
+//!
+//! The lanes and the flags are the scheduler's own ([`Lanes`], [`Wake`]);
+//! the driver's lock, its condition variable, the nudge and the driver's
+//! loop mirror `Shared::nudge`, `Shared::wait` and `Shared::intake`, and
+//! the slab's marks are a count. Time stands at 0 while the callers act;
+//! the model's main thread then moves it past every timeout (loom's
+//! condition variable has none), waking a driver that sleeps with one.
+//!
+//! Run with `RUSTFLAGS="--cfg schedulers_loom" cargo test -p schedulers
+//! --lib --release wake::model` (`scripts/test` does).
+
+use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use loom::sync::{Arc, Condvar, Mutex};
+use loom::thread;
+
+use super::Wake;
+use crate::clock::NEVER;
+use crate::core::Key;
+use crate::lanes::{Lanes, Moved, Submitted};
+
+/// The housekeeping period, in the model's ticks.
+const HOUSEKEEPING: u64 = 10;
+
+/// The driver's state under its lock.
+#[derive(Default)]
+struct Driver {
+    nudged: bool,
+    waiting: usize,
+    /// When the waiting driver's timeout comes (`NEVER`: none).
+    until: u64,
+    /// The model's clock passed every timeout.
+    late: bool,
+}
+
+struct World {
+    lanes: Lanes,
+    wake: Wake,
+    driver: Mutex<Driver>,
+    wakeup: Condvar,
+    /// Cancels marked for the driver (the slab's marks), not yet taken.
+    marks: AtomicUsize,
+}
+
+/// What the driver took in before it stopped.
+#[derive(Debug, Default)]
+struct Taken {
+    deadlines: Vec<u64>,
+    marks: usize,
+}
+
+impl World {
+    fn new() -> Arc<World> {
+        Arc::new(World {
+            lanes: Lanes::new(),
+            wake: Wake::new(),
+            driver: Mutex::new(Driver::default()),
+            wakeup: Condvar::new(),
+            marks: AtomicUsize::new(0),
+        })
+    }
+
+    /// `Shared::nudge`.
+    fn nudge(&self) {
+        let mut driver = self.driver.lock().unwrap();
+        driver.nudged = true;
+        if driver.waiting > 0 {
+            self.wakeup.notify_one();
+        }
+    }
+
+    /// A new timer (`Shared::submit` and `after_push`): into the caller's
+    /// lane, then a nudge if it is due before the driver's wake-up.
+    fn submit(&self, key: Key, deadline: u64) {
+        let mut held = self.lanes.mine();
+        held.submit(Submitted { key, deadline });
+        drop(held);
+        if self.wake.due_before(deadline) {
+            self.nudge();
+        }
+    }
+
+    /// A reset (`Shared::reset`): into the lane of its key.
+    fn reset(&self, key: Key, deadline: u64) {
+        let mut held = self.lanes.of_key(key);
+        held.reset(Moved { key, deadline });
+        drop(held);
+        if self.wake.due_before(deadline) {
+            self.nudge();
+        }
+    }
+
+    /// A cancel that leaves its closure to the driver (`Shared::cancel`
+    /// and `keep_house`), at time 0: the mark, then the flag.
+    fn leave(&self) {
+        self.marks.fetch_add(1, SeqCst);
+        if self.wake.leave_closure() && self.wake.due_before(HOUSEKEEPING) {
+            self.nudge();
+        }
+    }
+
+    /// The model's clock passes every timeout: a driver asleep with one
+    /// wakes (one without sleeps on).
+    fn pass_time(&self) {
+        let mut driver = self.driver.lock().unwrap();
+        driver.late = true;
+        if driver.waiting > 0 && driver.until != NEVER {
+            self.wakeup.notify_one();
+        }
+    }
+
+    /// The driver: takes in what the lanes and marks hold (`Shared::intake`),
+    /// then sleeps until `wake` (`NEVER`: for a signal), or, after taking
+    /// closures, for at most a housekeeping period (`Shared::wait`); until
+    /// it has taken `entries` entries and `marks` marks, or its timeout
+    /// came.
+    fn drive(&self, wake: u64, entries: usize, marks: usize) -> Taken {
+        let mut taken = Taken::default();
+        let mut driver = self.driver.lock().unwrap();
+        let mut wake_at = wake;
+        let mut timed_out = false;
+        loop {
+            let mut look = Taken::default();
+            if self.lanes.any_dirty() {
+                for mut lane in self.lanes.all() {
+                    let submitted = lane.submitted.drain(..).map(|s| s.deadline);
+                    look.deadlines.extend(submitted);
+                    let moved = lane.moved.drain(..).map(|m| m.deadline);
+                    look.deadlines.extend(moved);
+                }
+            }
+            if self.marks.load(SeqCst) > 0 {
+                self.wake.closures_taken();
+                look.marks = self.marks.swap(0, SeqCst);
+            }
+            if timed_out {
+                check_timeout(&look, wake_at);
+            }
+            if look.marks > 0 {
+                wake_at = wake_at.min(HOUSEKEEPING);
+            }
+            taken.deadlines.append(&mut look.deadlines);
+            taken.marks += look.marks;
+            if timed_out {
+                return taken;
+            }
+            if taken.deadlines.len() == entries && taken.marks == marks {
+                return taken;
+            }
+            if std::mem::take(&mut driver.nudged) {
+                continue;
+            }
+            if !self
+                .wake
+                .sleep_until(wake_at, &self.lanes, wake_at > HOUSEKEEPING)
+            {
+                // The real driver goes round its loop: let the callers on.
+                thread::yield_now();
+                continue;
+            }
+            if wake_at != NEVER && driver.late {
+                timed_out = true;
+            } else {
+                driver.waiting += 1;
+                driver.until = wake_at;
+                driver = self.wakeup.wait(driver).unwrap();
+                driver.waiting -= 1;
+                let nudged = std::mem::take(&mut driver.nudged);
+                timed_out = !nudged && driver.late && wake_at != NEVER;
+            }
+            self.wake.awake();
+        }
+    }
+}
+
+/// Woken by its timeout at `wake_at`: nothing it took in then was due
+/// before, and no closure was left longer than a housekeeping period ago
+/// (the callers acted at time 0).
+fn check_timeout(look: &Taken, wake_at: u64) {
+    for &d in &look.deadlines {
+        assert!(
+            d >= wake_at,
+            "slept until {wake_at} through an entry due at {d}"
+        );
+    }
+    assert!(
+        look.marks == 0 || wake_at <= HOUSEKEEPING,
+        "slept until {wake_at} with a closure left at 0"
+    );
+}
+
+fn spawn<T: Send + 'static>(
+    w: &Arc<World>,
+    f: impl FnOnce(&World) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let w = w.clone();
+    thread::spawn(move || f(&w))
+}
+
+/// A key whose resets go to another lane than the calling thread's new
+/// timers (loom's threads share the thread's lane: they run on it).
+fn key_of_another_lane() -> Key {
+    ((crate::lanes::mine() + 1) % crate::lanes::LANES) as Key
+}
+
+/// A driver planning to wake at 6, against a timer due at 5 and one due at
+/// 7 pushed into one lane (the second leaves the lane's earliest deadline
+/// as it is), and a reset to 3 of the second into another lane.
+#[test]
+fn no_entry_due_before_the_planned_wake_up_is_slept_through() {
+    loom::model(|| {
+        let w = World::new();
+        let driver = spawn(&w, |w| w.drive(6, 3, 0));
+        let a = spawn(&w, |w| w.submit(1, 5));
+        let key = key_of_another_lane();
+        w.submit(key, 7);
+        w.reset(key, 3);
+        a.join().unwrap();
+        w.pass_time();
+        let mut taken = driver.join().unwrap();
+        taken.deadlines.sort_unstable();
+        assert_eq!(taken.deadlines, [3, 5, 7], "all taken in, by the timeout");
+    });
+}
+
+/// A driver with nothing of its own to wake for, against a timer and a
+/// reset pushed at once: it is woken for them.
+#[test]
+fn a_driver_without_a_deadline_is_woken_for_every_push() {
+    loom::model(|| {
+        let w = World::new();
+        let driver = spawn(&w, |w| w.drive(NEVER, 2, 0));
+        let a = spawn(&w, |w| w.submit(1, 50));
+        w.reset(key_of_another_lane(), 70);
+        a.join().unwrap();
+        w.pass_time();
+        let mut taken = driver.join().unwrap();
+        taken.deadlines.sort_unstable();
+        assert_eq!(taken.deadlines, [50, 70]);
+    });
+}
+
+/// Two cancels leave their closures to a driver that would sleep for
+/// ever, or until 60: it takes both within a housekeeping period, also
+/// when the second finds the first's flag still up and does not wake it.
+#[test]
+fn closures_left_to_a_sleeping_driver_are_taken_within_housekeeping() {
+    for wake in [NEVER, 60] {
+        loom::model(move || {
+            let w = World::new();
+            let driver = spawn(&w, move |w| w.drive(wake, 0, 2));
+            let a = spawn(&w, |w| w.leave());
+            w.leave();
+            a.join().unwrap();
+            w.pass_time();
+            let taken = driver.join().unwrap();
+            assert_eq!(taken.marks, 2, "both taken, by the timeout");
+        });
+    }
+}
