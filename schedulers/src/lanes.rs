@@ -244,6 +244,19 @@ impl Held<'_> {
         self.due_by(entry.deadline);
     }
 
+    /// Gives the newest reset of `key` in this lane the new deadline (when
+    /// the most resets are on their way already); false if none is here.
+    /// An earlier deadline lowers the lane's earliest, as a push does: a
+    /// driver going to sleep must see it.
+    pub(crate) fn retarget(&mut self, key: Key, deadline: u64) -> bool {
+        let Some(newest) = self.lane.moved.iter_mut().rev().find(|m| m.key == key) else {
+            return false;
+        };
+        newest.deadline = deadline;
+        self.due_by(deadline);
+        true
+    }
+
     /// Lowers the lane's earliest deadline to `deadline` if it is earlier.
     /// (A locked store only then, which with random deadlines is rare.)
     fn due_by(&self, deadline: u64) {
@@ -414,6 +427,23 @@ mod test {
             Spot::new(15, (1 << Spot::POSITION_BITS) - 1, all_ones),
             Spot::NONE
         );
+    }
+
+    /// A reset moved in its lane to an earlier deadline lowers the lane's
+    /// earliest: a driver about to sleep past it looks there (it used to
+    /// keep the first deadline, and a driver could sleep through the move).
+    #[test]
+    fn a_reset_moved_earlier_in_its_lane_lowers_its_earliest_deadline() {
+        let lanes = Lanes::new();
+        let mut held = lanes.of_key(3);
+        held.reset(Moved {
+            key: 3,
+            deadline: 70,
+        });
+        assert!(held.retarget(3, 5));
+        assert!(!held.retarget(4, 5), "no reset of 4 here");
+        drop(held);
+        assert_eq!(lanes.earliest(), 5);
     }
 
     /// A canceller finds its entry through its spot until the driver

@@ -108,8 +108,7 @@ impl Shared {
                 Reset::NotPending => return Ok(false),
                 Reset::Full => {
                     // The newest reset on its way takes the new deadline.
-                    if let Some(newest) = held.lane.moved.iter_mut().rev().find(|m| m.key == key) {
-                        newest.deadline = deadline;
+                    if held.retarget(key, deadline) {
                         self.after_push(deadline, false, held);
                         return Ok(true);
                     }

@@ -41,6 +41,8 @@ struct Driver {
     until: u64,
     /// The model's clock passed every timeout.
     late: bool,
+    /// What the driver took in so far.
+    taken: Taken,
 }
 
 struct World {
@@ -52,11 +54,19 @@ struct World {
     marks: AtomicUsize,
 }
 
-/// What the driver took in before it stopped.
+/// What the driver took in: entries (key and deadline) and marks.
 #[derive(Debug, Default)]
 struct Taken {
-    deadlines: Vec<u64>,
+    entries: Vec<(Key, u64)>,
     marks: usize,
+}
+
+impl Taken {
+    fn deadlines(&self) -> Vec<u64> {
+        let mut deadlines: Vec<u64> = self.entries.iter().map(|e| e.1).collect();
+        deadlines.sort_unstable();
+        deadlines
+    }
 }
 
 impl World {
@@ -100,6 +110,27 @@ impl World {
         }
     }
 
+    /// A reset while the most resets of `key` are on their way already
+    /// (`Shared::reset`): the newest in its lane takes the new deadline, or
+    /// if the driver took it in, the one it holds, and it is woken
+    /// (`Shared::reset_taken_in`).
+    fn retarget(&self, key: Key, deadline: u64) {
+        let mut held = self.lanes.of_key(key);
+        if held.retarget(key, deadline) {
+            drop(held);
+            if self.wake.due_before(deadline) {
+                self.nudge();
+            }
+            return;
+        }
+        drop(held);
+        let mut driver = self.driver.lock().unwrap();
+        let newest = driver.taken.entries.iter_mut().rev().find(|e| e.0 == key);
+        newest.expect("a reset of the key on its way").1 = deadline;
+        drop(driver);
+        self.nudge();
+    }
+
     /// A cancel that leaves its closure to the driver (`Shared::cancel`
     /// and `keep_house`), at time 0: the mark, then the flag.
     fn leave(&self) {
@@ -124,8 +155,7 @@ impl World {
     /// closures, for at most a housekeeping period (`Shared::wait`); until
     /// it has taken `entries` entries and `marks` marks, or its timeout
     /// came.
-    fn drive(&self, wake: u64, entries: usize, marks: usize) -> Taken {
-        let mut taken = Taken::default();
+    fn drive(&self, wake: u64, entries: usize, marks: usize) {
         let mut driver = self.driver.lock().unwrap();
         let mut wake_at = wake;
         let mut timed_out = false;
@@ -133,10 +163,10 @@ impl World {
             let mut look = Taken::default();
             if self.lanes.any_dirty() {
                 for mut lane in self.lanes.all() {
-                    let submitted = lane.submitted.drain(..).map(|s| s.deadline);
-                    look.deadlines.extend(submitted);
-                    let moved = lane.moved.drain(..).map(|m| m.deadline);
-                    look.deadlines.extend(moved);
+                    let submitted = lane.submitted.drain(..).map(|s| (s.key, s.deadline));
+                    look.entries.extend(submitted);
+                    let moved = lane.moved.drain(..).map(|m| (m.key, m.deadline));
+                    look.entries.extend(moved);
                 }
             }
             if self.marks.load(SeqCst) > 0 {
@@ -149,13 +179,11 @@ impl World {
             if look.marks > 0 {
                 wake_at = wake_at.min(HOUSEKEEPING);
             }
-            taken.deadlines.append(&mut look.deadlines);
-            taken.marks += look.marks;
-            if timed_out {
-                return taken;
-            }
-            if taken.deadlines.len() == entries && taken.marks == marks {
-                return taken;
+            driver.taken.entries.append(&mut look.entries);
+            driver.taken.marks += look.marks;
+            let taken = &driver.taken;
+            if timed_out || taken.entries.len() == entries && taken.marks == marks {
+                return;
             }
             if std::mem::take(&mut driver.nudged) {
                 continue;
@@ -187,7 +215,7 @@ impl World {
 /// before, and no closure was left longer than a housekeeping period ago
 /// (the callers acted at time 0).
 fn check_timeout(look: &Taken, wake_at: u64) {
-    for &d in &look.deadlines {
+    for &(_, d) in &look.entries {
         assert!(
             d >= wake_at,
             "slept until {wake_at} through an entry due at {d}"
@@ -227,9 +255,25 @@ fn no_entry_due_before_the_planned_wake_up_is_slept_through() {
         w.reset(key, 3);
         a.join().unwrap();
         w.pass_time();
-        let mut taken = driver.join().unwrap();
-        taken.deadlines.sort_unstable();
-        assert_eq!(taken.deadlines, [3, 5, 7], "all taken in, by the timeout");
+        driver.join().unwrap();
+        let taken = &w.driver.lock().unwrap().taken;
+        assert_eq!(taken.deadlines(), [3, 5, 7], "all taken in, by the timeout");
+    });
+}
+
+/// A driver planning to wake at 6, against a reset to 70 and then, the
+/// most resets being on their way, a move of that reset to 3.
+#[test]
+fn a_reset_moved_in_its_lane_is_not_slept_through() {
+    loom::model(|| {
+        let w = World::new();
+        let driver = spawn(&w, |w| w.drive(6, 1, 0));
+        w.reset(1, 70);
+        w.retarget(1, 3);
+        w.pass_time();
+        driver.join().unwrap();
+        let taken = &w.driver.lock().unwrap().taken;
+        assert_eq!(taken.deadlines(), [3], "taken in, by the timeout");
     });
 }
 
@@ -244,9 +288,9 @@ fn a_driver_without_a_deadline_is_woken_for_every_push() {
         w.reset(key_of_another_lane(), 70);
         a.join().unwrap();
         w.pass_time();
-        let mut taken = driver.join().unwrap();
-        taken.deadlines.sort_unstable();
-        assert_eq!(taken.deadlines, [50, 70]);
+        driver.join().unwrap();
+        let taken = &w.driver.lock().unwrap().taken;
+        assert_eq!(taken.deadlines(), [50, 70]);
     });
 }
 
@@ -263,7 +307,8 @@ fn closures_left_to_a_sleeping_driver_are_taken_within_housekeeping() {
             w.leave();
             a.join().unwrap();
             w.pass_time();
-            let taken = driver.join().unwrap();
+            driver.join().unwrap();
+            let taken = &w.driver.lock().unwrap().taken;
             assert_eq!(taken.marks, 2, "both taken, by the timeout");
         });
     }
