@@ -220,19 +220,21 @@ thread_local! {
     static MINE: Tenancy = Tenancy(census().take());
 }
 
-/// A caller's hold on its lane: entries pushed through it mark the lane
-/// dirty when it was clean.
+/// A caller's hold on its lane: the first entry pushed through it marks
+/// the lane dirty when it was clean.
 pub(crate) struct Held<'a> {
     pub(crate) lane: MutexGuard<'a, Lane>,
     slot: &'a Slot,
     index: usize,
-    was_clean: bool,
+    /// The lane was clean, and this hold has not marked it dirty yet.
+    clean: bool,
 }
 
 impl Held<'_> {
     /// Pushes a new timer's entry; returns where it sits.
     pub(crate) fn submit(&mut self, entry: Submitted) -> Spot {
         self.lane.submitted.push(entry);
+        self.dirty();
         self.due_by(entry.deadline);
         let epoch = self.slot.drains.load(Relaxed);
         Spot::new(self.index, self.lane.submitted.len() - 1, epoch)
@@ -241,7 +243,18 @@ impl Held<'_> {
     /// Pushes a reset's entry.
     pub(crate) fn reset(&mut self, entry: Moved) {
         self.lane.moved.push(entry);
+        self.dirty();
         self.due_by(entry.deadline);
+    }
+
+    /// Marks a clean lane dirty, before its earliest deadline moves: a
+    /// driver that sees the deadline (and so will not sleep) sees the mark,
+    /// and waits for this lane's lock to take the entry, instead of going
+    /// round its loop until this caller lets go.
+    fn dirty(&mut self) {
+        if std::mem::take(&mut self.clean) {
+            self.slot.dirty.store(true, Release);
+        }
     }
 
     /// Gives the newest reset of `key` in this lane the new deadline (when
@@ -274,20 +287,6 @@ impl Held<'_> {
             .submitted
             .get_mut(spot.position())
             .filter(|entry| entry.key == key)
-    }
-
-    /// True if this hold put the first entry for the driver into a clean
-    /// lane.
-    fn dirtied(&self) -> bool {
-        self.was_clean && !self.lane.is_clean()
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        if self.dirtied() {
-            self.slot.dirty.store(true, Release);
-        }
     }
 }
 
@@ -343,12 +342,12 @@ impl Lanes {
     fn hold(&self, i: usize) -> Held<'_> {
         let slot = &self.slots[i];
         let lane = lock(&slot.lane);
-        let was_clean = lane.is_clean();
+        let clean = lane.is_clean();
         Held {
             lane,
             slot,
             index: i,
-            was_clean,
+            clean,
         }
     }
 

@@ -8,7 +8,10 @@
 //!   every closure left to it (else it waits for ever: a deadlock to loom,
 //!   which fails the model);
 //! - a closure left to it is taken within a housekeeping period: woken by
-//!   its timeout, it finds none left longer ago than that.
+//!   its timeout, it finds none left longer ago than that;
+//! - a driver that does not sleep because a lane holds work never goes
+//!   round its loop waiting for the caller to let go of the lane (loom
+//!   fails a model whose thread spins): it waits for the lane's lock.
 //!
 //! The lanes and the flags are the scheduler's own ([`Lanes`], [`Wake`]);
 //! the driver's lock, its condition variable, the nudge and the driver's
@@ -192,8 +195,6 @@ impl World {
                 .wake
                 .sleep_until(wake_at, &self.lanes, wake_at > HOUSEKEEPING)
             {
-                // The real driver goes round its loop: let the callers on.
-                thread::yield_now();
                 continue;
             }
             if wake_at != NEVER && driver.late {
