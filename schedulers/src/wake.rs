@@ -12,12 +12,18 @@
 //! closure to the driver does the same with [`Wake::leave_closure`], so a
 //! driver that would sleep for hours drops it within a housekeeping period.
 //!
+//! So whatever gives a lane an entry's deadline lowers the lane's earliest:
+//! a push, and a reset moved in place (`Held::retarget`). And a caller
+//! marks the lane dirty before that, so a driver that sees the deadline
+//! (and does not sleep) sees the mark and waits for the lane's lock,
+//! instead of going round its loop until the caller lets go.
+//!
 //! The caller's wake-up itself (`Shared::nudge`) takes the driver's lock,
 //! which the driver holds from its look until its wait releases it: the
 //! nudge lands before the look (which then sees it) or in the wait.
 //!
-//! The loom model below checks every interleaving of this with the real
-//! lanes and flags. (Loom takes `SeqCst` accesses for weaker ones: see
+//! The loom model below checks every interleaving of this (up to a bound
+//! on preemptions) with the real lanes and flags. (Loom takes `SeqCst` accesses for weaker ones: see
 //! [`seq_cst_in_model`] for the fences that set it right in its builds.)
 
 use crate::lanes::Lanes;

@@ -30,7 +30,7 @@ use loom::thread;
 use super::Wake;
 use crate::clock::NEVER;
 use crate::core::Key;
-use crate::lanes::{Lanes, Moved, Submitted};
+use crate::lanes::{Held, Lanes, Moved, Submitted};
 
 /// The housekeeping period, in the model's ticks.
 const HOUSEKEEPING: u64 = 10;
@@ -92,25 +92,27 @@ impl World {
         }
     }
 
-    /// A new timer (`Shared::submit` and `after_push`): into the caller's
-    /// lane, then a nudge if it is due before the driver's wake-up.
-    fn submit(&self, key: Key, deadline: u64) {
-        let mut held = self.lanes.mine();
-        held.submit(Submitted { key, deadline });
+    /// `Shared::after_push`: lets go of the lane, then wakes the driver if
+    /// the work is due before its planned wake-up.
+    fn after_push(&self, held: Held<'_>, deadline: u64) {
         drop(held);
         if self.wake.due_before(deadline) {
             self.nudge();
         }
     }
 
+    /// A new timer (`Shared::submit`): into the caller's lane.
+    fn submit(&self, key: Key, deadline: u64) {
+        let mut held = self.lanes.mine();
+        held.submit(Submitted { key, deadline });
+        self.after_push(held, deadline);
+    }
+
     /// A reset (`Shared::reset`): into the lane of its key.
     fn reset(&self, key: Key, deadline: u64) {
         let mut held = self.lanes.of_key(key);
         held.reset(Moved { key, deadline });
-        drop(held);
-        if self.wake.due_before(deadline) {
-            self.nudge();
-        }
+        self.after_push(held, deadline);
     }
 
     /// A reset while the most resets of `key` are on their way already
@@ -120,11 +122,7 @@ impl World {
     fn retarget(&self, key: Key, deadline: u64) {
         let mut held = self.lanes.of_key(key);
         if held.retarget(key, deadline) {
-            drop(held);
-            if self.wake.due_before(deadline) {
-                self.nudge();
-            }
-            return;
+            return self.after_push(held, deadline);
         }
         drop(held);
         let mut driver = self.driver.lock().unwrap();
