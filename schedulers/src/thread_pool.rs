@@ -474,6 +474,7 @@ fn worker(shared: Arc<Shared>, id: usize) {
                 .deputy
                 .is_some_and(|(_, until)| until <= shared.now());
             let wake = more && !deputy_up && driver.waiting > 0;
+            let wake = shared.stop_looking(&driver) || wake;
             drop(driver);
             if wake {
                 // After the unlock: a woken thread must not find it held.

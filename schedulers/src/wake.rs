@@ -18,6 +18,15 @@
 //! (and does not sleep) sees the mark and waits for the lane's lock,
 //! instead of going round its loop until the caller lets go.
 //!
+//! With several driver threads (a pool's workers), the word says when the
+//! first of the waiting ones wakes, and 0 only while a thread is awake and
+//! will look at the lanes before it sleeps. A worker that goes to run
+//! tasks stops looking: it publishes the waiting threads' first wake-up
+//! and then reads the lanes, as a driver going to sleep does
+//! ([`Wake::stop_looking`]), else a caller would take it for a looking
+//! thread and leave the waiting ones asleep, its work waiting for the
+//! running task to end.
+//!
 //! The caller's wake-up itself (`Shared::nudge`) takes the driver's lock,
 //! which the driver holds from its look until its wait releases it: the
 //! nudge lands before the look (which then sees it) or in the wait.
@@ -35,8 +44,8 @@ use crate::sync::seq_cst_in_model;
 /// [module docs](self).
 #[derive(Debug)]
 pub(crate) struct Wake {
-    /// When the waiting driver wakes by itself, in ticks: `NEVER` while it
-    /// waits for a signal, 0 while it is awake.
+    /// When the first waiting driver wakes by itself, in ticks: `NEVER`
+    /// while they wait for a signal, 0 while a driver is awake and looking.
     at: AtomicU64,
     /// A cancel left a closure to the driver since it last took the marks.
     closures_left: AtomicBool,
@@ -84,8 +93,19 @@ impl Wake {
     /// housekeeping period (`long`), a closure was left to it since it
     /// last took the marks (the flag is taken, so that its next wait
     /// sleeps).
-    pub(crate) fn sleep_until(&self, wake_at: u64, lanes: &Lanes, long: bool) -> bool {
-        self.at.store(wake_at, SeqCst);
+    ///
+    /// Other threads may wait already, until `others` at the earliest: a
+    /// caller needs to wake one of them only for work due before the first
+    /// of them wakes.
+    pub(crate) fn sleep_until(
+        &self,
+        wake_at: u64,
+        others: Option<u64>,
+        lanes: &Lanes,
+        long: bool,
+    ) -> bool {
+        self.at
+            .store(others.map_or(wake_at, |o| o.min(wake_at)), SeqCst);
         seq_cst_in_model();
         if lanes.earliest() < wake_at || long && self.closures_left.swap(false, SeqCst) {
             self.awake();
@@ -97,6 +117,17 @@ impl Wake {
     /// The driver is awake: no caller needs to wake it.
     pub(crate) fn awake(&self) {
         self.at.store(0, SeqCst);
+    }
+
+    /// A pool thread stops looking at the lanes (it runs tasks with the
+    /// driver's lock released) while others wait until `others` at the
+    /// earliest: callers must wake one of them for work due before then.
+    /// Publishes it, then true if a lane holds such work already (the
+    /// thread wakes one).
+    pub(crate) fn stop_looking(&self, others: u64, lanes: &Lanes) -> bool {
+        self.at.store(others, SeqCst);
+        seq_cst_in_model();
+        lanes.earliest() < others
     }
 
     #[cfg(test)]

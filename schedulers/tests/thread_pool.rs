@@ -699,6 +699,39 @@ mod stress {
         real_time_races(true, false);
     }
 
+    /// Real time, two workers, one blocked in a task: a task submitted
+    /// then runs on the idle one, as the JDK's `offer` signals a waiting
+    /// worker. The worker that went to run the blocking task left callers
+    /// believing a worker still looked at their work, so they did not wake
+    /// the idle one, which slept on with no deadline: the task waited for
+    /// the blocked one (1.85 s late behind a 2 s task). Real time, as below.
+    #[test]
+    fn a_task_submitted_while_a_worker_is_blocked_runs_on_the_idle_one() {
+        let limit = Duration::from_secs(30);
+        let pool = ScheduledThreadPool::builder().pool_size(2).build().unwrap();
+        let warm: Vec<_> = (0..2)
+            .map(|_| pool.schedule(Duration::ZERO, || ()).unwrap())
+            .collect();
+        for task in warm {
+            task.get_timeout(limit).unwrap();
+        }
+        assert_eq!(pool.pool_size(), 2, "both workers started");
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        let (started, has_started) = std::sync::mpsc::channel::<()>();
+        let blocker = pool
+            .schedule(Duration::ZERO, move || {
+                started.send(()).unwrap();
+                blocked.recv().is_ok()
+            })
+            .unwrap();
+        has_started.recv_timeout(limit).unwrap();
+        let task = pool.schedule(Duration::from_millis(10), || 7).unwrap();
+        let ran = task.get_timeout(limit);
+        release.send(()).unwrap();
+        assert_eq!(ran.ok(), Some(7), "it waited for the blocked worker");
+        assert!(blocker.get_timeout(limit).unwrap());
+    }
+
     /// Real time, two idle workers: the leader and its deputy wake together
     /// for each deadline. When the one that runs the task at 10 ms blocks,
     /// the other must lead on, with no signal from the blocked one, and

@@ -190,6 +190,9 @@ pub(crate) struct DriverState {
     /// Driver threads waiting on `wakeup`: a signal with none waiting is
     /// a system call for nothing.
     pub(crate) waiting: usize,
+    /// When each of the waiting threads wakes by itself (ticks; `NEVER`:
+    /// it waits for a signal).
+    pub(crate) sleeping: Vec<u64>,
     pub(crate) roles: Roles,
     pub(crate) terminated: bool,
     /// Threads dropping closures with the lock released: until they are
@@ -291,6 +294,7 @@ impl Shared {
                 spin: SpinMeter::default(),
                 threads: 0,
                 waiting: 0,
+                sleeping: Vec::new(),
                 roles: Roles::default(),
                 terminated: false,
                 burying: 0,

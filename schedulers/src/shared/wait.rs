@@ -7,7 +7,7 @@ use std::sync::{MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::{DriverState, Shared};
-use crate::clock::nanos;
+use crate::clock::{nanos, NEVER};
 
 /// Gaps shorter than this are spun through rather than slept, within the
 /// spin budget: a timed wait on Linux wakes 50 to 90 µs late, so sleeping
@@ -73,11 +73,12 @@ impl SpinMeter {
 
 impl Shared {
     /// Blocks a driver until woken or until `deadline` (ticks; `None`:
-    /// until woken), after publishing `wake_at`, when the waiting threads
-    /// will look at the queue by themselves (the caller's deadline, or its
-    /// leader's), so that a submission due earlier signals one of them.
-    /// Every thread republishes before it sleeps, so the last one to sleep
-    /// leaves the right value; while any is awake it reads 0.
+    /// until woken), after publishing `wake_at`, when it will look at the
+    /// queue by itself (the caller's deadline, or its leader's), or the
+    /// first wake-up of the threads waiting already if that comes first, so
+    /// that a submission due earlier signals one of them. Awake, it
+    /// publishes 0 (it looks before it sleeps or runs tasks; see
+    /// [`Shared::stop_looking`]).
     ///
     /// The thread never sleeps past the earliest deadline waiting in a
     /// lane, nor for longer than a housekeeping period with a closure left
@@ -133,11 +134,16 @@ impl Shared {
         // wake; or a closure left to it after it looked (or after it took
         // the marks already: then the look finds none).
         let long = deadline.is_none_or(|d| d > now.saturating_add(nanos(HOUSEKEEPING)));
-        if !self.wake.sleep_until(wake_at, &self.lanes, long) {
+        let others = driver.sleeping.iter().copied().min();
+        if !self.wake.sleep_until(wake_at, others, &self.lanes, long) {
             return driver;
         }
         self.clock.on_idle();
         driver.waiting += 1;
+        // When this thread wakes by itself: never, if it waits for a signal
+        // (a follower publishes its leader's wake-up, not its own).
+        let own = deadline.unwrap_or(NEVER);
+        driver.sleeping.push(own);
         let mut driver = match timeout {
             Some(t) => {
                 self.wakeup
@@ -151,11 +157,24 @@ impl Shared {
                 .unwrap_or_else(PoisonError::into_inner),
         };
         driver.waiting -= 1;
+        if let Some(i) = driver.sleeping.iter().position(|&w| w == own) {
+            driver.sleeping.swap_remove(i);
+        }
         driver.nudged = false;
         self.wakeups.fetch_add(1, Relaxed);
         self.observer.wakeup();
         self.wake.awake();
         driver
+    }
+
+    /// A pool thread is about to run tasks with the driver's lock released,
+    /// so it no longer looks at the lanes: if other threads wait, callers
+    /// must wake one of them for work due before they wake by themselves
+    /// (see [`crate::wake`]). True if a lane holds such work already: then
+    /// the thread wakes one, after it lets go of the lock.
+    pub(crate) fn stop_looking(&self, driver: &DriverState) -> bool {
+        let others = driver.sleeping.iter().copied().min();
+        others.is_some_and(|others| self.wake.stop_looking(others, &self.lanes))
     }
 
     /// Called first on every driver thread: sets its timer slack, and gives

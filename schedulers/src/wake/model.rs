@@ -40,10 +40,14 @@ const HOUSEKEEPING: u64 = 10;
 struct Driver {
     nudged: bool,
     waiting: usize,
-    /// When the waiting driver's timeout comes (`NEVER`: none).
-    until: u64,
+    /// When each waiting driver's timeout comes (`NEVER`: none), as
+    /// `DriverState::sleeping`.
+    sleeping: Vec<u64>,
     /// The model's clock passed every timeout.
     late: bool,
+    /// The model is over: a driver woken for nothing else stops, without a
+    /// last look (which would hide a wake-up it missed).
+    over: bool,
     /// What the driver took in so far.
     taken: Taken,
 }
@@ -146,8 +150,54 @@ impl World {
     fn pass_time(&self) {
         let mut driver = self.driver.lock().unwrap();
         driver.late = true;
-        if driver.waiting > 0 && driver.until != NEVER {
+        if driver.sleeping.iter().any(|&w| w != NEVER) {
             self.wakeup.notify_one();
+        }
+    }
+
+    /// Ends a driver sleeping with no deadline and nothing to wake for.
+    fn stop(&self) {
+        let mut driver = self.driver.lock().unwrap();
+        driver.over = true;
+        self.wakeup.notify_all();
+    }
+
+    /// A driver's look (`Shared::intake`): takes in what the lanes and
+    /// marks hold. Returns what it took this time.
+    fn look(&self, driver: &mut Driver) -> Taken {
+        let mut look = Taken::default();
+        if self.lanes.any_dirty() {
+            for mut lane in self.lanes.all() {
+                let submitted = lane.submitted.drain(..).map(|s| (s.key, s.deadline));
+                look.entries.extend(submitted);
+                let moved = lane.moved.drain(..).map(|m| (m.key, m.deadline));
+                look.entries.extend(moved);
+            }
+        }
+        if self.marks.load(SeqCst) > 0 {
+            self.wake.closures_taken();
+            look.marks = self.marks.swap(0, SeqCst);
+        }
+        driver.taken.entries.extend(&look.entries);
+        driver.taken.marks += look.marks;
+        look
+    }
+
+    /// A pool worker that wakes, looks, and goes to run a task for ever
+    /// (the pool's loop around `Shared::stop_looking`): it publishes the
+    /// waiting drivers' wake-up and wakes one if a lane holds work due
+    /// before it.
+    fn go_run(&self) {
+        let mut driver = self.driver.lock().unwrap();
+        self.wake.awake();
+        self.look(&mut driver);
+        let others = driver.sleeping.iter().copied().min();
+        let wake = others.is_some_and(|others| self.wake.stop_looking(others, &self.lanes));
+        drop(driver);
+        if wake {
+            // The pool signals without the `nudged` flag; the model sets
+            // it so that a driver woken for work is told from one stopped.
+            self.nudge();
         }
     }
 
@@ -161,27 +211,13 @@ impl World {
         let mut wake_at = wake;
         let mut timed_out = false;
         loop {
-            let mut look = Taken::default();
-            if self.lanes.any_dirty() {
-                for mut lane in self.lanes.all() {
-                    let submitted = lane.submitted.drain(..).map(|s| (s.key, s.deadline));
-                    look.entries.extend(submitted);
-                    let moved = lane.moved.drain(..).map(|m| (m.key, m.deadline));
-                    look.entries.extend(moved);
-                }
-            }
-            if self.marks.load(SeqCst) > 0 {
-                self.wake.closures_taken();
-                look.marks = self.marks.swap(0, SeqCst);
-            }
+            let look = self.look(&mut driver);
             if timed_out {
                 check_timeout(&look, wake_at);
             }
             if look.marks > 0 {
                 wake_at = wake_at.min(HOUSEKEEPING);
             }
-            driver.taken.entries.append(&mut look.entries);
-            driver.taken.marks += look.marks;
             let taken = &driver.taken;
             if timed_out || taken.entries.len() == entries && taken.marks == marks {
                 return;
@@ -189,9 +225,10 @@ impl World {
             if std::mem::take(&mut driver.nudged) {
                 continue;
             }
+            let others = driver.sleeping.iter().copied().min();
             if !self
                 .wake
-                .sleep_until(wake_at, &self.lanes, wake_at > HOUSEKEEPING)
+                .sleep_until(wake_at, others, &self.lanes, wake_at > HOUSEKEEPING)
             {
                 continue;
             }
@@ -199,10 +236,15 @@ impl World {
                 timed_out = true;
             } else {
                 driver.waiting += 1;
-                driver.until = wake_at;
+                driver.sleeping.push(wake_at);
                 driver = self.wakeup.wait(driver).unwrap();
                 driver.waiting -= 1;
+                let i = driver.sleeping.iter().position(|&w| w == wake_at);
+                driver.sleeping.swap_remove(i.expect("its own wake-up"));
                 let nudged = std::mem::take(&mut driver.nudged);
+                if driver.over && !nudged {
+                    return;
+                }
                 timed_out = !nudged && driver.late && wake_at != NEVER;
             }
             self.wake.awake();
@@ -290,6 +332,24 @@ fn a_driver_without_a_deadline_is_woken_for_every_push() {
         driver.join().unwrap();
         let taken = &w.driver.lock().unwrap().taken;
         assert_eq!(taken.deadlines(), [50, 70]);
+    });
+}
+
+/// A worker wakes, looks and goes to run a task for ever, while another
+/// sleeps with no deadline and a timer is pushed: the sleeping one is
+/// woken for it (unless the first took it in).
+#[test]
+fn a_worker_gone_to_run_a_task_leaves_a_sleeping_one_to_be_woken() {
+    loom::model(|| {
+        let w = World::new();
+        let driver = spawn(&w, |w| w.drive(NEVER, 1, 0));
+        let worker = spawn(&w, |w| w.go_run());
+        w.submit(1, 5);
+        worker.join().unwrap();
+        w.stop();
+        driver.join().unwrap();
+        let taken = &w.driver.lock().unwrap().taken;
+        assert_eq!(taken.deadlines(), [5]);
     });
 }
 
