@@ -71,6 +71,13 @@ impl SpinMeter {
     }
 }
 
+impl DriverState {
+    /// When the first of the waiting threads wakes by itself, if any waits.
+    pub(crate) fn first_wake(&self) -> Option<u64> {
+        self.sleeping.iter().copied().min()
+    }
+}
+
 impl Shared {
     /// Blocks a driver until woken or until `deadline` (ticks; `None`:
     /// until woken), after publishing `wake_at`, when it will look at the
@@ -134,8 +141,10 @@ impl Shared {
         // wake; or a closure left to it after it looked (or after it took
         // the marks already: then the look finds none).
         let long = deadline.is_none_or(|d| d > now.saturating_add(nanos(HOUSEKEEPING)));
-        let others = driver.sleeping.iter().copied().min();
-        if !self.wake.sleep_until(wake_at, others, &self.lanes, long) {
+        if !self
+            .wake
+            .sleep_until(wake_at, driver.first_wake(), &self.lanes, long)
+        {
             return driver;
         }
         self.clock.on_idle();
@@ -173,8 +182,9 @@ impl Shared {
     /// (see [`crate::wake`]). True if a lane holds such work already: then
     /// the thread wakes one, after it lets go of the lock.
     pub(crate) fn stop_looking(&self, driver: &DriverState) -> bool {
-        let others = driver.sleeping.iter().copied().min();
-        others.is_some_and(|others| self.wake.stop_looking(others, &self.lanes))
+        driver
+            .first_wake()
+            .is_some_and(|others| self.wake.stop_looking(others, &self.lanes))
     }
 
     /// Called first on every driver thread: sets its timer slack, and gives
