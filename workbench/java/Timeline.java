@@ -385,6 +385,41 @@ final class Timeline {
     }
 
     /**
+     * Context switches (voluntary and not) of every thread of this JVM but
+     * the calling one, from /proc/self/task/N/status, as the Rust runner
+     * counts the subject's wake-ups (GC and JIT threads included, as in
+     * {@link #cpuNanos}); 0 where Linux offers no /proc.
+     */
+    static long wakeupsOfOtherThreads() {
+        String me;
+        try {
+            me = new java.io.File("/proc/thread-self").getCanonicalFile().getName();
+        } catch (java.io.IOException e) {
+            me = "";
+        }
+        java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
+        if (tasks == null) {
+            return 0;
+        }
+        long sum = 0;
+        for (java.io.File t : tasks) {
+            if (t.getName().equals(me)) {
+                continue;
+            }
+            try {
+                for (String line : java.nio.file.Files.readAllLines(new java.io.File(t, "status").toPath(), java.nio.charset.StandardCharsets.US_ASCII)) {
+                    if (line.contains("ctxt_switches:")) {
+                        sum += Long.parseLong(line.trim().split("\\s+")[1]);
+                    }
+                }
+            } catch (java.io.IOException | NumberFormatException | ArrayIndexOutOfBoundsException e) {
+                // A thread that ended between the listing and the read.
+            }
+        }
+        return sum;
+    }
+
+    /**
      * Process CPU time, ns: the sum of every thread's run time from
      * /proc/self/task/N/schedstat (nanoseconds; GC and JIT threads
      * included), where Linux offers it; else the JVM's own figure, which on
@@ -502,6 +537,7 @@ final class Timeline {
         System.gc();
         long cpu0 = cpuNanos();
         long thr0 = THREADS.getCurrentThreadCpuTime();
+        long wakeups0 = wakeupsOfOtherThreads();
         long start = System.nanoTime();
         long offset = start - probe.epoch;
         Cost sched = new Cost();
@@ -576,6 +612,8 @@ final class Timeline {
             LockSupport.parkNanos(1_000_000L);
         }
         long cpu = cpuNanos() - cpu0;
+        double runSeconds = Math.max(1e-9, (System.nanoTime() - start) / 1e9);
+        long wakeups = Math.max(0, wakeupsOfOtherThreads() - wakeups0);
         p.shutdown();
 
         Out out = new Out();
@@ -593,6 +631,7 @@ final class Timeline {
         }
         out.add("cpu", cpu / 1e6, "ms");
         out.add("cpu_background", Math.max(0, cpu - driverCpu) / 1e6, "ms");
+        out.add("run_wakeups_per_s", wakeups / runSeconds, "/s");
         out.add("timing_overhead", overhead, "ns");
         if (ops.once > 0) {
             oneShotFigures(ops, s, probe, deadline, cancelled, expected, out);

@@ -251,6 +251,13 @@ metrics! {
     /// CPU time of the process minus the thread that drives the workload:
     /// what the subject's own threads burned, ms.
     CpuBackground = "cpu_background", Millis, Lower;
+    /// Times per second the subject's threads were switched in over the
+    /// whole run (context switches of every thread but the application's,
+    /// from /proc, as [`Metric::WakeupsPerS`] counts them over a quiet
+    /// stretch): the wake-ups that much of its background CPU pays for. A
+    /// subject with no thread of its own (one the application polls) has
+    /// none; a peer in another process is not counted.
+    RunWakeupsPerS = "run_wakeups_per_s", TimesPerSecond, Lower;
     /// Background CPU per second over the longest stretch of a timeline
     /// with no event (a second or more), ms/s: what the subject's threads
     /// cost while it only holds timers.

@@ -431,6 +431,7 @@ pub fn run(
         progress: &ctx.progress,
     };
     let (cpu0, thread0) = (measure::cpu_process(), measure::cpu_thread());
+    let wakeups0 = measure::wakeups_of_other_threads();
     driver.start = measure::now();
     // The probe counts from its own epoch (when it was allocated); event
     // times count from `start`.
@@ -438,6 +439,8 @@ pub fn run(
     timers.drive(&mut driver);
     let cpu = measure::cpu_process().saturating_sub(cpu0);
     let driver_cpu = measure::cpu_thread().saturating_sub(thread0);
+    let run_seconds = driver.start.elapsed().as_secs_f64().max(1e-9);
+    let wakeups = measure::wakeups_of_other_threads().saturating_sub(wakeups0);
 
     ctx.progress.set_position(plan.events.len() as u64 + 1);
     // Read before the shutdown drops what is pending.
@@ -474,6 +477,10 @@ pub fn run(
     out.push(Measurement::new(
         Metric::CpuBackground,
         cpu.saturating_sub(driver_cpu).as_secs_f64() * 1e3,
+    ));
+    out.push(Measurement::new(
+        Metric::RunWakeupsPerS,
+        wakeups as f64 / run_seconds,
     ));
     if let [Some(a), Some(b)] = driver.quiet {
         // Idle cost: the subject's threads over the quiet stretch.
@@ -776,5 +783,96 @@ mod test {
         let get = |m| out.iter().find(|x| x.metric == m).map(|x| x.value);
         assert_eq!(get(Metric::Missed), Some(0.0));
         assert_eq!(get(Metric::Fired), Some(2.0));
+    }
+
+    /// Fires every timer at its deadline from a thread of its own, which
+    /// lives until the subject is shut down.
+    struct OwnThread {
+        to_thread: Option<std::sync::mpsc::Sender<(std::time::Instant, Fire)>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl OwnThread {
+        fn new() -> OwnThread {
+            let (tx, rx) = std::sync::mpsc::channel::<(std::time::Instant, Fire)>();
+            let thread = std::thread::spawn(move || {
+                for (at, fire) in rx {
+                    measure::wait_until(at);
+                    fire.hit();
+                }
+            });
+            OwnThread {
+                to_thread: Some(tx),
+                thread: Some(thread),
+            }
+        }
+    }
+
+    impl Timers for OwnThread {
+        fn schedule(&mut self, _: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
+            let sender = self.to_thread.as_ref().expect("not shut down");
+            sender
+                .send((measure::now() + delay, fire))
+                .map_err(|_| Refused::because("the thread is gone"))
+        }
+
+        fn schedule_periodic(
+            &mut self,
+            _: usize,
+            _: Kind,
+            _: Duration,
+            _: Duration,
+            _: Fire,
+        ) -> Result<(), Refused> {
+            Err(Refused::because("one-shots only"))
+        }
+
+        fn cancel(&mut self, _: usize) -> bool {
+            false
+        }
+
+        fn reset(&mut self, _: usize, _: Duration) -> bool {
+            false
+        }
+
+        fn drive(&mut self, app: &mut dyn App) {
+            crate::runner::drive_threaded(self, app);
+        }
+
+        fn shutdown(mut self: Box<Self>) {
+            drop(self.to_thread.take());
+            if let Some(t) = self.thread.take() {
+                t.join().expect("the firing thread ends");
+            }
+        }
+    }
+
+    /// The subject's thread sleeps until each of five deadlines 20 ms
+    /// apart and is woken for it: the run counts at least those five
+    /// wake-ups (other test threads of this process may add more).
+    #[test]
+    fn a_run_counts_the_wake_ups_of_the_subjects_threads() {
+        let w = Workload::parse(
+            r#"
+            name = "t"
+            description = "d"
+            seed = 1
+            [[group]]
+            name = "g"
+            count = 5
+            delay = { dist = "fixed", value = "20ms" }
+            arrival = { rate = 50.0, process = "uniform" }
+        "#,
+        )
+        .unwrap();
+        let make: TimersFactory =
+            std::sync::Arc::new(|_| Box::new(OwnThread::new()) as Box<dyn Timers>);
+        let started = measure::now();
+        let out = run(&make, &w, &RunContext::quiet(0.0)).unwrap();
+        let seconds = started.elapsed().as_secs_f64();
+        let get = |m| out.iter().find(|x| x.metric == m).map(|x| x.value);
+        assert_eq!(get(Metric::Fired), Some(5.0));
+        let per_s = get(Metric::RunWakeupsPerS).expect("the run counts wake-ups");
+        assert!(per_s * seconds >= 5.0, "{per_s}/s over {seconds} s");
     }
 }
