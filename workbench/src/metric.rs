@@ -254,9 +254,9 @@ metrics! {
     /// Times per second the subject's threads were switched in over the
     /// whole run (context switches of every thread but the application's,
     /// from /proc, as [`Metric::WakeupsPerS`] counts them over a quiet
-    /// stretch): the wake-ups that much of its background CPU pays for. A
-    /// subject with no thread of its own (one the application polls) has
-    /// none; a peer in another process is not counted.
+    /// stretch; the Java harness counts every JVM thread but its driver's):
+    /// the wake-ups that much of the background CPU pays for. A subject
+    /// with no thread of its own (one the application polls) has none.
     RunWakeupsPerS = "run_wakeups_per_s", TimesPerSecond, Lower;
     /// Background CPU per second over the longest stretch of a timeline
     /// with no event (a second or more), ms/s: what the subject's threads

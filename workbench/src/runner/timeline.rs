@@ -718,23 +718,13 @@ mod test {
 
     use crate::runner::Refused;
 
-    /// Runs timer 0 twice at once (as a reset racing its fire can) and
-    /// timer 1 on a thread 50 ms after its deadline.
-    struct Twice;
+    /// A subject of one-shots only, which `F` schedules (id, delay, fire):
+    /// it cannot cancel, reset or repeat, and its threads are its own.
+    struct OneShots<F>(F);
 
-    impl Timers for Twice {
+    impl<F: FnMut(usize, Duration, Fire) -> Result<(), Refused>> Timers for OneShots<F> {
         fn schedule(&mut self, id: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
-            if id == 0 {
-                fire.hit();
-                fire.hit();
-            } else {
-                let at = measure::now() + delay + Duration::from_millis(50);
-                std::thread::spawn(move || {
-                    measure::wait_until(at);
-                    fire.hit();
-                });
-            }
-            Ok(())
+            (self.0)(id, delay, fire)
         }
 
         fn schedule_periodic(
@@ -763,87 +753,65 @@ mod test {
         fn shutdown(self: Box<Self>) {}
     }
 
+    /// Runs timer 0 twice at once (as a reset racing its fire can) and
+    /// timer 1 on a thread 50 ms after its deadline.
+    fn twice(id: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
+        if id == 0 {
+            fire.hit();
+            fire.hit();
+        } else {
+            let at = measure::now() + delay + Duration::from_millis(50);
+            std::thread::spawn(move || {
+                measure::wait_until(at);
+                fire.hit();
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs a workload of one group of one-shots (`group`: the group's
+    /// TOML lines; `workload`: the workload's own) on the subject `make`
+    /// makes; returns its figures, by metric.
+    fn run_group(
+        workload: &str,
+        group: &str,
+        make: impl Fn() -> Box<dyn Timers> + Send + Sync + 'static,
+    ) -> impl Fn(Metric) -> Option<f64> {
+        let spec = format!(
+            "name = \"t\"\ndescription = \"d\"\nseed = 1\n{workload}\n[[group]]\nname = \"g\"\n{group}\n"
+        );
+        let w = Workload::parse(&spec).unwrap();
+        let make: TimersFactory = std::sync::Arc::new(move |_| make());
+        let out = run(&make, &w, &RunContext::quiet(0.0)).unwrap();
+        move |m| out.iter().find(|x| x.metric == m).map(|x| x.value)
+    }
+
     #[test]
     fn a_timer_run_twice_does_not_end_the_wait_for_one_still_pending() {
-        let w = Workload::parse(
-            r#"
-            name = "t"
-            description = "d"
-            seed = 1
-            grace = "5s"
-            [[group]]
-            name = "g"
-            count = 2
-            delay = { dist = "fixed", value = "1ms" }
-        "#,
-        )
-        .unwrap();
-        let make: TimersFactory = std::sync::Arc::new(|_| Box::new(Twice) as Box<dyn Timers>);
-        let out = run(&make, &w, &RunContext::quiet(0.0)).unwrap();
-        let get = |m| out.iter().find(|x| x.metric == m).map(|x| x.value);
+        let get = run_group(
+            r#"grace = "5s""#,
+            r#"count = 2
+            delay = { dist = "fixed", value = "1ms" }"#,
+            || Box::new(OneShots(twice)),
+        );
         assert_eq!(get(Metric::Missed), Some(0.0));
         assert_eq!(get(Metric::Fired), Some(2.0));
     }
 
-    /// Fires every timer at its deadline from a thread of its own, which
-    /// lives until the subject is shut down.
-    struct OwnThread {
-        to_thread: Option<std::sync::mpsc::Sender<(std::time::Instant, Fire)>>,
-        thread: Option<std::thread::JoinHandle<()>>,
-    }
-
-    impl OwnThread {
-        fn new() -> OwnThread {
-            let (tx, rx) = std::sync::mpsc::channel::<(std::time::Instant, Fire)>();
-            let thread = std::thread::spawn(move || {
-                for (at, fire) in rx {
-                    measure::wait_until(at);
-                    fire.hit();
-                }
-            });
-            OwnThread {
-                to_thread: Some(tx),
-                thread: Some(thread),
+    /// Fires every timer at its deadline from one thread of its own, which
+    /// ends when the subject is dropped (its sender with it).
+    fn own_thread() -> impl FnMut(usize, Duration, Fire) -> Result<(), Refused> {
+        let (to_thread, timers) = std::sync::mpsc::channel::<(std::time::Instant, Fire)>();
+        std::thread::spawn(move || {
+            for (at, fire) in timers {
+                measure::wait_until(at);
+                fire.hit();
             }
-        }
-    }
-
-    impl Timers for OwnThread {
-        fn schedule(&mut self, _: usize, delay: Duration, fire: Fire) -> Result<(), Refused> {
-            let sender = self.to_thread.as_ref().expect("not shut down");
-            sender
+        });
+        move |_, delay, fire| {
+            to_thread
                 .send((measure::now() + delay, fire))
                 .map_err(|_| Refused::because("the thread is gone"))
-        }
-
-        fn schedule_periodic(
-            &mut self,
-            _: usize,
-            _: Kind,
-            _: Duration,
-            _: Duration,
-            _: Fire,
-        ) -> Result<(), Refused> {
-            Err(Refused::because("one-shots only"))
-        }
-
-        fn cancel(&mut self, _: usize) -> bool {
-            false
-        }
-
-        fn reset(&mut self, _: usize, _: Duration) -> bool {
-            false
-        }
-
-        fn drive(&mut self, app: &mut dyn App) {
-            crate::runner::drive_threaded(self, app);
-        }
-
-        fn shutdown(mut self: Box<Self>) {
-            drop(self.to_thread.take());
-            if let Some(t) = self.thread.take() {
-                t.join().expect("the firing thread ends");
-            }
         }
     }
 
@@ -852,25 +820,15 @@ mod test {
     /// wake-ups (other test threads of this process may add more).
     #[test]
     fn a_run_counts_the_wake_ups_of_the_subjects_threads() {
-        let w = Workload::parse(
-            r#"
-            name = "t"
-            description = "d"
-            seed = 1
-            [[group]]
-            name = "g"
-            count = 5
-            delay = { dist = "fixed", value = "20ms" }
-            arrival = { rate = 50.0, process = "uniform" }
-        "#,
-        )
-        .unwrap();
-        let make: TimersFactory =
-            std::sync::Arc::new(|_| Box::new(OwnThread::new()) as Box<dyn Timers>);
         let started = measure::now();
-        let out = run(&make, &w, &RunContext::quiet(0.0)).unwrap();
+        let get = run_group(
+            "",
+            r#"count = 5
+            delay = { dist = "fixed", value = "20ms" }
+            arrival = { rate = 50.0, process = "uniform" }"#,
+            || Box::new(OneShots(own_thread())),
+        );
         let seconds = started.elapsed().as_secs_f64();
-        let get = |m| out.iter().find(|x| x.metric == m).map(|x| x.value);
         assert_eq!(get(Metric::Fired), Some(5.0));
         let per_s = get(Metric::RunWakeupsPerS).expect("the run counts wake-ups");
         assert!(per_s * seconds >= 5.0, "{per_s}/s over {seconds} s");
