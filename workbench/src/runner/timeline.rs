@@ -225,6 +225,17 @@ impl Snapshot {
             wakeups: measure::wakeups_of_other_threads(),
         }
     }
+
+    /// The subject's threads' wake-ups per second from this snapshot to
+    /// `later`.
+    fn wakeups_per_s(&self, later: &Snapshot) -> f64 {
+        let seconds = later
+            .at
+            .saturating_duration_since(self.at)
+            .as_secs_f64()
+            .max(1e-9);
+        later.wakeups.saturating_sub(self.wakeups) as f64 / seconds
+    }
 }
 
 impl Driver<'_> {
@@ -431,7 +442,7 @@ pub fn run(
         progress: &ctx.progress,
     };
     let (cpu0, thread0) = (measure::cpu_process(), measure::cpu_thread());
-    let wakeups0 = measure::wakeups_of_other_threads();
+    let run_start = Snapshot::take();
     driver.start = measure::now();
     // The probe counts from its own epoch (when it was allocated); event
     // times count from `start`.
@@ -439,8 +450,7 @@ pub fn run(
     timers.drive(&mut driver);
     let cpu = measure::cpu_process().saturating_sub(cpu0);
     let driver_cpu = measure::cpu_thread().saturating_sub(thread0);
-    let run_seconds = driver.start.elapsed().as_secs_f64().max(1e-9);
-    let wakeups = measure::wakeups_of_other_threads().saturating_sub(wakeups0);
+    let run_end = Snapshot::take();
 
     ctx.progress.set_position(plan.events.len() as u64 + 1);
     // Read before the shutdown drops what is pending.
@@ -480,7 +490,7 @@ pub fn run(
     ));
     out.push(Measurement::new(
         Metric::RunWakeupsPerS,
-        wakeups as f64 / run_seconds,
+        run_start.wakeups_per_s(&run_end),
     ));
     if let [Some(a), Some(b)] = driver.quiet {
         // Idle cost: the subject's threads over the quiet stretch.
@@ -490,10 +500,7 @@ pub fn run(
             Metric::CpuBackgroundPerS,
             background / seconds,
         ));
-        out.push(Measurement::new(
-            Metric::WakeupsPerS,
-            b.wakeups.saturating_sub(a.wakeups) as f64 / seconds,
-        ));
+        out.push(Measurement::new(Metric::WakeupsPerS, a.wakeups_per_s(&b)));
     }
     if driver.sched.n > 0 {
         out.push(Measurement::new(
