@@ -607,7 +607,7 @@ fn compare(a: &Path, b: &Path) -> Result<()> {
     );
     println!(
         "hardware floors (clock read, ordered counter read, locked read-modify-write, \
-         dependent load over {} MiB): A {}, B {}",
+         dependent load over {} MiB, a cancel in a stream at 1e6): A {}, B {}",
         workbench::runner::measure::MEMORY_FLOOR_MIB,
         floors_brief(&ra),
         floors_brief(&rb)
@@ -620,8 +620,8 @@ fn compare(a: &Path, b: &Path) -> Result<()> {
 fn floors_brief(results: &Results) -> String {
     results.floors.map_or("not measured".to_owned(), |f| {
         format!(
-            "{:.1} / {:.1} / {:.1} / {:.0} ns",
-            f.clock_read, f.ordered_counter, f.locked_rmw, f.memory
+            "{:.1} / {:.1} / {:.1} / {:.0} / {:.1} ns",
+            f.clock_read, f.ordered_counter, f.locked_rmw, f.memory, f.cancel_stream
         )
     })
 }

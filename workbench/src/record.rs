@@ -272,8 +272,9 @@ pub struct Results {
 /// needs of them. A schedule on the system clock reads the time in a way
 /// that cannot come before the call (`ordered_counter`, or `clock_read`);
 /// a call that is safe from any thread takes at least one locked
-/// instruction (`locked_rmw`); a cancel at 1e6 pending timers in random
-/// order finds its timer in no cache, so it waits for memory (`memory`).
+/// instruction (`locked_rmw`); one cancel at 1e6 pending timers in random
+/// order finds its timer in no cache, so it waits for memory (`memory`),
+/// but a loop of them overlaps those waits (`cancel_stream`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Floors {
     /// A reading of the monotonic clock (`Instant::now`).
@@ -287,6 +288,12 @@ pub struct Floors {
     /// A load whose address the load before it read, at random over
     /// 64 MiB (more than the caches hold).
     pub memory: f64,
+    /// A cancel in a loop of random-order cancels at 1e6 pending timers,
+    /// stripped to a read of the caller's handle and a CAS of the state
+    /// word it names: the misses of several cancels overlap. 0 in a run
+    /// made before it was measured.
+    #[serde(default)]
+    pub cancel_stream: f64,
 }
 
 /// The selection a run measured, as the page and the terminal state it.

@@ -595,12 +595,24 @@ fn floors_text(f: &crate::record::Floors) -> String {
     } else {
         String::new()
     };
+    // A run made before the stream's floor was measured has none.
+    let stream = if f.cancel_stream > 0.0 {
+        format!(
+            "; a cancel in a loop of random-order cancels at 1e6 pending, \
+             stripped to a read of its handle and a CAS of its state word, \
+             {:.1} ns: the least `cancel_batch` can take there (the loads of \
+             several cancels overlap)",
+            f.cancel_stream
+        )
+    } else {
+        String::new()
+    };
     format!(
         "clock read {:.1} ns{counter}, locked read-modify-write {:.1} ns, \
          a load that waits for the one before it over {} MiB {:.0} ns: \
          the least a schedule (one reading of the time), a thread-safe call \
-         (one locked instruction) and a cancel at 1e6 pending in random order \
-         (its timer in no cache) can take here",
+         (one locked instruction) and one cancel at 1e6 pending in random \
+         order (its timer in no cache) can take here{stream}",
         f.clock_read,
         f.locked_rmw,
         crate::runner::measure::MEMORY_FLOOR_MIB,
@@ -683,12 +695,23 @@ mod test {
             ordered_counter: 15.3,
             locked_rmw: 4.87,
             memory: 109.8,
+            cancel_stream: 0.0,
         });
         let html = render(&results, &[]).expect("renders");
         assert!(
             html.contains("clock read 22.0 ns, a read of the CPU&#39;s counter after the instructions before it 15.3 ns, locked read-modify-write 4.9 ns, a load that waits for the one before it over 64 MiB 110 ns"),
             "{html}"
         );
+        assert!(
+            !html.contains("random-order cancels"),
+            "not measured: {html}"
+        );
+        results.floors = results.floors.map(|f| crate::record::Floors {
+            cancel_stream: 17.26,
+            ..f
+        });
+        let html = render(&results, &[]).expect("renders");
+        assert!(html.contains("CAS of its state word, 17.3 ns"), "{html}");
     }
 
     #[test]

@@ -175,7 +175,7 @@ pub const MEMORY_FLOOR_MIB: usize = 64;
 
 /// What this machine's hardware takes at the least for the steps every
 /// per-call figure is made of (see [`Floors`]): each the fastest of a few
-/// batches, about 0.1 s in all (most of it on the 64 MiB).
+/// batches, about 0.2 s in all (most of it on the 64 MiB and the cancels).
 pub fn floors() -> Floors {
     use std::hint::black_box;
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -189,7 +189,66 @@ pub fn floors() -> Floors {
             black_box(&counter).fetch_add(1, Relaxed);
         }),
         memory: dependent_load_ns(MEMORY_FLOOR_MIB << 20),
+        cancel_stream: cancel_stream_ns(CANCEL_STREAM_TIMERS),
     }
+}
+
+/// Timers the floor of a stream of random-order cancels cancels: as many
+/// as `ack-batch` holds.
+pub const CANCEL_STREAM_TIMERS: usize = 1_000_000;
+
+/// ns per cancel of a loop of random-order cancels stripped to what every
+/// cancel that says whether it stopped its timer does: read the caller's
+/// 16-byte handle, at random over `timers` of them, and CAS the 4-byte
+/// state word it names, at random over `timers` of those. Unlike
+/// [`dependent_load_ns`], no step's addresses wait for the step before, so
+/// the cache misses of several steps overlap, as in a caller's loop: the
+/// floor of `cancel_batch` at that size. The fastest of 3 passes over all
+/// the timers, each after a read of 44 MiB that leaves neither array in
+/// the last-level cache.
+fn cancel_stream_ns(timers: usize) -> f64 {
+    use std::sync::atomic::{AtomicU32, Ordering::AcqRel, Ordering::Relaxed};
+    const HANDLE_WORDS: usize = 4;
+    const FLUSH_WORDS: usize = 11 << 20;
+    let n = timers;
+    // One block: the handles, the state words, the cancel order and the
+    // memory read to empty the cache; more than 32 MiB, so the allocator
+    // maps it and gives it back whole (see `random_cycle`).
+    let block: Vec<AtomicU32> = (0..n * (HANDLE_WORDS + 2) + FLUSH_WORDS)
+        .map(|_| AtomicU32::new(0))
+        .collect();
+    let (handles, rest) = block.split_at(n * HANDLE_WORDS);
+    let (words, rest) = rest.split_at(n);
+    let (order, flush) = rest.split_at(n);
+    for i in 0..n {
+        handles[i * HANDLE_WORDS].store(i as u32, Relaxed);
+        order[i].store(i as u32, Relaxed);
+    }
+    let mut rng = crate::random::Rng::new(0x0ca1_ce15, 0);
+    for i in (1..n).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        let (a, b) = (order[i].load(Relaxed), order[j].load(Relaxed));
+        order[i].store(b, Relaxed);
+        order[j].store(a, Relaxed);
+    }
+    (0..3)
+        .map(|_| {
+            for w in words {
+                w.store(1, Relaxed);
+            }
+            std::hint::black_box(flush.iter().map(|w| w.load(Relaxed)).sum::<u32>());
+            let start = now();
+            let mut stopped = 0u32;
+            for at in order {
+                let handle = at.load(Relaxed) as usize * HANDLE_WORDS;
+                let key = handles[handle].load(Relaxed) as usize;
+                stopped += u32::from(words[key].compare_exchange(1, 2, AcqRel, Relaxed).is_ok());
+            }
+            let ns = start.elapsed().as_nanos() as f64 / n as f64;
+            std::hint::black_box(stopped);
+            ns
+        })
+        .fold(f64::MAX, f64::min)
 }
 
 /// The fastest of 5 batches of `n` calls of `step`, ns per call.
@@ -489,6 +548,7 @@ mod test {
             ("clock read", f.clock_read),
             ("locked read-modify-write", f.locked_rmw),
             ("memory", f.memory),
+            ("cancel stream", f.cancel_stream),
         ] {
             assert!(ns.is_finite() && ns > 0.0, "{what}: {ns}");
         }
