@@ -193,8 +193,8 @@ pub fn floors() -> Floors {
     }
 }
 
-/// Timers the floor of a stream of random-order cancels cancels: as many
-/// as `ack-batch` holds.
+/// How many timers the floor of a stream of random-order cancels cancels
+/// (see [`Floors::cancel_stream`]): as many as `ack-batch` holds.
 pub const CANCEL_STREAM_TIMERS: usize = 1_000_000;
 
 /// ns per cancel of a loop of random-order cancels stripped to what every
