@@ -435,6 +435,7 @@ fn run(args: RunArgs) -> Result<(Results, PathBuf)> {
         progress: true,
         notes,
         selection: chosen_selection,
+        floors: true,
     };
     suite.check()?;
     let info = suite.selection.info.clone();

@@ -39,6 +39,9 @@ pub struct Suite {
     /// Which of the pairs the subjects' kinds allow run
     /// ([`Selection::all`]: every one).
     pub selection: Selection,
+    /// Time the hardware floors as the run starts ([`measure::floors`]):
+    /// about 0.2 s of a release build, 2 s of a debug one.
+    pub floors: bool,
 }
 
 /// The running suite's progress bars, so that a line printed meanwhile
@@ -68,9 +71,10 @@ pub struct NothingToRun {
 
 impl Suite {
     /// A suite for tests: every pair of `subjects` and `workloads` (the
-    /// kinds allowing), `repeats` each, no progress output, no notes, the
-    /// environment stamped with the profile `test`. The command line sets
-    /// every field itself.
+    /// kinds allowing), `repeats` each, no progress output, no notes, no
+    /// hardware floors (their own test times them), the environment
+    /// stamped with the profile `test`. The command line sets every field
+    /// itself.
     pub fn test(
         subjects: Vec<Subject>,
         workloads: Vec<Workload>,
@@ -86,6 +90,7 @@ impl Suite {
             progress: false,
             notes: Vec::new(),
             selection: Selection::all(),
+            floors: false,
         }
     }
 
@@ -178,7 +183,7 @@ impl Suite {
             results: Results {
                 load_start: measure::load_average(),
                 timing_overhead_ns: measure::timing_overhead(),
-                floors: Some(measure::floors()),
+                floors: self.floors.then(measure::floors),
                 workloads: self.workloads.iter().map(info).collect(),
                 notes: self.notes.clone(),
                 selection: Some(self.selection.info.clone()),
