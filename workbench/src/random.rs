@@ -58,10 +58,16 @@ impl Rng {
     /// A random permutation of `0..n`.
     pub fn permutation(&mut self, n: usize) -> Vec<usize> {
         let mut v: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            v.swap(i, self.below(i as u64 + 1) as usize);
-        }
+        self.shuffle(n, |i, j| v.swap(i, j));
         v
+    }
+
+    /// Shuffles `n` items kept anywhere (Fisher–Yates): `swap(i, j)`
+    /// exchanges items `i` and `j`.
+    pub fn shuffle(&mut self, n: usize, mut swap: impl FnMut(usize, usize)) {
+        for i in (1..n).rev() {
+            swap(i, self.below(i as u64 + 1) as usize);
+        }
     }
 }
 

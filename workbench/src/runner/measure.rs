@@ -224,13 +224,11 @@ fn cancel_stream_ns(timers: usize) -> f64 {
         handles[i * HANDLE_WORDS].store(i as u32, Relaxed);
         order[i].store(i as u32, Relaxed);
     }
-    let mut rng = crate::random::Rng::new(0x0ca1_ce15, 0);
-    for i in (1..n).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
+    crate::random::Rng::new(0x0ca1_ce15, 0).shuffle(n, |i, j| {
         let (a, b) = (order[i].load(Relaxed), order[j].load(Relaxed));
         order[i].store(b, Relaxed);
         order[j].store(a, Relaxed);
-    }
+    });
     (0..3)
         .map(|_| {
             for w in words {
@@ -328,11 +326,9 @@ fn random_cycle(lines: usize, stride: usize) -> Vec<u32> {
     for i in 0..lines {
         memory[i * stride + 1] = i as u32;
     }
-    let mut rng = crate::random::Rng::new(0x00f1_00f5, 0);
-    for i in (1..lines).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
+    crate::random::Rng::new(0x00f1_00f5, 0).shuffle(lines, |i, j| {
         memory.swap(i * stride + 1, j * stride + 1);
-    }
+    });
     for i in 0..lines {
         let (line, next) = (memory[i * stride + 1], memory[(i + 1) % lines * stride + 1]);
         memory[line as usize * stride] = next;

@@ -226,15 +226,19 @@ impl Snapshot {
         }
     }
 
-    /// The subject's threads' wake-ups per second from this snapshot to
-    /// `later`.
-    fn wakeups_per_s(&self, later: &Snapshot) -> f64 {
-        let seconds = later
+    /// Seconds from this snapshot to `later` (never zero: a divisor).
+    fn seconds_to(&self, later: &Snapshot) -> f64 {
+        later
             .at
             .saturating_duration_since(self.at)
             .as_secs_f64()
-            .max(1e-9);
-        later.wakeups.saturating_sub(self.wakeups) as f64 / seconds
+            .max(1e-9)
+    }
+
+    /// The subject's threads' wake-ups per second from this snapshot to
+    /// `later`.
+    fn wakeups_per_s(&self, later: &Snapshot) -> f64 {
+        later.wakeups.saturating_sub(self.wakeups) as f64 / self.seconds_to(later)
     }
 }
 
@@ -494,11 +498,10 @@ pub fn run(
     ));
     if let [Some(a), Some(b)] = driver.quiet {
         // Idle cost: the subject's threads over the quiet stretch.
-        let seconds = b.at.saturating_duration_since(a.at).as_secs_f64().max(1e-9);
         let background = b.background.saturating_sub(a.background).as_secs_f64() * 1e3;
         out.push(Measurement::new(
             Metric::CpuBackgroundPerS,
-            background / seconds,
+            background / a.seconds_to(&b),
         ));
         out.push(Measurement::new(Metric::WakeupsPerS, a.wakeups_per_s(&b)));
     }
