@@ -4,14 +4,27 @@
 //!
 //! # Layout
 //!
-//! A body is 24 bytes: a pointer to a static table of what to do with it,
-//! and 16 bytes of storage. A value of at most [`INLINE_BYTES`] bytes whose
-//! alignment is at most 8 (a closure that captures an id and an `Arc`, a
-//! `u64` result) lives in the storage itself, so scheduling it allocates
-//! nothing; a larger one is boxed and the storage holds the box. The
-//! closure is type-erased the way `Box<dyn FnOnce()>` is, minus the
+//! A body is 20 bytes: a 4-byte reference to a static table of what to do
+//! with it, and 16 bytes of storage. A value of at most [`INLINE_BYTES`]
+//! bytes whose alignment is at most 8 (a closure that captures an id and an
+//! `Arc`, a `u64` result) lives in the storage itself, so scheduling it
+//! allocates nothing; a larger one is boxed and the storage holds the box.
+//! The closure is type-erased the way `Box<dyn FnOnce()>` is, minus the
 //! allocation (as the `smallbox` crate does, with a table of our own that
 //! also covers the value left behind and the failure).
+//!
+//! Twenty bytes, not the 24 of a pointer and two words, is a twelfth of a
+//! wheel's whole cost per pending timer. Two things buy the four bytes:
+//!
+//! - The storage is aligned to 4 only: a value in place is moved in and out
+//!   with unaligned copies and never borrowed there. What is borrowed in
+//!   place (a periodic closure, a name's wrapper, a failure) is boxed.
+//! - The table reference is its offset from a static of this module
+//!   ([`TableRef`]): a binary's constants lie within 2 GiB of each other
+//!   (x86-64's small and medium code models, and every other 64-bit
+//!   target's default, place code and read-only data so). A table farther
+//!   away (in another shared object) is listed once in a registry and
+//!   referred to by its index there instead.
 //!
 //! # Who may touch a body
 //!
@@ -30,7 +43,7 @@ use std::marker::PhantomData;
 use std::mem::{align_of, size_of, MaybeUninit};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::error::Error;
 use crate::rule::{Repeat, Rule, TaskContext};
@@ -41,27 +54,31 @@ use crate::rule::{Repeat, Rule, TaskContext};
 /// returns to its [`ScheduledFuture`](crate::ScheduledFuture).
 pub const INLINE_BYTES: usize = 16;
 
-/// The storage: two words, so anything aligned to at most 8 fits in place.
-type Words = MaybeUninit<[usize; 2]>;
+/// The storage: 16 bytes aligned to 4 (see the [module docs](self)).
+type Words = MaybeUninit<[u32; 4]>;
 
-/// Whether a `T` is kept in place (else it is boxed).
+/// Whether a `T` is kept in place (else it is boxed). The alignment bound
+/// is the documented one of [`INLINE_BYTES`]; in place a value is only
+/// ever copied, so any alignment would do.
 const fn fits<T>() -> bool {
-    size_of::<T>() <= INLINE_BYTES && align_of::<T>() <= align_of::<[usize; 2]>()
+    size_of::<T>() <= INLINE_BYTES && align_of::<T>() <= 8
 }
 
-/// Moves `value` into `words`, boxing it if it does not fit.
+/// Moves `value` into `words`, boxing it if it does not fit (the storage
+/// then holds the box's raw pointer).
 ///
 /// # Safety
 ///
 /// `words` holds nothing that still needs dropping.
 unsafe fn put<T>(words: &mut Words, value: T) {
+    let at = words.as_mut_ptr();
     if fits::<T>() {
-        // SAFETY: a `T` fits the storage in size and alignment (`fits`), and
-        // the caller says nothing there needs dropping.
-        unsafe { ptr::write(words.as_mut_ptr().cast::<T>(), value) }
+        // SAFETY: a `T` fits the storage's size (`fits`); an unaligned write
+        // needs no alignment; the caller says nothing there needs dropping.
+        unsafe { ptr::write_unaligned(at.cast::<T>(), value) }
     } else {
-        // SAFETY: a `Box` is one pointer, which fits; as above.
-        unsafe { ptr::write(words.as_mut_ptr().cast::<Box<T>>(), Box::new(value)) }
+        // SAFETY: a pointer is 8 bytes, which fit; as above.
+        unsafe { ptr::write_unaligned(at.cast::<*mut T>(), Box::into_raw(Box::new(value))) }
     }
 }
 
@@ -71,29 +88,29 @@ unsafe fn put<T>(words: &mut Words, value: T) {
 ///
 /// `words` hold a `T` put there by [`put`], not taken since.
 unsafe fn take<T>(words: &mut Words) -> T {
+    let at = words.as_ptr();
     if fits::<T>() {
         // SAFETY: the caller says a `T` is there; reading it out moves it.
-        unsafe { ptr::read(words.as_ptr().cast::<T>()) }
+        unsafe { ptr::read_unaligned(at.cast::<T>()) }
     } else {
-        // SAFETY: as above, for the box `put` made.
-        unsafe { *ptr::read(words.as_ptr().cast::<Box<T>>()) }
+        // SAFETY: as above, for the pointer of the box `put` made, which
+        // nothing else owns.
+        unsafe { *Box::from_raw(ptr::read_unaligned(at.cast::<*mut T>())) }
     }
 }
 
-/// The `T` in `words`, in place.
+/// The `T` in `words`, in place: a boxed `T` only (the storage is not
+/// aligned for one in place; a type that fits is refused at compile time).
 ///
 /// # Safety
 ///
 /// As [`take`]; the reference must not outlive the value.
 unsafe fn get_mut<T>(words: &mut Words) -> &mut T {
-    if fits::<T>() {
-        // SAFETY: the caller says a `T` is there, and `words` is borrowed
-        // mutably for as long as the result.
-        unsafe { &mut *words.as_mut_ptr().cast::<T>() }
-    } else {
-        // SAFETY: as above, through the box.
-        unsafe { &mut *words.as_mut_ptr().cast::<Box<T>>() }
-    }
+    const { assert!(!fits::<T>(), "only a boxed value is borrowed in place") };
+    // SAFETY: the caller says a `T` is there, so the storage holds the
+    // pointer of its box (`put`), and `words` is borrowed mutably for as
+    // long as the result: no other reference to the `T` exists meanwhile.
+    unsafe { &mut *ptr::read_unaligned(words.as_ptr().cast::<*mut T>()) }
 }
 
 /// The `T` in `words`, shared.
@@ -102,13 +119,82 @@ unsafe fn get_mut<T>(words: &mut Words) -> &mut T {
 ///
 /// As [`get_mut`].
 unsafe fn get<T>(words: &Words) -> &T {
-    if fits::<T>() {
-        // SAFETY: as `get_mut`, shared.
-        unsafe { &*words.as_ptr().cast::<T>() }
-    } else {
-        // SAFETY: as above, through the box.
-        unsafe { &*words.as_ptr().cast::<Box<T>>() }
+    const { assert!(!fits::<T>(), "only a boxed value is borrowed in place") };
+    // SAFETY: as `get_mut`, shared.
+    unsafe { &*ptr::read_unaligned(words.as_ptr().cast::<*const T>()) }
+}
+
+/// Where [`TableRef`] offsets count from: a static of this module, aligned
+/// as a table is.
+#[repr(align(8))]
+struct Origin(#[allow(dead_code)] u8); // a byte: a place of its own
+
+static ORIGIN: Origin = Origin(0);
+
+/// Tables too far from [`ORIGIN`] for an offset, by index: filled once per
+/// such table, never emptied.
+static FAR: RwLock<Vec<&'static Table>> = RwLock::new(Vec::new());
+
+/// A reference to a table in 4 bytes: 0 for none (so zeroed memory is an
+/// empty body); else the table's offset from [`ORIGIN`], always a multiple
+/// of 8 (both are aligned to 8, see `Table`), so even; or, odd, 1 + 2 ×
+/// the table's index in [`FAR`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct TableRef(u32);
+
+impl TableRef {
+    const NONE: TableRef = TableRef(0);
+
+    fn new(table: &'static Table) -> TableRef {
+        // Exposed: `get` makes a pointer to it again from an address.
+        let at = ptr::from_ref(table).expose_provenance();
+        match i32::try_from(at.wrapping_sub(origin()) as isize) {
+            Ok(offset) if offset != 0 => TableRef(offset as u32),
+            _ => TableRef::far(table),
+        }
     }
+
+    /// Through the registry, for a table no offset reaches.
+    #[cold]
+    #[inline(never)]
+    fn far(table: &'static Table) -> TableRef {
+        let index = |far: &[&'static Table]| far.iter().position(|&t| ptr::eq(t, table));
+        let found = index(&FAR.read().unwrap_or_else(PoisonError::into_inner));
+        let index = found.unwrap_or_else(|| {
+            let mut far = FAR.write().unwrap_or_else(PoisonError::into_inner);
+            index(&far).unwrap_or_else(|| {
+                far.push(table);
+                far.len() - 1
+            })
+        });
+        // 2^31 tables would take 2^31 closure types: never.
+        TableRef(u32::try_from(index).map_or(u32::MAX, |i| i << 1 | 1))
+    }
+
+    fn get(self) -> Option<&'static Table> {
+        match self.0 {
+            0 => None,
+            n if n & 1 == 0 => {
+                let at = origin().wrapping_add_signed(n as i32 as isize);
+                // SAFETY: `n` is the offset `new` took of a table's address,
+                // which `new` exposed: the address is that table's, and a
+                // table is a `'static` constant.
+                Some(unsafe { &*ptr::with_exposed_provenance::<Table>(at) })
+            }
+            n => TableRef::far_table(n >> 1),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn far_table(index: u32) -> Option<&'static Table> {
+        let far = FAR.read().unwrap_or_else(PoisonError::into_inner);
+        far.get(index as usize).copied()
+    }
+}
+
+fn origin() -> usize {
+    ptr::from_ref(&ORIGIN).addr()
 }
 
 /// What a body holds, and so what its table can do.
@@ -122,7 +208,9 @@ enum Holds {
 }
 
 /// The operations of one kind of content. A table is a constant, so each
-/// reference to one is `'static` (promoted).
+/// reference to one is `'static` (promoted). Aligned to 8 (it holds
+/// function pointers), as [`TableRef`] counts on.
+#[repr(align(8))]
 struct Table {
     holds: Holds,
     /// The body is a [`Named`] wrapper.
@@ -179,7 +267,7 @@ impl Ran {
 /// All-zero bits are an empty body (no table), so a slab of them can come
 /// from zeroed memory that costs nothing until it is touched.
 pub(crate) struct Body {
-    table: Option<&'static Table>,
+    table: TableRef,
     words: Words,
 }
 
@@ -237,7 +325,7 @@ where
         // SAFETY: the caller says an `F` is there; the body is marked empty
         // before the call, so a panic cannot leave it holding a moved value.
         let f = unsafe { take::<F>(&mut body.words) };
-        body.table = None;
+        body.table = TableRef::NONE;
         // The value is dropped inside: a panicking destructor fails the task.
         match catch_unwind(AssertUnwindSafe(move || drop(f()))) {
             Ok(()) => Ran::Done,
@@ -270,12 +358,12 @@ where
     unsafe fn run(body: &mut Body, _: &TaskContext) -> Ran {
         // SAFETY: as `OnceTables::run`.
         let f = unsafe { take::<F>(&mut body.words) };
-        body.table = None;
+        body.table = TableRef::NONE;
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(value) => {
                 // SAFETY: the body is empty (the closure was taken).
                 unsafe { put::<T>(&mut body.words, value) };
-                body.table = Some(&OutputTable::<T>::TABLE);
+                body.table = TableRef::new(&OutputTable::<T>::TABLE);
                 Ran::Done
             }
             Err(payload) => Ran::panicked(payload.as_ref()),
@@ -289,7 +377,7 @@ where
 ///
 /// The body holds a `V`.
 unsafe fn clear_as<V>(body: &mut Body) {
-    body.table = None;
+    body.table = TableRef::NONE;
     // SAFETY: the caller says a `V` is there; the body is already marked
     // empty, so it is taken exactly once, and a panicking destructor
     // leaves it empty.
@@ -432,7 +520,7 @@ impl Body {
     /// An empty body.
     pub(crate) const fn empty() -> Body {
         Body {
-            table: None,
+            table: TableRef::NONE,
             words: MaybeUninit::uninit(),
         }
     }
@@ -490,7 +578,7 @@ impl Body {
     }
 
     fn table(&self) -> &'static Table {
-        self.table.unwrap_or(&EMPTY)
+        self.table.get().unwrap_or(&EMPTY)
     }
 
     fn holding<V>(value: V, table: &'static Table) -> Body {
@@ -498,7 +586,7 @@ impl Body {
         // SAFETY: a new body holds nothing; `table` is the one for `V` (each
         // constructor pairs them).
         unsafe { put::<V>(&mut body.words, value) };
-        body.table = Some(table);
+        body.table = TableRef::new(table);
         body
     }
 
@@ -546,7 +634,7 @@ impl Body {
     pub(crate) fn take_output<T: Send + 'static>(&mut self) -> Option<T> {
         match self.table().holds {
             Holds::Output(type_id) if type_id() == TypeId::of::<T>() => {
-                self.table = None;
+                self.table = TableRef::NONE;
                 // SAFETY: the table says a `T` is there; the body is marked
                 // empty, so it is taken once.
                 Some(unsafe { take::<T>(&mut self.words) })
@@ -633,8 +721,32 @@ mod test {
         assert!(fits::<[u8; INLINE_BYTES]>());
         assert!(!fits::<[u8; INLINE_BYTES + 1]>());
         assert!(!fits::<u128>(), "aligned to 16: boxed");
-        assert_eq!(size_of::<Body>(), 24);
-        assert_eq!(size_of::<Option<Body>>(), 32, "no niche is claimed");
+        assert_eq!(size_of::<Body>(), 20);
+        assert_eq!(size_of::<Option<Body>>(), 24, "no niche is claimed");
+    }
+
+    #[test]
+    fn a_table_far_from_the_origin_goes_through_the_registry() {
+        let near = TableRef::new(&EMPTY);
+        assert_eq!(near.0 & 1, 0, "an offset: this binary's tables are near");
+        assert!(ptr::eq(near.get().expect("a table"), &EMPTY));
+        let far = TableRef::far(&FAILURE);
+        assert_eq!(far.0 & 1, 1);
+        assert!(TableRef::far(&FAILURE) == far, "registered once");
+        assert!(ptr::eq(far.get().expect("a table"), &FAILURE));
+        assert!(TableRef::NONE.get().is_none());
+        // A body whose table is registered works as any other.
+        let drops = Drops::default();
+        let (once, never) = (Counted(drops.clone()), Counted(drops.clone()));
+        let mut ran_body = Body::once(move || drop(once));
+        let mut dropped = Body::once(move || drop(never));
+        for body in [&mut ran_body, &mut dropped] {
+            body.table = TableRef::far(body.table());
+            assert_eq!(body.table.0 & 1, 1);
+        }
+        assert!(matches!(ran(&mut ran_body), Ran::Done));
+        drop(dropped);
+        assert_eq!(drops.count(), 2);
     }
 
     #[test]

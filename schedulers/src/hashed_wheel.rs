@@ -51,7 +51,7 @@
 //! docs); the worker's insert and move are O(1). Every revolution the
 //! worker reads each pending timer in a visited bucket once; buckets whose
 //! timers are all rounds away are skipped without a visit. A pending timer
-//! costs 48 bytes: its 4-byte state word, its 24-byte slot body (the
+//! costs 44 bytes: its 4-byte state word, its 20-byte slot body (the
 //! closure, in place up to 16 bytes of captures) and a 20-byte list node.
 //!
 //! # Defaults

@@ -13,8 +13,8 @@
 //! a schedule or reset leaves an entry in the caller's lane, a cancel is one
 //! CAS; the thread's insert is O(log n) (O(1) on average for random
 //! deadlines), its move O(log n), a cancelled entry leaves lazily, and
-//! expiring a task is an O(log n) pop. A pending timer costs 56 bytes: its
-//! 4-byte state word, its 24-byte slot body (the closure, in place up to 16
+//! expiring a task is an O(log n) pop. A pending timer costs 52 bytes: its
+//! 4-byte state word, its 20-byte slot body (the closure, in place up to 16
 //! bytes of captures), a 24-byte heap entry and a 4-byte position.
 //!
 //! # Differences from `java.util.Timer`

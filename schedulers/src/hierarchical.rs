@@ -66,7 +66,7 @@
 //! Schedule, cancel and reset take no lock of the driver's (see the crate
 //! docs); the driver's insert and move are O(1), and each timer is
 //! re-inserted once per wheel level it descends through. A pending timer
-//! costs 48 bytes (its 4-byte state word, its 24-byte slot body, a 20-byte
+//! costs 44 bytes (its 4-byte state word, its 20-byte slot body, a 20-byte
 //! list node), plus `levels × size` buckets.
 
 use std::fmt;

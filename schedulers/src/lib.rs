@@ -50,8 +50,8 @@
 //!   reset timers between them, 256 at a time, so a pile of resets never
 //!   holds up a due task.
 //!
-//! A handle is 16 bytes. A pending timer costs 48 bytes on the wheels (a
-//! 4-byte state word, a 24-byte slot body, a 20-byte list node) and 56 on
+//! A handle is 16 bytes. A pending timer costs 44 bytes on the wheels (a
+//! 4-byte state word, a 20-byte slot body, a 20-byte list node) and 52 on
 //! the heap-based schedulers (a 28-byte heap entry and position instead of
 //! the node), plus what its closure captures beyond 16 bytes.
 //!

@@ -8,7 +8,7 @@
 //! grows. Segment `s` holds `4096 << s` slots, so 20 segments cover every
 //! key below [`MAX_KEYS`] and a lookup is a shift and two loads. The state
 //! words are dense, 4 bytes each, so those of a million timers (4 MB) stay
-//! in cache and a cancel in random order rarely misses it; the bodies (24
+//! in cache and a cancel in random order rarely misses it; the bodies (20
 //! bytes) sit apart. Segments come from zeroed memory (all-zero is a free
 //! slot), which costs nothing until a key there is first used.
 //!

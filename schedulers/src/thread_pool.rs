@@ -61,7 +61,7 @@
 //! the head, or by a purge; with
 //! [`remove_on_cancel`](ScheduledThreadPoolBuilder::remove_on_cancel) the
 //! worker removes it in O(log n) when it takes the cancel in). A pending
-//! task costs 56 bytes: its 4-byte state word, its 24-byte slot body, a
+//! task costs 52 bytes: its 4-byte state word, its 20-byte slot body, a
 //! 24-byte heap entry and a 4-byte position.
 //!
 //! # Differences from `ScheduledThreadPoolExecutor`

@@ -17,7 +17,7 @@ pub(crate) const MOVES_PER_LOOK: usize = 256;
 
 /// From this many timers in the driver's queue on, a cancel leaves the
 /// closure to the driver (see `crate::state`): their state words and bodies
-/// (28 bytes a timer) then take 7 MB, more than a core's L2 cache holds
+/// (24 bytes a timer) then take 6 MB, more than a core's L2 cache holds
 /// (1 to 4 MB), so a cancel in random order finds its body in no cache.
 /// Above it a cancel takes 25-50 % less (one miss, not two), for CPU per
 /// timer 0-20 % more while the driver read each left key's state word twice,
