@@ -145,6 +145,7 @@ struct TableRef(u32);
 impl TableRef {
     const NONE: TableRef = TableRef(0);
 
+    #[inline]
     fn new(table: &'static Table) -> TableRef {
         // Exposed: `get` makes a pointer to it again from an address.
         let at = ptr::from_ref(table).expose_provenance();
@@ -171,6 +172,7 @@ impl TableRef {
         TableRef(u32::try_from(index).map_or(u32::MAX, |i| i << 1 | 1))
     }
 
+    #[inline]
     fn get(self) -> Option<&'static Table> {
         match self.0 {
             0 => None,
