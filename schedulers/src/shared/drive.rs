@@ -1,6 +1,7 @@
 //! What drivers do with the queue: collect what came due, claim and run
 //! it, re-queue periodic tasks, drop what ended.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, MutexGuard};
@@ -144,12 +145,19 @@ impl Shared {
     /// if any is ready.
     pub(crate) fn collect_due(&self, driver: &mut DriverState, now: u64) -> bool {
         self.check_wall(driver);
-        let before = driver.ready.len();
-        let mut due = std::mem::take(&mut driver.due);
-        driver.queue.poll(now, &mut due);
-        driver.ready.extend(due.drain(..));
-        driver.due = due;
-        driver.ready.len() > before || !driver.ready.is_empty()
+        if driver.ready.is_empty() {
+            // Straight into `ready`'s own buffer: a burst is not copied, nor
+            // held twice.
+            let mut ready = Vec::from(std::mem::take(&mut driver.ready));
+            driver.queue.poll(now, &mut ready);
+            driver.ready = VecDeque::from(ready);
+        } else {
+            let mut due = std::mem::take(&mut driver.due);
+            driver.queue.poll(now, &mut due);
+            driver.ready.extend(due.drain(..));
+            driver.due = due;
+        }
+        !driver.ready.is_empty()
     }
 
     /// When a driver must wake next: at the queue's next deadline, except
@@ -309,6 +317,8 @@ impl Shared {
         b.open = open;
         *b.runners.get_mut() = usize::from(open);
         let items = Arc::get_mut(&mut b.items).expect("a spare batch's items are unshared");
+        // One allocation for a burst, not a doubling (and a copy) per size.
+        items.reserve(max.min(driver.ready.len()));
         while items.len() < max {
             let Some(e) = driver.ready.pop_front() else {
                 break;
