@@ -44,6 +44,7 @@
 //! [`poll`]: TimerQueue::poll
 //! [`next_deadline`]: TimerQueue::next_deadline
 
+use super::due::Due;
 use super::list::Lists;
 use super::MAX_KEYS;
 use super::{Expired, Key, TimerQueue};
@@ -96,7 +97,6 @@ pub struct HashedWheel {
     /// The last tick fully processed.
     cursor: u64,
     /// Scratch space for `poll`, kept to avoid an allocation per tick.
-    out: Vec<(u64, u32, Expired)>,
     keys: Vec<Key>,
 }
 
@@ -128,7 +128,6 @@ impl HashedWheel {
             earliest: vec![u64::MAX; buckets],
             occupied: vec![0; buckets.div_ceil(64)],
             cursor: now / tick,
-            out: Vec::new(),
             keys: Vec::new(),
         })
     }
@@ -186,7 +185,7 @@ impl HashedWheel {
 
     /// Visits `bucket`: expires the timers due by `limit` (ns), carries out
     /// deferred moves, and refreshes the bucket's earliest deadline.
-    fn visit(&mut self, bucket: u32, limit: u64, out: &mut Vec<(u64, u32, Expired)>) {
+    fn visit(&mut self, bucket: u32, limit: u64, out: &mut Due<'_>) {
         let mut earliest = u64::MAX;
         let mut next = self.lists.head(bucket);
         while let Some(key) = next {
@@ -198,7 +197,7 @@ impl HashedWheel {
                     key,
                     deadline: node.deadline(),
                 };
-                out.push((self.tick_of(node.deadline()), node.seq, expired));
+                out.push((self.tick_of(node.deadline()), node.seq), expired);
             } else if self.bucket_of(self.tick_of(node.deadline())) != bucket {
                 self.lists.unlink(key);
                 self.place(key, node.deadline());
@@ -275,7 +274,7 @@ impl TimerQueue for HashedWheel {
             Precision::Exact => now,
             Precision::Tick => now_tick * self.tick,
         };
-        let mut out = std::mem::take(&mut self.out);
+        let mut out = Due::new(expired);
         let mut keys = std::mem::take(&mut self.keys);
         self.lists.take(self.ready(), &mut keys);
         for key in keys.drain(..) {
@@ -285,7 +284,7 @@ impl TimerQueue for HashedWheel {
                     key,
                     deadline: node.deadline(),
                 };
-                out.push((self.tick_of(node.deadline()), node.seq, e));
+                out.push((self.tick_of(node.deadline()), node.seq), e);
             } else {
                 self.place(key, node.deadline()); // moved later since
             }
@@ -320,11 +319,7 @@ impl TimerQueue for HashedWheel {
                 self.visit(bucket, now, &mut out);
             }
         }
-        if !out.is_sorted_by_key(|&(tick, seq, _)| (tick, seq)) {
-            out.sort_unstable_by_key(|&(tick, seq, _)| (tick, seq));
-        }
-        expired.extend(out.drain(..).map(|(_, _, e)| e));
-        self.out = out;
+        out.finish(|e| (self.tick_of(e.deadline), self.lists.timing(e.key).seq));
     }
 
     fn next_deadline(&self) -> Option<u64> {

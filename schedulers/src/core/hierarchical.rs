@@ -60,6 +60,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use priority_queue::PriorityQueue;
 
+use super::due::Due;
 use super::hashed_wheel::{Precision, WheelError};
 use super::list::Lists;
 use super::{Expired, Key, TimerQueue};
@@ -306,13 +307,19 @@ impl HierarchicalWheel {
         }
     }
 
-    fn expired(&self, key: Key, out: &mut Vec<(u64, u32, Expired)>) {
+    fn expired(&self, key: Key, out: &mut Due<'_>) {
         let node = self.lists.timing(key);
         let e = Expired {
             key,
             deadline: node.deadline(),
         };
-        out.push((self.tick_of(node.deadline()), node.seq, e));
+        out.push(self.order(&e), e);
+    }
+
+    /// Where `e` goes among timers due together: by tick, then by
+    /// submission sequence (its node keeps it after the unlink).
+    fn order(&self, e: &Expired) -> (u64, u32) {
+        (self.tick_of(e.deadline), self.lists.timing(e.key).seq)
     }
 }
 
@@ -345,7 +352,7 @@ impl TimerQueue for HierarchicalWheel {
             Precision::Exact => now,
             Precision::Tick => now_tick * self.tick,
         };
-        let mut out = Vec::new();
+        let mut out = Due::new(expired);
         let mut keys = Vec::new();
         // Staging lists that moved a chunk: back in the queue after this
         // poll, so that each moves one chunk per poll.
@@ -402,8 +409,7 @@ impl TimerQueue for HierarchicalWheel {
         for key in keys {
             self.expired(key, &mut out);
         }
-        out.sort_unstable_by_key(|&(tick, seq, _)| (tick, seq));
-        expired.extend(out.into_iter().map(|(_, _, e)| e));
+        out.finish(|e| self.order(e));
     }
 
     fn next_deadline(&self) -> Option<u64> {
@@ -418,16 +424,16 @@ impl TimerQueue for HierarchicalWheel {
     }
 
     fn drain(&mut self, out: &mut Vec<Expired>) {
-        let mut all: Vec<(u64, u32, Expired)> = Vec::with_capacity(self.lists.len());
+        out.reserve(self.lists.len());
+        let mut all = Due::new(out);
         for key in self.lists.linked() {
             self.expired(key, &mut all);
         }
+        all.finish(|e| self.order(e));
         self.lists.clear();
         self.queue.clear();
         self.earliest.fill(None);
         self.placed.fill(0);
-        all.sort_unstable_by_key(|&(tick, seq, _)| (tick, seq));
-        out.extend(all.into_iter().map(|(_, _, e)| e));
     }
 
     fn retain(&mut self, mut keep: impl FnMut(Key) -> bool, removed: &mut Vec<Key>) {

@@ -53,6 +53,7 @@
 //! assert_eq!(timeouts.next_deadline(), Some(45_000 * MS));
 //! ```
 
+mod due;
 pub mod hashed_wheel;
 pub mod heap;
 pub mod hierarchical;
