@@ -183,6 +183,12 @@ impl HashedWheel {
         }
     }
 
+    /// Where `e` goes among timers due together: by tick, then by
+    /// submission sequence (its node keeps it after the unlink).
+    fn order(&self, e: &Expired) -> (u64, u32) {
+        (self.tick_of(e.deadline), self.lists.timing(e.key).seq)
+    }
+
     /// Visits `bucket`: expires the timers due by `limit` (ns), carries out
     /// deferred moves, and refreshes the bucket's earliest deadline.
     fn visit(&mut self, bucket: u32, limit: u64, out: &mut Due<'_>) {
@@ -319,7 +325,7 @@ impl TimerQueue for HashedWheel {
                 self.visit(bucket, now, &mut out);
             }
         }
-        out.finish(|e| (self.tick_of(e.deadline), self.lists.timing(e.key).seq));
+        out.finish(|e| self.order(e));
     }
 
     fn next_deadline(&self) -> Option<u64> {
@@ -346,25 +352,20 @@ impl TimerQueue for HashedWheel {
     }
 
     fn drain(&mut self, out: &mut Vec<Expired>) {
-        let mut all: Vec<(u32, Expired)> = self
-            .lists
-            .linked()
-            .map(|key| {
-                let node = self.lists.node(key).expect("linked");
-                (
-                    node.seq,
-                    Expired {
-                        key,
-                        deadline: node.deadline(),
-                    },
-                )
-            })
-            .collect();
-        all.sort_unstable_by_key(|(seq, e)| (self.tick_of(e.deadline), *seq));
+        out.reserve(self.lists.len());
+        let mut all = Due::new(out);
+        for key in self.lists.linked() {
+            let node = self.lists.timing(key);
+            let e = Expired {
+                key,
+                deadline: node.deadline(),
+            };
+            all.push((self.tick_of(node.deadline()), node.seq), e);
+        }
+        all.finish(|e| self.order(e));
         self.lists.clear();
         self.earliest.fill(u64::MAX);
         self.occupied.fill(0);
-        out.extend(all.into_iter().map(|(_, e)| e));
     }
 
     /// Relinks the timers it keeps by their deadlines, so every bucket's

@@ -313,7 +313,7 @@ impl HierarchicalWheel {
             key,
             deadline: node.deadline(),
         };
-        out.push(self.order(&e), e);
+        out.push((self.tick_of(node.deadline()), node.seq), e);
     }
 
     /// Where `e` goes among timers due together: by tick, then by
