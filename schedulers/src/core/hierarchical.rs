@@ -29,6 +29,15 @@
 //! 2 s) takes about a millisecond; done in one poll at the bucket's first
 //! deadline it made every timer due meanwhile that much late. If a staged
 //! timer comes due before its turn, the rest of its list moves in one poll.
+//! A large bucket whose timers all go to one list below (a burst set for one
+//! instant, whose deadlines share a tick) moves there whole instead, in O(1):
+//! the bucket keeps an upper bound of its deadlines beside the lower one,
+//! and if both fall in one list, so does every deadline between them. A
+//! burst of 10^5 timers for one instant due 300 ms out (a level-1 bucket)
+//! then comes out of a poll 1.1-1.6 ms after its deadline (the hashed
+//! wheel: 0.5-1.1 ms); staged, a cascade begun half a tick ahead with a
+//! millisecond or two of work, it came out after 4-6 ms (10^6: 13-20 ms,
+//! against 45-83).
 //! A smaller bucket expires at its earliest timer, as before: its cascade
 //! is no longer than a chunk, and moving it ahead would cost a wake-up.
 //!
@@ -145,9 +154,14 @@ pub struct HierarchicalWheel {
     /// A lower bound of each list's deadlines, while it is queued (or, for
     /// a staging list, not empty): read without a hash lookup on insert.
     earliest: Vec<Option<u64>>,
+    /// An upper bound of each bucket's deadlines, while its `earliest` is
+    /// set (a removal does not lower it).
+    latest: Vec<u64>,
     /// Timers placed in each bucket since it was last empty: an upper bound
     /// of its length (a removal does not count down).
     placed: Vec<u32>,
+    /// Scratch space for `poll`, kept to avoid an allocation per poll.
+    keys: Vec<Key>,
 }
 
 /// The list of timers already due when inserted.
@@ -180,7 +194,9 @@ impl HierarchicalWheel {
             lists: Lists::new(1),
             queue: DelayQueue::with_default_hasher(),
             earliest: vec![None],
+            latest: vec![0],
             placed: vec![0],
+            keys: Vec::new(),
         };
         wheels.push_level(1, now / tick);
         Ok(wheels)
@@ -190,6 +206,7 @@ impl HierarchicalWheel {
         let first = self.lists.add_lists(2 * self.size as usize);
         self.earliest
             .resize(self.earliest.len() + 2 * self.size as usize, None);
+        self.latest.resize(self.earliest.len(), 0);
         self.placed.resize(self.earliest.len(), 0);
         self.levels.push(Level {
             unit,
@@ -223,35 +240,54 @@ impl HierarchicalWheel {
     /// this is its new earliest timer.
     fn place(&mut self, key: Key, deadline: u64) {
         let e = self.tick_of(deadline);
-        if e <= self.levels[0].current {
-            self.lists.push_back(OVERDUE, key);
-            return;
+        let (level, list) = loop {
+            if let Some(found) = self.list_of(e) {
+                break found;
+            }
+            let top = self.levels[self.levels.len() - 1];
+            self.push_level(top.interval.unwrap_or(u64::MAX), top.current);
+        };
+        self.lists.push_back(list, key);
+        if let Some(l) = level {
+            self.note(l, list, (deadline, deadline), 1);
         }
-        let mut l = 0;
-        loop {
-            let level = self.levels[l];
-            // `e > current_0 >= current_l`, so this cannot wrap.
-            if level.interval.is_none_or(|span| e - level.current < span) {
-                let list = level.first + ((e / level.unit) % self.size) as u32;
-                self.lists.push_back(list, key);
-                let placed = &mut self.placed[list as usize];
-                *placed = placed.saturating_add(1);
-                let big = *placed > CASCADE_CHUNK as u32;
-                let became_big = *placed == CASCADE_CHUNK as u32 + 1;
-                let earliest = &mut self.earliest[list as usize];
-                if earliest.is_none_or(|at| deadline < at) || became_big {
-                    let first = earliest.map_or(deadline, |at| at.min(deadline));
-                    *earliest = Some(first);
-                    let at = self.cascade_at(l, first, big);
-                    self.queue.push(list, Reverse(at));
-                }
-                return;
-            }
-            if l + 1 == self.levels.len() {
-                let unit = level.interval.unwrap_or(u64::MAX);
-                self.push_level(unit, level.current);
-            }
-            l += 1;
+    }
+
+    /// The list [`place`](Self::place) links a timer due in tick `e` into,
+    /// and its level (none for the overdue list); `None` if no level made
+    /// so far spans `e`.
+    fn list_of(&self, e: u64) -> Option<(Option<usize>, u32)> {
+        if e <= self.levels[0].current {
+            return Some((None, OVERDUE));
+        }
+        // `e > current_0 >= current_l`, so this cannot wrap.
+        let (l, level) = self
+            .levels
+            .iter()
+            .enumerate()
+            .find(|(_, level)| level.interval.is_none_or(|span| e - level.current < span))?;
+        Some((Some(l), level.first + ((e / level.unit) % self.size) as u32))
+    }
+
+    /// Counts `count` timers linked into bucket `list` of level `l`, due
+    /// between `first` and `last` (ns), and offers the bucket to the delay
+    /// queue if that moves its key.
+    fn note(&mut self, l: usize, list: u32, (first, last): (u64, u64), count: u32) {
+        let i = list as usize;
+        let before = self.placed[i];
+        self.placed[i] = before.saturating_add(count);
+        let big = self.placed[i] > CASCADE_CHUNK as u32;
+        let became_big = big && before <= CASCADE_CHUNK as u32;
+        let earliest = self.earliest[i];
+        self.latest[i] = match earliest {
+            Some(_) => self.latest[i].max(last),
+            None => last,
+        };
+        if earliest.is_none_or(|at| first < at) || became_big {
+            let first = earliest.map_or(first, |at| at.min(first));
+            self.earliest[i] = Some(first);
+            let at = self.cascade_at(l, first, big);
+            self.queue.push(list, Reverse(at));
         }
     }
 
@@ -275,6 +311,16 @@ impl HierarchicalWheel {
         deadline
             .saturating_sub(ahead)
             .max(spans_from.saturating_mul(self.tick))
+    }
+
+    /// For a bucket above level 0 whose timers are due from `earliest` on:
+    /// the one list (and its level) all its timers move to, if its bounds
+    /// fall in one (then so does every deadline between them).
+    fn one_list_below(&self, list: u32, earliest: u64) -> Option<(Option<usize>, u32)> {
+        self.staging_of(list)?;
+        let last = self.latest[list as usize];
+        let to = self.list_of(self.tick_of(earliest))?;
+        (to.1 != list && self.list_of(self.tick_of(last)) == Some(to)).then_some(to)
     }
 
     /// The staging list of `list`, if it is a bucket above level 0.
@@ -353,7 +399,7 @@ impl TimerQueue for HierarchicalWheel {
             Precision::Tick => now_tick * self.tick,
         };
         let mut out = Due::new(expired);
-        let mut keys = Vec::new();
+        let mut keys = std::mem::take(&mut self.keys);
         // Staging lists that moved a chunk: back in the queue after this
         // poll, so that each moves one chunk per poll.
         let mut unfinished = Vec::new();
@@ -366,7 +412,7 @@ impl TimerQueue for HierarchicalWheel {
             let earliest = self.earliest[list as usize]
                 .take()
                 .expect("a queued list has a bound");
-            self.placed[list as usize] = 0;
+            let placed = std::mem::take(&mut self.placed[list as usize]);
             if earliest <= limit {
                 // Something in it may be due: the whole list, now.
                 self.lists.take(list, &mut keys);
@@ -377,6 +423,15 @@ impl TimerQueue for HierarchicalWheel {
                     } else {
                         self.place(key, deadline);
                     }
+                }
+            } else if let Some((level, target)) = self.one_list_below(list, earliest) {
+                // A bucket's time to move down, and every timer in it goes
+                // to one list (a burst due in one tick): moved whole, in
+                // O(1).
+                self.lists.append(list, target);
+                let last = self.latest[list as usize];
+                if let Some(l) = level {
+                    self.note(l, target, (earliest, last), placed);
                 }
             } else if let Some(staging) = self.staging_of(list) {
                 // A bucket's time to move down: stage it.
@@ -406,9 +461,10 @@ impl TimerQueue for HierarchicalWheel {
         }
         self.advance_clock(now_tick);
         self.lists.take(OVERDUE, &mut keys);
-        for key in keys {
+        for key in keys.drain(..) {
             self.expired(key, &mut out);
         }
+        self.keys = keys;
         out.finish(|e| self.order(e));
     }
 

@@ -21,8 +21,15 @@ enum Op {
 /// advances of time and purges (against 3 for the rest): with many keys,
 /// many inserts, few advances and no purge, many timers come due at once.
 fn op(keys: u32, insert: u32, advance: u32, purge: u32) -> impl Strategy<Value = Op> {
-    // Delays from "already due" to many revolutions of a small ring.
-    let delay = prop_oneof![0..3 * TICK, 0..64 * TICK, 0..10_000 * TICK];
+    // Delays from "already due" to many revolutions of a small ring, and
+    // bursts: timers set together due in one or two ticks, far enough out to
+    // sit above the hierarchical wheel's first level.
+    let delay = prop_oneof![
+        0..3 * TICK,
+        0..64 * TICK,
+        0..10_000 * TICK,
+        (0..3u64).prop_map(|i| 300 * TICK + i * TICK * 2 / 5),
+    ];
     prop_oneof![
         insert => (0..keys, delay.clone()).prop_map(|(k, d)| Op::Insert(k, d)),
         1 => (0..keys).prop_map(Op::Remove),
@@ -199,6 +206,20 @@ proptest! {
 
     /// Hundreds pending and dozens due at a time: a heap's poll goes in
     /// bulk (from 64 pending), and must come out as a pop at a time would.
+    /// Bursts: many timers set at once, due in a tick or two, so that the
+    /// hierarchical wheel's buckets grow large (moved down whole, or a
+    /// chunk per poll).
+    #[test]
+    fn hierarchical_wheel_matches_the_model_when_many_come_due(
+        ops in prop::collection::vec(op(400, 40, 1, 0), 1..1500),
+        size in prop_oneof![Just(2usize), Just(4), Just(20)],
+        exact in any::<bool>(),
+    ) {
+        let precision = if exact { Precision::Exact } else { Precision::Tick };
+        let mut wheels = HierarchicalWheel::new(TICK, size, 0, precision).unwrap();
+        check(&mut wheels, model(TICK, exact), ops);
+    }
+
     #[test]
     fn indexed_heap_matches_the_model_when_many_come_due(
         ops in prop::collection::vec(op(400, 40, 1, 0), 1..1500)
@@ -355,4 +376,31 @@ fn a_large_bucket_moves_down_a_chunk_per_poll_ahead_of_time() {
     let mut want: Vec<Key> = (0..n).collect();
     want.insert(1, n);
     assert_eq!(keys, want);
+}
+
+/// A large bucket whose timers all fall due in one tick moves down a level
+/// whole, in one poll ahead of time (one splice, not a timer at a time), and
+/// they come out in order at their deadline: a burst is not held up by its
+/// own cascade.
+#[test]
+fn a_large_bucket_due_in_one_tick_moves_down_whole() {
+    use super::hierarchical::CASCADE_CHUNK;
+    // Level 0 spans ticks [0, 4); level 1 has buckets of 4 ticks.
+    let mut wheels = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
+    let n = 7 * CASCADE_CHUNK as u32;
+    for k in 0..n {
+        wheels.insert(k, 9 * TICK - u64::from(k % 2)); // all in tick 9
+    }
+    assert_eq!(wheels.next_deadline(), Some(9 * TICK - 1 - TICK / 2));
+    let mut due = Vec::new();
+    wheels.poll(9 * TICK - TICK / 4, &mut due);
+    assert!(due.is_empty());
+    assert_eq!(
+        wheels.next_deadline(),
+        Some(9 * TICK - 1),
+        "moved down in one poll"
+    );
+    wheels.poll(9 * TICK, &mut due);
+    let keys: Vec<Key> = due.iter().map(|e| e.key).collect();
+    assert_eq!(keys, (0..n).collect::<Vec<_>>());
 }
