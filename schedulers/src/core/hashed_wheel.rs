@@ -132,6 +132,13 @@ impl HashedWheel {
         })
     }
 
+    /// Gives back what a poll of a long list made its scratch space hold
+    /// (see [`IDLE_KEEP`](super::IDLE_KEEP)): a driver calls it before it
+    /// sleeps.
+    pub(crate) fn trim(&mut self) {
+        super::trim(&mut self.keys);
+    }
+
     /// The number of buckets.
     pub fn buckets(&self) -> usize {
         self.mask as usize + 1

@@ -73,6 +73,16 @@ impl IndexedHeap {
         IndexedHeap::default()
     }
 
+    /// Gives back most of what the entries' array holds beyond a quarter
+    /// full (after a burst), down to [`IDLE_KEEP`](super::IDLE_KEEP): a
+    /// driver calls it before it sleeps.
+    pub(crate) fn trim(&mut self) {
+        let (len, capacity) = (self.entries.len(), self.entries.capacity());
+        if capacity > super::IDLE_KEEP && len < capacity / 4 {
+            self.entries.shrink_to((2 * len).max(super::IDLE_KEEP));
+        }
+    }
+
     fn set_pos(&mut self, i: usize) {
         let key = self.entries[i].key as usize;
         self.pos[key] = i as u32;
@@ -396,5 +406,38 @@ impl TimerQueue for IndexedHeap {
 
     fn deadline(&self, key: Key) -> Option<u64> {
         self.index_of(key).map(|i| self.entries[i].deadline)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::core::IDLE_KEEP;
+
+    /// After a burst, a trim gives back the entries' array down to a
+    /// quarter full at the least (never below `IDLE_KEEP`); a heap a third
+    /// full keeps its array, and what is left is still in order.
+    #[test]
+    fn a_trim_gives_back_what_a_burst_left() {
+        let mut heap = IndexedHeap::new();
+        let n = 4 * IDLE_KEEP as u32;
+        for key in 0..n {
+            heap.insert(key, u64::from(key));
+        }
+        let mut due = Vec::new();
+        heap.poll(u64::from(n - n / 3), &mut due);
+        let capacity = heap.entries.capacity();
+        heap.trim();
+        assert_eq!(heap.entries.capacity(), capacity, "a third full: kept");
+        heap.poll(u64::from(n - IDLE_KEEP as u32 / 2), &mut due);
+        heap.trim();
+        assert!(
+            heap.entries.capacity() <= IDLE_KEEP,
+            "{}",
+            heap.entries.capacity()
+        );
+        heap.poll(u64::from(n), &mut due);
+        assert_eq!(due.len(), n as usize);
+        assert!(due.windows(2).all(|w| w[0].deadline < w[1].deadline));
     }
 }

@@ -216,6 +216,13 @@ impl HierarchicalWheel {
         });
     }
 
+    /// Gives back what a poll of a long list made its scratch space hold
+    /// (see [`IDLE_KEEP`](super::IDLE_KEEP)): a driver calls it before it
+    /// sleeps.
+    pub(crate) fn trim(&mut self) {
+        super::trim(&mut self.keys);
+    }
+
     /// The tick length in nanoseconds.
     pub fn tick(&self) -> u64 {
         self.tick

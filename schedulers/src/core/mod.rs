@@ -71,6 +71,19 @@ pub type Key = u32;
 /// Keys stay below this (the wheels' lists tag links with the top bit).
 pub(crate) const MAX_KEYS: usize = 1 << 31;
 
+/// Entries a buffer keeps when a driver trims it before it sleeps (see
+/// `trim`): past this, what a burst made it hold goes back to the allocator
+/// once the burst is over (16 bytes an entry of the driver's ready queue:
+/// 16 MB after 10^6 timers due at once), instead of staying for the next.
+pub(crate) const IDLE_KEEP: usize = 1 << 16;
+
+/// Gives back what `v`, empty, holds beyond [`IDLE_KEEP`] entries.
+pub(crate) fn trim<T>(v: &mut Vec<T>) {
+    if v.is_empty() && v.capacity() > IDLE_KEEP {
+        v.shrink_to(IDLE_KEEP);
+    }
+}
+
 /// A timer that came due: its key and the deadline it was due at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Expired {

@@ -61,6 +61,10 @@ impl Queue {
             Queue::Hier(q) => q.tick(),
         }
     }
+    /// Gives back what a burst made the queue's buffers hold.
+    pub(super) fn trim(&mut self) {
+        dispatch!(self, q => q.trim())
+    }
     pub(super) fn deadline(&self, key: Key) -> Option<u64> {
         dispatch!(self, q => q.deadline(key))
     }

@@ -34,6 +34,49 @@ fn threadless_on(
     })
 }
 
+/// The buffers a burst filled (the ready queue: 16 bytes a timer) go
+/// back to the allocator once it is over, before the driver sleeps, and
+/// not before: a driver with tasks ready keeps its buffer.
+#[test]
+fn a_driver_gives_back_a_bursts_buffers_before_it_sleeps() {
+    use crate::core::IDLE_KEEP;
+    let shared = threadless(Duration::ZERO);
+    let n = 2 * IDLE_KEEP;
+    for _ in 0..n {
+        shared
+            .submit(When::After(Duration::ZERO), Task::once(|| ()))
+            .unwrap();
+    }
+    let mut driver = shared.lock();
+    shared.intake(&mut driver);
+    shared.collect_due(&mut driver, shared.now());
+    assert_eq!(driver.ready.len(), n);
+    while let Some(batch) = shared.take_batch(&mut driver, IDLE_KEEP, false) {
+        drop(driver);
+        driver = shared.run_taken(batch).0;
+    }
+    assert!(driver.ready.capacity() >= n, "kept while it ran");
+    driver.nudged = false;
+    // Another thread wakes this one once it sleeps.
+    let waker = {
+        let shared = shared.clone();
+        std::thread::spawn(move || loop {
+            if shared.lock().waiting > 0 {
+                shared.nudge();
+                break;
+            }
+            std::thread::yield_now();
+        })
+    };
+    let driver = shared.wait(driver, None, crate::clock::NEVER, false);
+    waker.join().unwrap();
+    assert!(
+        driver.ready.capacity() <= IDLE_KEEP,
+        "{}",
+        driver.ready.capacity()
+    );
+}
+
 /// A periodic run may wait `periodic_slack` for others to share its
 /// wake-up; a one-shot due meanwhile sets the wake-up instead.
 #[test]

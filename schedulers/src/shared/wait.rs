@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::{DriverState, Shared};
 use crate::clock::{nanos, NEVER};
+use crate::core::{trim, IDLE_KEEP};
 
 /// Gaps shorter than this are spun through rather than slept, within the
 /// spin budget: a timed wait on Linux wakes 50 to 90 µs late, so sleeping
@@ -75,6 +76,27 @@ impl DriverState {
     /// When the first of the waiting threads wakes by itself, if any waits.
     pub(crate) fn first_wake(&self) -> Option<u64> {
         self.sleeping.iter().copied().min()
+    }
+
+    /// Gives back what a burst made the driver's buffers hold, empty now,
+    /// beyond [`IDLE_KEEP`]: before a thread sleeps, so a burst's
+    /// buffers are not kept while nothing happens.
+    fn trim(&mut self) {
+        self.queue.trim();
+        if self.ready.is_empty() && self.ready.capacity() > IDLE_KEEP {
+            self.ready.shrink_to(IDLE_KEEP);
+        }
+        if self.early_moves.is_empty() && self.early_moves.capacity() > IDLE_KEEP {
+            self.early_moves.shrink_to(IDLE_KEEP);
+        }
+        trim(&mut self.due);
+        trim(&mut self.submitted);
+        trim(&mut self.moved);
+        trim(&mut self.cancelled);
+        trim(&mut self.left);
+        trim(&mut self.graveyard);
+        trim(&mut self.to_free);
+        trim(&mut self.new_calendars);
     }
 }
 
@@ -148,6 +170,7 @@ impl Shared {
             return driver;
         }
         self.clock.on_idle();
+        driver.trim();
         driver.waiting += 1;
         // When this thread wakes by itself: never, if it waits for a signal
         // (a follower publishes its leader's wake-up, not its own).
