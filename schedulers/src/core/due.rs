@@ -7,7 +7,8 @@ use super::Expired;
 /// (tick, sequence number) order. They come in that order as a rule (one
 /// bucket's list is in submission order): then nothing is copied or sorted,
 /// and a burst of a million costs no buffer of its own. Otherwise (overdue
-/// timers, several ticks' buckets in one poll) [`Due::finish`] sorts them.
+/// timers, several ticks' buckets in one poll) [`Due::finish`] sorts them,
+/// with a sort that merges the runs they came in (a few, as a rule).
 pub(super) struct Due<'a> {
     out: &'a mut Vec<Expired>,
     start: usize,
@@ -42,7 +43,7 @@ impl<'a> Due<'a> {
         }
         let new = &mut self.out[self.start..];
         let mut keyed: Vec<((u64, u32), Expired)> = new.iter().map(|e| (order(e), *e)).collect();
-        keyed.sort_unstable_by_key(|&(order, _)| order);
+        keyed.sort_by_key(|&(order, _)| order);
         for (slot, (_, e)) in new.iter_mut().zip(keyed) {
             *slot = e;
         }

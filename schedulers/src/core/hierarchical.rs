@@ -19,16 +19,21 @@
 //! expiring bucket costs nothing, so a driver sleeps until
 //! [`next_deadline`](TimerQueue::next_deadline) however many timers wait.
 //!
-//! A bucket above level 0 that received more than 256 timers is keyed half
-//! a unit of the level below *ahead* of its earliest timer (and no earlier
-//! than the level below can take that timer). When its key passes, its
-//! timers move to the bucket's *staging* list, and each poll moves at most
-//! 256 of them down a level while the staging list keeps the queue's head
-//! (so `next_deadline` stays in the past and a driver polls again at once).
-//! A cascade of 20,000 timers (a 400 ms bucket of 10^5 timers spread over
-//! 2 s) takes about a millisecond; done in one poll at the bucket's first
-//! deadline it made every timer due meanwhile that much late. If a staged
-//! timer comes due before its turn, the rest of its list moves in one poll.
+//! A bucket above level 0 that received more than 256 timers is keyed
+//! *ahead* of its earliest timer: by 50 ns a timer (what moving one down
+//! takes a driver, with room to spare), so that its cascade is over by its
+//! first deadline, if the level below can take that timer so early; else by
+//! half a unit of the level below (no earlier than that level can take it),
+//! since a cascade that cannot end in time would only interleave with the
+//! runs it makes late. When its key passes, its timers move to the bucket's
+//! *staging* list, and each poll moves at most 256 of them down a level
+//! while the staging list keeps the queue's head (so `next_deadline` stays
+//! in the past and a driver polls again at once). A cascade of 20,000
+//! timers (a 400 ms bucket of 10^5 timers spread over 2 s) takes about a
+//! millisecond; done in one poll at the bucket's first deadline it made
+//! every timer due meanwhile that much late. If a staged timer comes due
+//! before its turn, the rest of its list moves in one poll.
+//!
 //! A large bucket whose timers all go to one list below (a burst set for one
 //! instant, whose deadlines share a tick) moves there whole instead, in O(1):
 //! the bucket keeps an upper bound of its deadlines beside the lower one,
@@ -38,6 +43,14 @@
 //! wheel: 0.5-1.1 ms); staged, a cascade begun half a tick ahead with a
 //! millisecond or two of work, it came out after 4-6 ms (10^6: 13-20 ms,
 //! against 45-83).
+//!
+//! A level-0 bucket (one tick) that is due in part, with exact deadlines,
+//! gives out what is due and keeps the rest where it is; if its timers were
+//! linked in order of deadline (a cascade moves them down in order), that
+//! is a prefix, and the rest is not looked at. A burst of 10^5 timers set
+//! in a loop (deadlines spread over a few milliseconds) then fires on time:
+//! begun half a tick ahead, its cascade had made it 1.5-2.6 ms late.
+//!
 //! A smaller bucket expires at its earliest timer, as before: its cascade
 //! is no longer than a chunk, and moving it ahead would cost a wake-up.
 //!
@@ -124,6 +137,12 @@ pub(crate) const CASCADE_CHUNK: usize = 256;
 #[cfg(test)]
 pub(crate) const CASCADE_CHUNK: usize = 3;
 
+/// What moving a timer down a level may take a driver, ns, at the most:
+/// a large bucket begins its cascade this much a timer ahead of its first
+/// deadline, so that it is over by then (see `cascade_at`). A driver here
+/// moved 256 timers in 8-9 µs a poll, its loop included: 33 ns a timer.
+pub(crate) const CASCADE_NS_PER_TIMER: u64 = 50;
+
 /// Hierarchical timing wheels. See the [module docs](self).
 ///
 /// # Examples
@@ -157,6 +176,10 @@ pub struct HierarchicalWheel {
     /// An upper bound of each bucket's deadlines, while its `earliest` is
     /// set (a removal does not lower it).
     latest: Vec<u64>,
+    /// Whether each bucket's timers were linked in order of deadline (kept
+    /// beside `latest`): then a poll amid its tick stops at the first that
+    /// is not due.
+    ordered: Vec<bool>,
     /// Timers placed in each bucket since it was last empty: an upper bound
     /// of its length (a removal does not count down).
     placed: Vec<u32>,
@@ -195,6 +218,7 @@ impl HierarchicalWheel {
             queue: DelayQueue::with_default_hasher(),
             earliest: vec![None],
             latest: vec![0],
+            ordered: vec![true],
             placed: vec![0],
             keys: Vec::new(),
         };
@@ -207,6 +231,7 @@ impl HierarchicalWheel {
         self.earliest
             .resize(self.earliest.len() + 2 * self.size as usize, None);
         self.latest.resize(self.earliest.len(), 0);
+        self.ordered.resize(self.earliest.len(), true);
         self.placed.resize(self.earliest.len(), 0);
         self.levels.push(Level {
             unit,
@@ -256,7 +281,7 @@ impl HierarchicalWheel {
         };
         self.lists.push_back(list, key);
         if let Some(l) = level {
-            self.note(l, list, (deadline, deadline), 1);
+            self.note(l, list, (deadline, deadline), 1, true);
         }
     }
 
@@ -277,47 +302,61 @@ impl HierarchicalWheel {
     }
 
     /// Counts `count` timers linked into bucket `list` of level `l`, due
-    /// between `first` and `last` (ns), and offers the bucket to the delay
-    /// queue if that moves its key.
-    fn note(&mut self, l: usize, list: u32, (first, last): (u64, u64), count: u32) {
+    /// between `first` and `last` (ns), `ordered` by deadline among
+    /// themselves, and offers the bucket to the delay queue if that moves
+    /// its key.
+    fn note(&mut self, l: usize, list: u32, (first, last): (u64, u64), count: u32, ordered: bool) {
         let i = list as usize;
         let before = self.placed[i];
         self.placed[i] = before.saturating_add(count);
         let big = self.placed[i] > CASCADE_CHUNK as u32;
-        let became_big = big && before <= CASCADE_CHUNK as u32;
+        // Keyed again as it becomes big and as it doubles: its lead grows
+        // with it (see `cascade_at`).
+        let rekey =
+            big && (before <= CASCADE_CHUNK as u32 || before.ilog2() < self.placed[i].ilog2());
         let earliest = self.earliest[i];
-        self.latest[i] = match earliest {
-            Some(_) => self.latest[i].max(last),
-            None => last,
+        (self.latest[i], self.ordered[i]) = match earliest {
+            Some(_) => (
+                self.latest[i].max(last),
+                self.ordered[i] && ordered && first >= self.latest[i],
+            ),
+            None => (last, ordered),
         };
-        if earliest.is_none_or(|at| first < at) || became_big {
+        if earliest.is_none_or(|at| first < at) || rekey {
             let first = earliest.map_or(first, |at| at.min(first));
             self.earliest[i] = Some(first);
-            let at = self.cascade_at(l, first, big);
+            let at = self.cascade_at(l, first, self.placed[i]);
             self.queue.push(list, Reverse(at));
         }
     }
 
     /// When a bucket of level `l` whose earliest timer is due at `deadline`
-    /// should leave the queue: at that deadline, unless it is `big` and
-    /// above level 0; then half a unit of the level below ahead of it, but
-    /// not before the level below spans the deadline's tick (else the timer
-    /// would come straight back to this bucket).
-    fn cascade_at(&self, l: usize, deadline: u64, big: bool) -> u64 {
-        if l == 0 || !big {
+    /// and which received `placed` timers should leave the queue: at that
+    /// deadline, unless it is big (more than a chunk) and above level 0;
+    /// then ahead of it by [`CASCADE_NS_PER_TIMER`] a timer, if the level
+    /// below spans the deadline's tick that early (else the timers would
+    /// come straight back to this bucket), or else by half a unit of the
+    /// level below (no earlier than that level spans it): a cascade too
+    /// long to end in time is not begun early, as it would only interleave
+    /// with the runs it makes late.
+    fn cascade_at(&self, l: usize, deadline: u64, placed: u32) -> u64 {
+        if l == 0 || placed <= CASCADE_CHUNK as u32 {
             return deadline;
         }
         let e = self.tick_of(deadline);
         let below = self.levels[l - 1].unit;
-        let ahead = below.saturating_mul(self.tick) / 2;
         // The level below spans `e` once its time passes `e - unit`.
         let spans_from = e
             .saturating_sub(self.levels[l].unit - 1)
             .checked_next_multiple_of(below)
-            .unwrap_or(u64::MAX);
-        deadline
-            .saturating_sub(ahead)
-            .max(spans_from.saturating_mul(self.tick))
+            .unwrap_or(u64::MAX)
+            .saturating_mul(self.tick);
+        let lead = u64::from(placed).saturating_mul(CASCADE_NS_PER_TIMER);
+        let ahead = match deadline.checked_sub(lead) {
+            Some(at) if at >= spans_from => return at,
+            _ => below.saturating_mul(self.tick) / 2,
+        };
+        deadline.saturating_sub(ahead).max(spans_from)
     }
 
     /// For a bucket above level 0 whose timers are due from `earliest` on:
@@ -328,6 +367,40 @@ impl HierarchicalWheel {
         let last = self.latest[list as usize];
         let to = self.list_of(self.tick_of(earliest))?;
         (to.1 != list && self.list_of(self.tick_of(last)) == Some(to)).then_some(to)
+    }
+
+    /// True if `list` is a bucket of level 0 (one tick).
+    fn in_level_0(&self, list: u32) -> bool {
+        let first = self.levels[0].first;
+        (first..first + self.size as u32).contains(&list)
+    }
+
+    /// Expires the timers of level-0 bucket `list` due by `limit` (ns), in
+    /// list order, and leaves the others where they are, the bucket queued
+    /// again at their earliest deadline. In a bucket linked in order of
+    /// deadline, that is a prefix: the rest is not looked at.
+    fn expire_due(&mut self, list: u32, limit: u64, placed: u32, out: &mut Due<'_>) {
+        let i = list as usize;
+        let (ordered, latest) = (self.ordered[i], self.latest[i]);
+        let (mut first, mut last, mut left) = (u64::MAX, 0, 0u32);
+        let mut next = self.lists.head(list);
+        while let Some(key) = next {
+            next = self.lists.next(key);
+            let deadline = self.lists.timing(key).deadline();
+            if deadline <= limit {
+                self.lists.unlink(key);
+                self.expired(key, out);
+            } else if ordered {
+                (first, last, left) = (deadline, latest, placed);
+                break;
+            } else {
+                (first, last, left) = (first.min(deadline), last.max(deadline), left + 1);
+            }
+        }
+        if left > 0 {
+            (self.earliest[i], self.latest[i], self.placed[i]) = (Some(first), last, left);
+            self.queue.push(list, Reverse(first));
+        }
     }
 
     /// The staging list of `list`, if it is a bucket above level 0.
@@ -420,7 +493,11 @@ impl TimerQueue for HierarchicalWheel {
                 .take()
                 .expect("a queued list has a bound");
             let placed = std::mem::take(&mut self.placed[list as usize]);
-            if earliest <= limit {
+            if earliest <= limit && self.in_level_0(list) {
+                // One tick's bucket: what is due by now comes out, the rest
+                // stays (with exact deadlines, a poll amid a busy tick).
+                self.expire_due(list, limit, placed, &mut out);
+            } else if earliest <= limit {
                 // Something in it may be due: the whole list, now.
                 self.lists.take(list, &mut keys);
                 for key in keys.drain(..) {
@@ -436,9 +513,9 @@ impl TimerQueue for HierarchicalWheel {
                 // to one list (a burst due in one tick): moved whole, in
                 // O(1).
                 self.lists.append(list, target);
-                let last = self.latest[list as usize];
+                let (last, ordered) = (self.latest[list as usize], self.ordered[list as usize]);
                 if let Some(l) = level {
-                    self.note(l, target, (earliest, last), placed);
+                    self.note(l, target, (earliest, last), placed, ordered);
                 }
             } else if let Some(staging) = self.staging_of(list) {
                 // A bucket's time to move down: stage it.

@@ -347,18 +347,30 @@ fn bad_wheel_settings_are_errors() {
 
 /// A bucket of the hierarchical wheel moves down ahead of its first
 /// deadline, `CASCADE_CHUNK` timers per poll, so a poll never holds up a
-/// timer that is due behind a whole cascade.
+/// timer that is due behind a whole cascade; it begins `CASCADE_NS_PER_TIMER`
+/// a timer ahead, so that the cascade is over by then, unless the level below
+/// does not reach that far: then half a tick ahead.
 #[test]
 fn a_large_bucket_moves_down_a_chunk_per_poll_ahead_of_time() {
-    use super::hierarchical::CASCADE_CHUNK;
-    // Level 0 spans ticks [0, 4); level 1 has buckets of 4 ticks.
+    use super::hierarchical::{CASCADE_CHUNK, CASCADE_NS_PER_TIMER};
+    // Level 0 spans ticks [0, 4); level 1 has buckets of 4 ticks. Level 0
+    // spans tick 9 from tick 6 on: at most 3 ticks ahead.
+    let mut too_long = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
+    for k in 0..100 {
+        too_long.insert(k, 9 * TICK + u64::from(k));
+    }
+    const { assert!(64 * CASCADE_NS_PER_TIMER > 3 * TICK) };
+    assert_eq!(too_long.next_deadline(), Some(9 * TICK - TICK / 2));
     let mut wheels = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
     let n = 7 * CASCADE_CHUNK as u32;
     for k in 0..n {
         wheels.insert(k, 9 * TICK + u64::from(k)); // all in bucket [8, 12)
     }
-    // Half a level-0 tick ahead of the first deadline.
-    assert_eq!(wheels.next_deadline(), Some(9 * TICK - TICK / 2));
+    // Keyed again as the bucket doubles: last at its 16th timer.
+    assert_eq!(
+        wheels.next_deadline(),
+        Some(9 * TICK - 16 * CASCADE_NS_PER_TIMER)
+    );
     let now = 9 * TICK - TICK / 4;
     let mut due = Vec::new();
     let mut polls = 0;
@@ -384,14 +396,17 @@ fn a_large_bucket_moves_down_a_chunk_per_poll_ahead_of_time() {
 /// own cascade.
 #[test]
 fn a_large_bucket_due_in_one_tick_moves_down_whole() {
-    use super::hierarchical::CASCADE_CHUNK;
+    use super::hierarchical::{CASCADE_CHUNK, CASCADE_NS_PER_TIMER};
     // Level 0 spans ticks [0, 4); level 1 has buckets of 4 ticks.
     let mut wheels = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
     let n = 7 * CASCADE_CHUNK as u32;
     for k in 0..n {
         wheels.insert(k, 9 * TICK - u64::from(k % 2)); // all in tick 9
     }
-    assert_eq!(wheels.next_deadline(), Some(9 * TICK - 1 - TICK / 2));
+    assert_eq!(
+        wheels.next_deadline(),
+        Some(9 * TICK - 1 - 16 * CASCADE_NS_PER_TIMER)
+    );
     let mut due = Vec::new();
     wheels.poll(9 * TICK - TICK / 4, &mut due);
     assert!(due.is_empty());
