@@ -20,11 +20,12 @@
 //! [`next_deadline`](TimerQueue::next_deadline) however many timers wait.
 //!
 //! A bucket above level 0 that received more than 256 timers is keyed
-//! *ahead* of its earliest timer: by 50 ns a timer (what moving one down
-//! takes a driver, with room to spare), so that its cascade is over by its
-//! first deadline, if the level below can take that timer so early; else by
-//! half a unit of the level below (no earlier than that level can take it),
-//! since a cascade that cannot end in time would only interleave with the
+//! *ahead* of its earliest timer: by half a unit of the level below (room
+//! for a driver that wakes late), or, if that is longer, by 50 ns a timer
+//! (what moving one down takes a driver, with room to spare), so that its
+//! cascade is over by its first deadline; but never before the level below
+//! can take that timer, and a cascade too long to end in time keeps the
+//! half unit, since beginning it earlier would only interleave it with the
 //! runs it makes late. When its key passes, its timers move to the bucket's
 //! *staging* list, and each poll moves at most 256 of them down a level
 //! while the staging list keeps the queue's head (so `next_deadline` stays
@@ -333,12 +334,13 @@ impl HierarchicalWheel {
     /// When a bucket of level `l` whose earliest timer is due at `deadline`
     /// and which received `placed` timers should leave the queue: at that
     /// deadline, unless it is big (more than a chunk) and above level 0;
-    /// then ahead of it by [`CASCADE_NS_PER_TIMER`] a timer, if the level
-    /// below spans the deadline's tick that early (else the timers would
-    /// come straight back to this bucket), or else by half a unit of the
-    /// level below (no earlier than that level spans it): a cascade too
-    /// long to end in time is not begun early, as it would only interleave
-    /// with the runs it makes late.
+    /// then ahead of it by half a unit of the level below (room for a
+    /// driver's late wake-up), or by [`CASCADE_NS_PER_TIMER`] a timer if
+    /// that is longer and the level below spans the deadline's tick that
+    /// early (else the timers would come straight back to this bucket); no
+    /// earlier than that level spans it. A cascade too long to end in time
+    /// is not begun earlier, as it would only interleave with the runs it
+    /// makes late.
     fn cascade_at(&self, l: usize, deadline: u64, placed: u32) -> u64 {
         if l == 0 || placed <= CASCADE_CHUNK as u32 {
             return deadline;
@@ -351,10 +353,11 @@ impl HierarchicalWheel {
             .checked_next_multiple_of(below)
             .unwrap_or(u64::MAX)
             .saturating_mul(self.tick);
+        let half = below.saturating_mul(self.tick) / 2;
         let lead = u64::from(placed).saturating_mul(CASCADE_NS_PER_TIMER);
         let ahead = match deadline.checked_sub(lead) {
-            Some(at) if at >= spans_from => return at,
-            _ => below.saturating_mul(self.tick) / 2,
+            Some(at) if lead > half && at >= spans_from => lead,
+            _ => half,
         };
         deadline.saturating_sub(ahead).max(spans_from)
     }

@@ -355,12 +355,16 @@ fn a_large_bucket_moves_down_a_chunk_per_poll_ahead_of_time() {
     use super::hierarchical::{CASCADE_CHUNK, CASCADE_NS_PER_TIMER};
     // Level 0 spans ticks [0, 4); level 1 has buckets of 4 ticks. Level 0
     // spans tick 9 from tick 6 on: at most 3 ticks ahead.
-    let mut too_long = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
-    for k in 0..100 {
-        too_long.insert(k, 9 * TICK + u64::from(k));
+    // Half a tick ahead where 50 ns a timer is less, or too long to fit.
+    for (n, last_keyed) in [(5, 4), (100, 64)] {
+        let mut wheels = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
+        for k in 0..n {
+            wheels.insert(k, 9 * TICK + u64::from(k));
+        }
+        let lead = last_keyed * CASCADE_NS_PER_TIMER;
+        assert!(!(TICK / 2..=3 * TICK).contains(&lead));
+        assert_eq!(wheels.next_deadline(), Some(9 * TICK - TICK / 2), "{n}");
     }
-    const { assert!(64 * CASCADE_NS_PER_TIMER > 3 * TICK) };
-    assert_eq!(too_long.next_deadline(), Some(9 * TICK - TICK / 2));
     let mut wheels = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
     let n = 7 * CASCADE_CHUNK as u32;
     for k in 0..n {
