@@ -185,6 +185,9 @@ pub(crate) struct DriverState {
     /// yet run, and keys handed to an executor.
     pub(crate) busy: usize,
     spin: SpinMeter,
+    /// Sleeps since the driver's buffers were last trimmed (see
+    /// `DriverState::trim`).
+    sleeps_untrimmed: u32,
     /// Driver threads alive.
     pub(crate) threads: usize,
     /// Driver threads waiting on `wakeup`: a signal with none waiting is
@@ -292,6 +295,7 @@ impl Shared {
                 dead: 0,
                 busy: 0,
                 spin: SpinMeter::default(),
+                sleeps_untrimmed: 0,
                 threads: 0,
                 waiting: 0,
                 sleeping: Vec::new(),

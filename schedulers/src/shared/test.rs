@@ -35,8 +35,9 @@ fn threadless_on(
 }
 
 /// The buffers a burst filled (the ready queue: 16 bytes a timer) go
-/// back to the allocator once it is over, before the driver sleeps, and
-/// not before: a driver with tasks ready keeps its buffer.
+/// back to the allocator before the driver sleeps for long, or at one
+/// short sleep in `TRIM_EVERY`; not while it runs tasks, and not at every
+/// short sleep (bursts that recur reuse them).
 #[test]
 fn a_driver_gives_back_a_bursts_buffers_before_it_sleeps() {
     use crate::core::IDLE_KEEP;
@@ -56,8 +57,32 @@ fn a_driver_gives_back_a_bursts_buffers_before_it_sleeps() {
         driver = shared.run_taken(batch).0;
     }
     assert!(driver.ready.capacity() >= n, "kept while it ran");
+    let soon = Some(shared.now() + nanos(Duration::from_millis(1)));
+    driver = sleep_once(&shared, driver, soon);
+    assert!(driver.ready.capacity() >= n, "kept over a short sleep");
+    driver.sleeps_untrimmed = super::wait::TRIM_EVERY - 1;
+    driver = sleep_once(&shared, driver, soon);
+    assert!(
+        driver.ready.capacity() <= IDLE_KEEP,
+        "{}",
+        driver.ready.capacity()
+    );
+    driver.ready.reserve(n);
+    driver = sleep_once(&shared, driver, None);
+    assert!(
+        driver.ready.capacity() <= IDLE_KEEP,
+        "given back before a long sleep"
+    );
+}
+
+/// Lets the driver of `shared` sleep once (until `deadline` by the virtual
+/// clock, which never comes): another thread wakes it once it waits.
+fn sleep_once<'a>(
+    shared: &'a Arc<Shared>,
+    mut driver: MutexGuard<'a, DriverState>,
+    deadline: Option<u64>,
+) -> MutexGuard<'a, DriverState> {
     driver.nudged = false;
-    // Another thread wakes this one once it sleeps.
     let waker = {
         let shared = shared.clone();
         std::thread::spawn(move || loop {
@@ -68,13 +93,10 @@ fn a_driver_gives_back_a_bursts_buffers_before_it_sleeps() {
             std::thread::yield_now();
         })
     };
-    let driver = shared.wait(driver, None, crate::clock::NEVER, false);
+    let wake_at = deadline.unwrap_or(crate::clock::NEVER);
+    let driver = shared.wait(driver, deadline, wake_at, false);
     waker.join().unwrap();
-    assert!(
-        driver.ready.capacity() <= IDLE_KEEP,
-        "{}",
-        driver.ready.capacity()
-    );
+    driver
 }
 
 /// A periodic run may wait `periodic_slack` for others to share its

@@ -72,6 +72,14 @@ impl SpinMeter {
     }
 }
 
+/// A sleep at least this long gives back what a burst made the driver's
+/// buffers hold (see `DriverState::trim`).
+const TRIM_SLEEP: Duration = Duration::from_secs(1);
+
+/// Shorter sleeps give it back once in this many: the regrowth costs a
+/// burst of 10^5 about 0.3 ms (fresh pages), once in 64 of them.
+pub(super) const TRIM_EVERY: u32 = 64;
+
 impl DriverState {
     /// When the first of the waiting threads wakes by itself, if any waits.
     pub(crate) fn first_wake(&self) -> Option<u64> {
@@ -79,9 +87,16 @@ impl DriverState {
     }
 
     /// Gives back what a burst made the driver's buffers hold, empty now,
-    /// beyond [`IDLE_KEEP`]: before a thread sleeps, so a burst's
-    /// buffers are not kept while nothing happens.
-    fn trim(&mut self) {
+    /// beyond [`IDLE_KEEP`], before a thread sleeps: a `long` sleep (or
+    /// one in every [`TRIM_EVERY`]), so that a burst's buffers are not kept
+    /// while nothing happens, nor while other timers keep the driver busy,
+    /// and bursts that recur within a second reuse them.
+    fn trim(&mut self, long: bool) {
+        self.sleeps_untrimmed += 1;
+        if !long && self.sleeps_untrimmed < TRIM_EVERY {
+            return;
+        }
+        self.sleeps_untrimmed = 0;
         self.queue.trim();
         if self.ready.is_empty() && self.ready.capacity() > IDLE_KEEP {
             self.ready.shrink_to(IDLE_KEEP);
@@ -170,7 +185,7 @@ impl Shared {
             return driver;
         }
         self.clock.on_idle();
-        driver.trim();
+        driver.trim(deadline.is_none_or(|d| d > now.saturating_add(nanos(TRIM_SLEEP))));
         driver.waiting += 1;
         // When this thread wakes by itself: never, if it waits for a signal
         // (a follower publishes its leader's wake-up, not its own).
