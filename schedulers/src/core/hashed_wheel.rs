@@ -134,7 +134,7 @@ impl HashedWheel {
 
     /// Gives back what a poll of a long list made its scratch space hold
     /// (see [`IDLE_KEEP`](super::IDLE_KEEP)): a driver calls it before it
-    /// sleeps.
+    /// sleeps for long.
     pub(crate) fn trim(&mut self) {
         super::trim(&mut self.keys);
     }

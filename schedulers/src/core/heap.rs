@@ -75,7 +75,7 @@ impl IndexedHeap {
 
     /// Gives back most of what the entries' array holds beyond a quarter
     /// full (after a burst), down to [`IDLE_KEEP`](super::IDLE_KEEP): a
-    /// driver calls it before it sleeps.
+    /// driver calls it before it sleeps for long.
     pub(crate) fn trim(&mut self) {
         let (len, capacity) = (self.entries.len(), self.entries.capacity());
         if capacity > super::IDLE_KEEP && len < capacity / 4 {
@@ -414,9 +414,9 @@ mod test {
     use super::*;
     use crate::core::IDLE_KEEP;
 
-    /// After a burst, a trim gives back the entries' array down to a
-    /// quarter full at the least (never below `IDLE_KEEP`); a heap a third
-    /// full keeps its array, and what is left is still in order.
+    /// After a burst, a trim shrinks the entries' array once it is less
+    /// than a quarter full (to twice its length, never below `IDLE_KEEP`);
+    /// a third full, it keeps its array; what is left is still in order.
     #[test]
     fn a_trim_gives_back_what_a_burst_left() {
         let mut heap = IndexedHeap::new();
