@@ -366,16 +366,9 @@ impl HierarchicalWheel {
     /// the one list (and its level) all its timers move to, if its bounds
     /// fall in one (then so does every deadline between them).
     fn one_list_below(&self, list: u32, earliest: u64) -> Option<(Option<usize>, u32)> {
-        self.staging_of(list)?;
         let last = self.latest[list as usize];
         let to = self.list_of(self.tick_of(earliest))?;
         (to.1 != list && self.list_of(self.tick_of(last)) == Some(to)).then_some(to)
-    }
-
-    /// True if `list` is a bucket of level 0 (one tick).
-    fn in_level_0(&self, list: u32) -> bool {
-        let first = self.levels[0].first;
-        (first..first + self.size as u32).contains(&list)
     }
 
     /// Expires the timers of level-0 bucket `list` due by `limit` (ns), in
@@ -406,13 +399,13 @@ impl HierarchicalWheel {
         }
     }
 
-    /// The staging list of `list`, if it is a bucket above level 0.
-    fn staging_of(&self, list: u32) -> Option<u32> {
+    /// The level `list` is a bucket of; `None` for the overdue list and
+    /// the staging lists (a bucket's staging list is `size` lists after it).
+    fn level_of(&self, list: u32) -> Option<usize> {
         let size = self.size as u32;
-        self.levels[1..]
+        self.levels
             .iter()
-            .find(|level| (level.first..level.first + size).contains(&list))
-            .map(|_| list + size)
+            .position(|level| (level.first..level.first + size).contains(&list))
     }
 
     /// Unlinks `key`, taking its list out of the queue if that emptied it.
@@ -496,7 +489,8 @@ impl TimerQueue for HierarchicalWheel {
                 .take()
                 .expect("a queued list has a bound");
             let placed = std::mem::take(&mut self.placed[list as usize]);
-            if earliest <= limit && self.in_level_0(list) {
+            let level = self.level_of(list);
+            if earliest <= limit && level == Some(0) {
                 // One tick's bucket: what is due by now comes out, the rest
                 // stays (with exact deadlines, a poll amid a busy tick).
                 self.expire_due(list, limit, placed, &mut out);
@@ -511,17 +505,20 @@ impl TimerQueue for HierarchicalWheel {
                         self.place(key, deadline);
                     }
                 }
-            } else if let Some((level, target)) = self.one_list_below(list, earliest) {
-                // A bucket's time to move down, and every timer in it goes
-                // to one list (a burst due in one tick): moved whole, in
-                // O(1).
-                self.lists.append(list, target);
-                let (last, ordered) = (self.latest[list as usize], self.ordered[list as usize]);
-                if let Some(l) = level {
-                    self.note(l, target, (earliest, last), placed, ordered);
+            } else if level.is_some_and(|l| l > 0) {
+                // A bucket's time to move down.
+                if let Some((to, target)) = self.one_list_below(list, earliest) {
+                    // Every timer in it goes to one list (a burst due in
+                    // one tick): moved whole, in O(1).
+                    self.lists.append(list, target);
+                    let (last, ordered) = (self.latest[list as usize], self.ordered[list as usize]);
+                    if let Some(l) = to {
+                        self.note(l, target, (earliest, last), placed, ordered);
+                    }
+                    continue;
                 }
-            } else if let Some(staging) = self.staging_of(list) {
-                // A bucket's time to move down: stage it.
+                // Staged, to move a chunk a poll.
+                let staging = list + self.size as u32;
                 self.lists.append(list, staging);
                 let bound = &mut self.earliest[staging as usize];
                 if bound.is_none() {
