@@ -96,6 +96,21 @@ fn locate(key: Key) -> (usize, usize) {
     (segment, (i - (1 << bits)) as usize)
 }
 
+/// Where a key's slot is, found once for the several things of the key a
+/// call touches (its state word and its mark, say).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place {
+    segment: usize,
+    offset: usize,
+}
+
+impl Place {
+    pub(crate) fn of(key: Key) -> Place {
+        let (segment, offset) = locate(key);
+        Place { segment, offset }
+    }
+}
+
 /// `len` zeroed `T`s, from memory the allocator zeroes lazily (fresh pages
 /// cost nothing until touched).
 ///
@@ -133,11 +148,16 @@ impl Slab {
 
     /// The state word of a key that was handed out.
     pub(crate) fn word(&self, key: Key) -> &AtomicU32 {
-        let (segment, offset) = locate(key);
-        let words = self.words[segment]
+        self.word_at(Place::of(key))
+    }
+
+    /// As [`Slab::word`], of the key at `at`.
+    #[inline]
+    pub(crate) fn word_at(&self, at: Place) -> &AtomicU32 {
+        let words = self.words[at.segment]
             .get()
             .expect("a key is only handed out once its segment exists");
-        &words[offset]
+        &words[at.offset]
     }
 
     /// The body of a key that was handed out.
@@ -191,10 +211,11 @@ impl Slab {
         self.body(key).with(|body| f(unsafe { &*body }))
     }
 
-    /// Marks `key` cancelled for the driver to see, `left` if the closure
-    /// was left to it: a bit in a dense bitmap (a fetch-or, no lock), and
-    /// the first bit of a word also a bit in the summary. Returns true if
-    /// this made the first mark since the driver last looked.
+    /// Marks the key at `at` cancelled for the driver to see, `left` if the
+    /// closure was left to it: a bit in a dense bitmap (a fetch-or, no
+    /// lock), and the first bit of a word also a bit in the summary.
+    /// Returns true if this made the first mark since the driver last
+    /// looked.
     ///
     /// The driver counts the cancels by the marks it takes. A mark whose
     /// canceller dropped the closure holds no reference, so a key can be
@@ -203,8 +224,13 @@ impl Slab {
     /// common mark takes one locked instruction, not two). A left mark
     /// holds a reference, so its key is never marked again before the
     /// driver took it.
-    pub(crate) fn mark(&self, key: Key, left: bool) -> bool {
-        let (segment, offset) = locate(key);
+    ///
+    /// Inlined into the cancel that calls it: a call's own instructions
+    /// (saving registers, passing the key's place) cost a cancel at 1e6
+    /// timers as much as the mark's (see `Shared::cancel`).
+    #[inline(always)]
+    pub(crate) fn mark(&self, at: Place, left: bool) -> bool {
+        let Place { segment, offset } = at;
         let marks = if left { &self.left } else { &self.marks };
         // Made by the segment's first mark of its kind, before that mark's
         // summary bit: a scheduler whose cancels never reach the driver
@@ -441,15 +467,15 @@ mod test {
         slab.take_marks(&mut taken, &mut left);
         assert!(taken.is_empty() && left.is_empty() && !slab.any_marked());
         assert!(
-            slab.mark(8191, false),
+            slab.mark(Place::of(8191), false),
             "the first mark since the driver looked"
         );
         for key in [5000, 3, 4096, 64, 65, 8191] {
-            assert!(!slab.mark(key, false));
+            assert!(!slab.mark(Place::of(key), false));
         }
         assert!(slab.any_marked());
         assert_eq!(slab.remarks(), 1, "8191 again before the driver took it");
-        assert!(!slab.mark(64, false));
+        assert!(!slab.mark(Place::of(64), false));
         assert_eq!(slab.remarks(), 2, "and 64");
         slab.take_marks(&mut taken, &mut left);
         assert_eq!(taken, [3, 64, 65, 4096, 5000, 8191]);
@@ -457,27 +483,27 @@ mod test {
         taken.clear();
         slab.take_marks(&mut taken, &mut left);
         assert!(taken.is_empty(), "taken once");
-        assert!(slab.mark(7, false));
+        assert!(slab.mark(Place::of(7), false));
     }
 
     #[test]
     fn left_marks_come_back_apart_from_the_others() {
         let (slab, _) = slab_with_keys(9000);
         assert!(
-            slab.mark(70, true),
+            slab.mark(Place::of(70), true),
             "the first mark since the driver looked"
         );
         // Word 1 of the bitmaps holds a bit in each: one summary bit.
-        assert!(!slab.mark(65, false));
-        assert!(!slab.mark(8000, true));
-        assert!(!slab.mark(8001, false));
+        assert!(!slab.mark(Place::of(65), false));
+        assert!(!slab.mark(Place::of(8000), true));
+        assert!(!slab.mark(Place::of(8001), false));
         let (mut taken, mut left) = (Vec::new(), Vec::new());
         slab.take_marks(&mut taken, &mut left);
         assert_eq!(taken, [65, 8001]);
         assert_eq!(left, [70, 8000]);
         assert_eq!(slab.remarks(), 0);
         // A left mark alone in its word sets the summary bit again.
-        assert!(slab.mark(71, true), "the driver looked");
+        assert!(slab.mark(Place::of(71), true), "the driver looked");
         taken.clear();
         left.clear();
         slab.take_marks(&mut taken, &mut left);
@@ -501,7 +527,7 @@ mod test {
         assert_eq!(made(&slab.left), none);
         assert_eq!(made(&slab.summary), none);
         assert_eq!(locate(5000).0, 1);
-        assert!(slab.mark(5000, false));
+        assert!(slab.mark(Place::of(5000), false));
         let mut only_1 = none.clone();
         only_1[1] = true;
         assert_eq!(made(&slab.marks), only_1);
@@ -511,7 +537,7 @@ mod test {
         slab.take_marks(&mut taken, &mut left);
         assert_eq!(taken, [5000]);
         assert!(left.is_empty());
-        assert!(slab.mark(5001, true));
+        assert!(slab.mark(Place::of(5001), true));
         assert_eq!(made(&slab.left), only_1);
         taken.clear();
         slab.take_marks(&mut taken, &mut left);

@@ -219,10 +219,11 @@ pub(crate) fn intake(word: &AtomicU32) -> Result<u32, u32> {
 
 /// Stops every future run; see [`Cancel`]. With `leave`, a task the driver
 /// holds is left to it, with a reference for the mark that tells it so.
+/// Starts from `current`, a value of the word the caller loaded (Acquire).
 /// Returns the replaced word too.
-pub(crate) fn cancel(word: &AtomicU32, leave: bool) -> (Cancel, u32) {
+pub(crate) fn cancel(word: &AtomicU32, current: u32, leave: bool) -> (Cancel, u32) {
     let mut outcome = Cancel::TooLate;
-    let prev = update(word, |w| match of(w) {
+    let prev = update_from(word, current, |w| match of(w) {
         SCHEDULED => {
             let logged = w & DRAINED != 0;
             let left = leave && logged;
@@ -240,6 +241,12 @@ pub(crate) fn cancel(word: &AtomicU32, leave: bool) -> (Cancel, u32) {
         }
     });
     (outcome, prev.unwrap_or_else(|w| w))
+}
+
+/// True once the driver has taken the task's submission out of its lane
+/// (for good: only a new task under the key clears it).
+pub(crate) fn is_drained(word: u32) -> bool {
+    word & DRAINED != 0
 }
 
 /// Cancels a task the driver has not taken in and no reset is on its way

@@ -31,7 +31,7 @@
 #![allow(unsafe_code)]
 
 use loom::cell::UnsafeCell;
-use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::SeqCst};
+use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
@@ -291,19 +291,22 @@ impl World {
     /// still there, else the usual CAS, marking the key for the driver if
     /// it held the task.
     fn cancel(&self) -> bool {
-        let mut lane = self.lane.lock().unwrap();
-        if lane.submitted {
-            if let Some(prev) = cancel_undrained(&self.word) {
-                lane.submitted = false;
-                drop(lane);
-                self.cancelled.store(true, SeqCst);
-                self.drop_body();
-                self.ended(prev);
-                return true;
+        // A task the driver took in is not in its lane: no look there.
+        let current = self.word.load(Acquire);
+        if !is_drained(current) {
+            let mut lane = self.lane.lock().unwrap();
+            if lane.submitted {
+                if let Some(prev) = cancel_undrained(&self.word) {
+                    lane.submitted = false;
+                    drop(lane);
+                    self.cancelled.store(true, SeqCst);
+                    self.drop_body();
+                    self.ended(prev);
+                    return true;
+                }
             }
         }
-        drop(lane);
-        let (outcome, prev) = cancel(&self.word, self.leave);
+        let (outcome, prev) = cancel(&self.word, current, self.leave);
         match outcome {
             Cancel::WasPending { logged, left } => {
                 self.cancelled.store(true, SeqCst);
