@@ -181,11 +181,13 @@ impl Slab {
     }
 
     /// As [`Slab::with_body`], with the state word of `key` too (found
-    /// once for both).
+    /// once for both). Inlined into `submit`, its one caller: the call
+    /// took 11 of the 330 or so instructions of a schedule.
     ///
     /// # Safety
     ///
     /// As [`Slab::with_body`].
+    #[inline(always)]
     pub(crate) unsafe fn with_cell<'a, R>(
         &'a self,
         key: Key,
