@@ -11,6 +11,7 @@ use crate::error::{Error, Kind};
 use crate::lanes::{Moved, Spot, KEEP, TAKEN_BACK};
 use crate::slab::{Place, BATCH};
 use crate::state::{self, Cancel, Reset};
+use crate::sync::atomic::AtomicU32;
 use crate::task;
 
 impl Shared {
@@ -31,7 +32,7 @@ impl Shared {
         let word = self.slab.word_at(at);
         let current = word.load(Acquire);
         if !state::is_drained(current) {
-            if let Some(taken) = self.cancel_in_lane(key, spot) {
+            if let Some(taken) = self.cancel_in_lane(key, spot, word) {
                 return taken;
             }
         }
@@ -89,10 +90,10 @@ impl Shared {
     /// hears of it, so a timer set and cleared before the driver next
     /// woke costs the driver nothing. `None` if the entry is not there
     /// any more (or a reset of it is on its way): cancel the usual way.
-    fn cancel_in_lane(&self, key: Key, spot: Spot) -> Option<bool> {
+    /// (`word` is the key's state word, found by the caller.)
+    fn cancel_in_lane(&self, key: Key, spot: Spot, word: &AtomicU32) -> Option<bool> {
         let mut held = self.lanes.of_spot(spot)?;
         let entry = held.at(spot, key)?;
-        let word = self.slab.word(key);
         let prev = state::cancel_undrained(word)?;
         entry.key = TAKEN_BACK;
         held.lane.taken_back += 1;
@@ -216,6 +217,11 @@ impl Shared {
     /// unless it is `emptied` already, and keeps the key in this thread's
     /// lane for its next task (whose submit asserts the body empty in
     /// debug builds).
+    ///
+    /// Not inlined into `release`: a release that is not the last (a
+    /// handle dropped while its task waits, at 1e6 timers a wait for its
+    /// state word's line) then saves no registers for it.
+    #[inline(never)]
     fn free(&self, key: Key, emptied: bool) {
         if !emptied {
             // SAFETY: the last holder let go, so no other thread can reach
