@@ -24,7 +24,7 @@ impl Shared {
     /// window of instructions in flight: at 1e6 timers in random order,
     /// each instruction more a cancel costs it about a nanosecond (a
     /// stripped loop of handle read and CAS, measured here: 35 ns with 12
-    /// instructions, 60-80 with 36, 100-135 with 84). So the key's slot is
+    /// instructions, 62-78 with 36, 97-135 with 84). So the key's slot is
     /// found once for the word and the mark, the mark is inlined, and the
     /// lane is looked at only for a timer the driver has not taken in.
     pub(crate) fn cancel(&self, key: Key, spot: Spot) -> bool {
