@@ -89,16 +89,10 @@ fn segment_len(segment: usize) -> usize {
     (1usize << FIRST_BITS) << segment
 }
 
-fn locate(key: Key) -> (usize, usize) {
-    let i = u64::from(key) + (1 << FIRST_BITS);
-    let bits = 63 - i.leading_zeros();
-    let segment = (bits - FIRST_BITS) as usize;
-    (segment, (i - (1 << bits)) as usize)
-}
-
-/// Where a key's slot is, found once for the several things of the key a
-/// call touches (its state word and its mark, say).
-#[derive(Clone, Copy, Debug)]
+/// Where a key's slot is: its segment, and its offset there. Found once for
+/// the several things of the key a call touches (its state word and its
+/// mark, say).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Place {
     segment: usize,
     offset: usize,
@@ -106,8 +100,12 @@ pub(crate) struct Place {
 
 impl Place {
     pub(crate) fn of(key: Key) -> Place {
-        let (segment, offset) = locate(key);
-        Place { segment, offset }
+        let i = u64::from(key) + (1 << FIRST_BITS);
+        let bits = 63 - i.leading_zeros();
+        Place {
+            segment: (bits - FIRST_BITS) as usize,
+            offset: (i - (1 << bits)) as usize,
+        }
     }
 }
 
@@ -162,7 +160,7 @@ impl Slab {
 
     /// The body of a key that was handed out.
     pub(crate) fn body(&self, key: Key) -> &BodyCell {
-        let (segment, offset) = locate(key);
+        let Place { segment, offset } = Place::of(key);
         let bodies = self.bodies[segment]
             .get()
             .expect("a key is only handed out once its segment exists");
@@ -193,7 +191,7 @@ impl Slab {
         key: Key,
         f: impl FnOnce(&'a AtomicU32, &mut Body) -> R,
     ) -> R {
-        let (segment, offset) = locate(key);
+        let Place { segment, offset } = Place::of(key);
         let (Some(words), Some(bodies)) = (self.words[segment].get(), self.bodies[segment].get())
         else {
             unreachable!("a key is only handed out once its segment exists");
@@ -330,9 +328,8 @@ impl Slab {
 
     /// Makes the segments of keys `from..to` exist.
     fn reserve(&self, from: Key, to: Key) {
-        let (first, _) = locate(from);
-        let (last, _) = locate(to - 1);
-        for segment in first..=last {
+        let (first, last) = (Place::of(from), Place::of(to - 1));
+        for segment in first.segment..=last.segment {
             self.words[segment].get_or_init(|| new_segment(segment_len(segment)));
             self.bodies[segment].get_or_init(|| new_segment(segment_len(segment)));
         }
@@ -442,11 +439,12 @@ mod test {
 
     #[test]
     fn keys_map_to_distinct_slots() {
-        assert_eq!(locate(0), (0, 0));
-        assert_eq!(locate(4096), (1, 0));
+        let at = |segment, offset| Place { segment, offset };
+        assert_eq!(Place::of(0), at(0, 0));
+        assert_eq!(Place::of(4096), at(1, 0));
         assert_eq!(
-            locate(MAX_KEYS as Key - 1),
-            (SEGMENTS - 1, 4095),
+            Place::of(MAX_KEYS as Key - 1),
+            at(SEGMENTS - 1, 4095),
             "the last key is early in the last segment"
         );
         let (slab, keys) = slab_with_keys(5000);
@@ -528,7 +526,7 @@ mod test {
         assert_eq!(made(&slab.marks), none);
         assert_eq!(made(&slab.left), none);
         assert_eq!(made(&slab.summary), none);
-        assert_eq!(locate(5000).0, 1);
+        assert_eq!(Place::of(5000).segment, 1);
         assert!(slab.mark(Place::of(5000), false));
         let mut only_1 = none.clone();
         only_1[1] = true;
