@@ -160,11 +160,16 @@ impl Slab {
 
     /// The body of a key that was handed out.
     pub(crate) fn body(&self, key: Key) -> &BodyCell {
-        let Place { segment, offset } = Place::of(key);
-        let bodies = self.bodies[segment]
+        self.body_at(Place::of(key))
+    }
+
+    /// As [`Slab::body`], of the key at `at`.
+    #[inline]
+    fn body_at(&self, at: Place) -> &BodyCell {
+        let bodies = self.bodies[at.segment]
             .get()
             .expect("a key is only handed out once its segment exists");
-        &bodies[offset]
+        &bodies[at.offset]
     }
 
     /// Calls `f` on the body of `key`.
@@ -265,8 +270,9 @@ impl Slab {
     /// a cache line that may be far), for a loop over many keys to touch
     /// them a few keys later without waiting for each in turn.
     pub(crate) fn prefetch(&self, key: Key) {
-        prefetch(self.word(key));
-        prefetch(self.body(key));
+        let at = Place::of(key);
+        prefetch(self.word_at(at));
+        prefetch(self.body_at(at));
     }
 
     /// As [`Slab::prefetch`], the state word alone.

@@ -18,6 +18,8 @@ use super::{Key, MAX_KEYS};
 
 /// Marks a link that names a list, not a node: keys stay below it.
 const TAG: u32 = MAX_KEYS as u32;
+/// Nodes added at a time (see [`Lists::grow`]): 1.3 KB.
+const GROW: usize = 64;
 /// "Not linked" / "empty list".
 pub(crate) const NIL: u32 = u32::MAX;
 
@@ -113,23 +115,33 @@ impl Lists {
     /// Sets the deadline of an unlinked or linked key (links unchanged)
     /// and gives it the next sequence number: it now counts as submitted
     /// last among ties.
+    #[inline]
     pub(crate) fn set(&mut self, key: Key, deadline: u64) {
         let i = key as usize;
         if i >= self.nodes.len() {
-            self.nodes.resize(
-                i + 1,
-                Node {
-                    deadline: [0; 2],
-                    seq: 0,
-                    prev: NIL,
-                    next: NIL,
-                },
-            );
+            self.grow(i);
         }
         let seq = self.next_seq();
         let n = &mut self.nodes[i];
         n.deadline = [deadline as u32, (deadline >> 32) as u32];
         n.seq = seq;
+    }
+
+    /// Adds unlinked nodes up to `key`'s, and to the end of its group of
+    /// [`GROW`]: keys come in increasing order as a scheduler fills, and one
+    /// `resize` a key cost [`Lists::set`] twice its own work.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, key: usize) {
+        self.nodes.resize(
+            (key + 1).next_multiple_of(GROW).min(MAX_KEYS),
+            Node {
+                deadline: [0; 2],
+                seq: 0,
+                prev: NIL,
+                next: NIL,
+            },
+        );
     }
 
     fn next_seq(&mut self) -> u32 {
@@ -142,6 +154,8 @@ impl Lists {
 
     /// Numbers the linked nodes 1, 2, … in the order of their sequence
     /// numbers, so that those handed out next come after them.
+    #[cold]
+    #[inline(never)]
     fn renumber(&mut self) {
         let mut live: Vec<(u32, Key)> = self
             .linked()
