@@ -27,7 +27,11 @@
 //! it never sleeps past the earliest deadline waiting in a lane), so
 //! callers setting far timeouts never wake it, and a timer cancelled before
 //! then never reaches the wheel (Netty skips those too, but wakes every
-//! tick to drain its queue). **Cancel** is one CAS on the timer's state word and no
+//! tick to drain its queue). New timers then wait in the wheel's staging
+//! list until the earliest of them may come due, and go to their buckets
+//! together: one cancelled before then (most ack and request timeouts) is
+//! dropped by a purge without ever touching the bucket table.
+//! **Cancel** is one CAS on the timer's state word and no
 //! lock; a timer already on the wheel is marked for the worker, and its
 //! dead entry is unlinked when its bucket is visited, or by a bulk purge
 //! once dead entries outnumber live ones. **Reset** is a CAS and a lane
@@ -103,7 +107,10 @@
 //!   process) catches up in one sweep of the ring rather than tick by tick.
 //! - The worker sleeps through buckets that hold no timer due this
 //!   revolution instead of waking every tick.
-//! - Submission takes the wheel's lock instead of a lock-free queue.
+//! - New timers go to their buckets when the earliest of them may come due,
+//!   not at the next tick (see [`HashedWheel`]'s staging).
+//! - Submission takes the caller's lane's lock (a spin lock other callers
+//!   do not share) instead of pushing to a lock-free queue.
 
 use std::fmt;
 use std::sync::Arc;

@@ -40,6 +40,10 @@
 //!   waiting), so memory is bounded by about twice the live set; a task
 //!   cancelled before the thread took it in never enters the heap, and a
 //!   cancel drops the task's closure at once. `purge()` is still there.
+//! - **New one-shots wait outside the heap** until the earliest of them may
+//!   come due (see [`IndexedHeap`]'s staging): one cancelled before then
+//!   is purged without ever being sifted. `Timer` sifts each task in at
+//!   once.
 //! - **Shutdown keeps pending one-shots** (the executor's default) where
 //!   `Timer.cancel()` discards everything; `shutdown_now` discards and
 //!   returns them.

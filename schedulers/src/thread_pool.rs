@@ -82,7 +82,9 @@
 //!   JDK.
 //! - **A task cancelled before a worker took it in never enters the
 //!   queue**, so a schedule-and-cancel loop leaves the queue (and
-//!   `queue_len`) as it was.
+//!   `queue_len`) as it was. New one-shots wait outside the heap until the
+//!   earliest of them may come due (see [`IndexedHeap`]'s staging): one
+//!   cancelled before then is purged without ever being sifted.
 //! - **After shutdown a cancel removes its entry at once**, whatever the
 //!   policy, so a cancelled far-future task cannot keep the pool from
 //!   terminating until its deadline.

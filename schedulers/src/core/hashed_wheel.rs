@@ -19,15 +19,30 @@
 //!
 //! # Knowing when to wake
 //!
-//! Each bucket keeps a lower bound of its timers' deadlines, and a bitmap
-//! marks the occupied buckets. [`next_deadline`] walks the occupied buckets from
-//! the cursor and stops at the first whose earliest timer is due in the
-//! current revolution, so a wheel holding only far timers reports their
-//! real deadline instead of the next tick: its driver does not wake every
-//! tick (Netty does). The bound is refreshed whenever a bucket is visited,
-//! dropped with a bucket's last timer, and made exact by a purge
-//! ([`retain`](TimerQueue::retain)), which relinks the timers it keeps: a
-//! bound left by a cancelled timer costs a driver one wake-up in vain.
+//! Each bucket, and the staging list (below), keeps a lower bound of its
+//! timers' deadlines, and a bitmap marks the occupied buckets.
+//! [`next_deadline`] walks the occupied buckets from the cursor and stops at
+//! the first whose earliest timer is due in the current revolution, so a
+//! wheel holding only far timers reports their real deadline instead of the
+//! next tick: its driver does not wake every tick (Netty does). A bound is
+//! refreshed whenever its bucket is visited (the staging list's when a poll
+//! empties it), dropped with its list's last timer, and made exact by a purge
+//! ([`retain`](TimerQueue::retain)), which links again the timers it keeps:
+//! a bound left by a cancelled timer costs a driver one wake-up in vain.
+//!
+//! # Staging
+//!
+//! A timer given by [`stage`](TimerQueue::stage) (a scheduler's new
+//! one-shots) is not placed in its bucket at once: it joins a staging list
+//! (one push, next to the previous new timer's node), whose earliest
+//! deadline counts in [`next_deadline`]. Polls place the staged timers in
+//! their buckets once that deadline is within the next tick; more than 256
+//! of them, 256 a poll from 50 ns a timer ahead of it, so that placing them
+//! never holds up a timer due meanwhile. A timer removed or purged while
+//! staged (an ack or request timeout cancelled in time, the common case)
+//! never touches the bucket table, and a purge stages again the timers it
+//! keeps, in key order. Netty takes new timers in from a queue too, but
+//! into their buckets at the next tick.
 //!
 //! # Deferred move (go-zero's `MoveTimer`)
 //!
@@ -47,7 +62,7 @@
 use super::due::Due;
 use super::list::Lists;
 use super::MAX_KEYS;
-use super::{Expired, Key, TimerQueue};
+use super::{Expired, Key, TimerQueue, MOVE_CHUNK, MOVE_NS_PER_TIMER};
 
 /// When a timer comes due: at the end of its tick, or at its own deadline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -87,8 +102,13 @@ pub struct HashedWheel {
     tick: u64,
     mask: u64,
     precision: Precision,
-    /// One list per bucket, then the ready list (timers already due).
+    /// One list per bucket, then the ready list (timers already due), then
+    /// the staging list (new timers not placed yet).
     lists: Lists,
+    /// A lower bound of the staged timers' deadlines (`u64::MAX` with none).
+    staged: u64,
+    /// Staged timers, at most (a removal does not count down).
+    staged_len: u64,
     /// A lower bound of the deadlines in each bucket, valid while its
     /// `occupied` bit is set.
     earliest: Vec<u64>,
@@ -124,7 +144,9 @@ impl HashedWheel {
             tick,
             mask: buckets as u64 - 1,
             precision,
-            lists: Lists::new(buckets + 1),
+            lists: Lists::new(buckets + 2),
+            staged: u64::MAX,
+            staged_len: 0,
             earliest: vec![u64::MAX; buckets],
             occupied: vec![0; buckets.div_ceil(64)],
             cursor: now / tick,
@@ -153,12 +175,68 @@ impl HashedWheel {
         self.buckets() as u32
     }
 
+    fn staging(&self) -> u32 {
+        self.buckets() as u32 + 1
+    }
+
     fn tick_of(&self, deadline: u64) -> u64 {
         deadline.div_ceil(self.tick)
     }
 
     fn bucket_of(&self, tick: u64) -> u32 {
         (tick & self.mask) as u32
+    }
+
+    /// Links a new `key` (timing set) into the staging list, or the ready
+    /// list if it is due already.
+    fn push_staged(&mut self, key: Key, deadline: u64) {
+        if self.tick_of(deadline) <= self.cursor {
+            let ready = self.ready();
+            self.lists.push_back(ready, key);
+        } else {
+            let staging = self.staging();
+            self.lists.push_back(staging, key);
+            self.staged = self.staged.min(deadline);
+            self.staged_len += 1;
+        }
+    }
+
+    /// When a poll begins to place the staged timers: ahead of the earliest
+    /// by what placing them all may take, if that is more than a chunk
+    /// (fewer go in the poll that runs the earliest: moving them ahead would
+    /// cost a wake-up).
+    fn unstage_at(&self) -> u64 {
+        if self.staged_len <= MOVE_CHUNK as u64 {
+            return self.staged;
+        }
+        let lead = self.staged_len.saturating_mul(MOVE_NS_PER_TIMER);
+        self.staged.saturating_sub(lead)
+    }
+
+    /// Places the staged timers in their buckets: all of them if the
+    /// earliest may be due by the end of the tick after `now_tick`, else a
+    /// chunk once their time has come (see [`HashedWheel::unstage_at`]).
+    fn unstage(&mut self, now: u64, now_tick: u64) {
+        let chunk = if self.staged == u64::MAX {
+            return;
+        } else if self.tick_of(self.staged) <= now_tick + 1 {
+            usize::MAX
+        } else if self.unstage_at() <= now {
+            MOVE_CHUNK
+        } else {
+            return;
+        };
+        let staging = self.staging();
+        for _ in 0..chunk {
+            let Some(key) = self.lists.pop_front(staging) else {
+                break;
+            };
+            self.place(key, self.lists.timing(key).deadline());
+            self.staged_len = self.staged_len.saturating_sub(1);
+        }
+        if self.lists.is_empty(staging) {
+            self.vacate(staging);
+        }
     }
 
     /// Links `key` (timing set) into the list its deadline belongs to.
@@ -181,9 +259,13 @@ impl HashedWheel {
         }
     }
 
-    /// A removal emptied `list`: a bucket's bound goes with its last timer.
+    /// A removal emptied `list`: a bucket's bound goes with its last timer,
+    /// the staging list's with its.
     fn vacate(&mut self, list: u32) {
-        if list != self.ready() {
+        if list == self.staging() {
+            self.staged = u64::MAX;
+            self.staged_len = 0;
+        } else if list != self.ready() {
             let s = list as usize;
             self.earliest[s] = u64::MAX;
             self.occupied[s / 64] &= !(1 << (s % 64));
@@ -259,6 +341,12 @@ impl TimerQueue for HashedWheel {
         self.place(key, deadline);
     }
 
+    fn stage(&mut self, key: Key, deadline: u64) {
+        debug_assert!((key as usize) < MAX_KEYS);
+        self.lists.set(key, deadline);
+        self.push_staged(key, deadline);
+    }
+
     fn remove(&mut self, key: Key) -> bool {
         if !self.lists.contains(key) {
             return false;
@@ -275,7 +363,9 @@ impl TimerQueue for HashedWheel {
         };
         self.lists.set(key, deadline);
         if deadline < node.deadline() {
-            self.lists.unlink(key);
+            if let Some(emptied) = self.lists.unlink(key) {
+                self.vacate(emptied);
+            }
             self.place(key, deadline);
         }
         true
@@ -287,6 +377,7 @@ impl TimerQueue for HashedWheel {
             Precision::Exact => now,
             Precision::Tick => now_tick * self.tick,
         };
+        self.unstage(now, now_tick);
         let mut out = Due::new(expired);
         let mut keys = std::mem::take(&mut self.keys);
         self.lists.take(self.ready(), &mut keys);
@@ -342,7 +433,7 @@ impl TimerQueue for HashedWheel {
         if !self.lists.is_empty(self.ready()) {
             return Some(self.cursor * self.tick);
         }
-        let mut earliest = u64::MAX;
+        let mut earliest = self.unstage_at();
         for tick in self.occupied_after_cursor() {
             let bound = self.earliest[self.bucket_of(tick) as usize];
             if bound <= tick.saturating_mul(self.tick) {
@@ -373,13 +464,14 @@ impl TimerQueue for HashedWheel {
         self.lists.clear();
         self.earliest.fill(u64::MAX);
         self.occupied.fill(0);
+        self.vacate(self.staging());
     }
 
-    /// Relinks the timers it keeps by their deadlines, so every bucket's
-    /// bound is exact again: the bounds of removed timers would each wake a
-    /// driver for nothing (with most timers cancelled, as many wake-ups
-    /// again as fires). Two sequential passes over the nodes (split, clear), no
-    /// unlinks.
+    /// Stages again the timers it keeps, in key order, so that the only
+    /// bound left is the staging list's, exact: the bounds of removed timers
+    /// would each wake a driver for nothing (with most timers cancelled, as
+    /// many wake-ups again as fires). Two sequential passes over the nodes
+    /// (split, clear), no unlinks, and nothing placed in a bucket.
     fn retain(&mut self, mut keep: impl FnMut(Key) -> bool, removed: &mut Vec<Key>) {
         let mut kept = Vec::with_capacity(self.lists.len());
         for key in self.lists.linked() {
@@ -394,8 +486,9 @@ impl TimerQueue for HashedWheel {
         }
         self.lists.clear();
         self.occupied.fill(0);
+        self.vacate(self.staging());
         for key in kept {
-            self.place(key, self.lists.timing(key).deadline());
+            self.push_staged(key, self.lists.timing(key).deadline());
         }
     }
 
@@ -460,10 +553,14 @@ mod test {
         assert_eq!(removed, (0..10).collect::<Vec<_>>());
         assert_eq!(wheel.next_deadline(), Some(7 * ms + ms / 2));
         wheel.retain(|key| key != 10, &mut removed);
-        assert_eq!(wheel.next_deadline(), Some(300 * ms), "bucket 8 is exact");
+        assert_eq!(wheel.next_deadline(), Some(300 * ms), "exact");
+        // A poll a tick before the staged bound places 11 and 12 in buckets.
+        let mut due = Vec::new();
+        wheel.poll(299 * ms, &mut due);
+        assert_eq!(due, []);
+        assert_eq!(wheel.next_deadline(), Some(300 * ms));
         assert!(wheel.remove(12));
         assert_eq!(wheel.next_deadline(), Some(519 * ms + ms / 2), "emptied");
-        let mut due = Vec::new();
         wheel.poll(519 * ms + ms / 2, &mut due);
         assert_eq!(
             due,
@@ -472,5 +569,79 @@ mod test {
                 deadline: 519 * ms + ms / 2
             }]
         );
+    }
+
+    /// New timers wait in the staging list, out of the buckets, until the
+    /// earliest may come due; then all of them go to their buckets at once.
+    /// A removal that empties the staging list takes its bound along; one
+    /// that does not leaves it, and the poll it costs makes the bound exact.
+    #[test]
+    fn staged_timers_move_to_their_buckets_when_the_first_may_be_due() {
+        let ms = 1_000_000;
+        let mut wheel = HashedWheel::new(ms, 512, 0, Precision::Exact).unwrap();
+        wheel.stage(1, 600 * ms);
+        wheel.stage(2, 700 * ms);
+        wheel.stage(3, 1_300 * ms); // more than a revolution away
+        assert_eq!(
+            wheel.occupied.iter().map(|w| w.count_ones()).sum::<u32>(),
+            0
+        );
+        assert!(wheel.remove(1));
+        assert_eq!(
+            wheel.next_deadline(),
+            Some(600 * ms),
+            "a staged bound stays"
+        );
+        let mut due = Vec::new();
+        wheel.poll(598 * ms, &mut due);
+        assert_eq!(
+            wheel.next_deadline(),
+            Some(600 * ms),
+            "not within a tick yet"
+        );
+        wheel.poll(599 * ms, &mut due);
+        assert_eq!(due, []);
+        assert_eq!(
+            wheel.occupied.iter().map(|w| w.count_ones()).sum::<u32>(),
+            2
+        );
+        assert_eq!(wheel.next_deadline(), Some(700 * ms), "exact once placed");
+        wheel.stage(4, 650 * ms);
+        assert!(wheel.remove(4));
+        assert_eq!(wheel.next_deadline(), Some(700 * ms), "emptied: no bound");
+        wheel.poll(1_300 * ms, &mut due);
+        let keys: Vec<Key> = due.iter().map(|e| e.key).collect();
+        assert_eq!(keys, [2, 3]);
+        assert!(wheel.is_empty());
+    }
+
+    /// More staged timers than a poll places at once begin to move ahead of
+    /// the earliest, a chunk a poll, by what placing them may take: the
+    /// poll that runs the earliest has nothing left to place.
+    #[test]
+    fn many_staged_timers_move_a_chunk_a_poll_ahead_of_the_first() {
+        // 1 ns ticks: the lead (50 ns a timer) spans many.
+        let mut wheel = HashedWheel::new(1, 512, 0, Precision::Exact).unwrap();
+        let (first, n) = (100_000, 7 * MOVE_CHUNK as u64);
+        for key in 0..n {
+            wheel.stage(key as Key, first + key);
+        }
+        let mut at = wheel.next_deadline().unwrap();
+        assert_eq!(at, first - n * MOVE_NS_PER_TIMER);
+        let mut due = Vec::new();
+        let mut polls = 0;
+        while at < first {
+            wheel.poll(at, &mut due);
+            assert_eq!(due, [], "none due yet");
+            polls += 1;
+            at = wheel.next_deadline().unwrap();
+        }
+        assert_eq!(polls, 6);
+        assert_eq!(
+            wheel.staged_len, MOVE_CHUNK as u64,
+            "the last chunk goes with the first timer"
+        );
+        wheel.poll(first + n, &mut due);
+        assert_eq!(due.len(), n as usize);
     }
 }

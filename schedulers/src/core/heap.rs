@@ -14,10 +14,29 @@
 //! timer, or, when many come due at once (a burst, a driver catching up),
 //! one pass over the heap plus a sort of the due ones. An entry is 24
 //! bytes (deadline, sequence, key) and each key has a 4-byte position.
+//!
+//! # Staging
+//!
+//! A new timer given by [`stage`](TimerQueue::stage) waits outside the heap,
+//! in a list in the order staged, whose earliest deadline counts in
+//! [`next_deadline`](TimerQueue::next_deadline); a poll moves the staged
+//! timers into the heap once the earliest may be due, a chunk a poll ahead
+//! of it if there are many. A staged timer is removed in O(1), and a purge
+//! reads the staged ones in the order they came (their keys' state in
+//! order through memory, where the heap's order is random) and orders
+//! nothing: a timeout cancelled in time never enters the heap.
 
-use super::{Expired, Key, TimerQueue};
+use super::{Expired, Key, TimerQueue, MOVE_CHUNK, MOVE_NS_PER_TIMER};
 
 const ABSENT: u32 = u32::MAX;
+/// Marks a position in the staging list (keys and positions stay below it).
+const STAGED: u32 = 1 << 31;
+
+/// Where a key's entry is.
+enum Slot {
+    Heap(usize),
+    Staged(usize),
+}
 
 /// Entries [`IndexedHeap::next_wake`] looks at, at most: enough for the
 /// few timers within a slack of the head, and a bound on a driver's work
@@ -59,12 +78,29 @@ struct Entry {
 /// heap.poll(10, &mut due);
 /// assert_eq!(due, [Expired { key: 3, deadline: 10 }, Expired { key: 5, deadline: 10 }]);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct IndexedHeap {
     entries: Vec<Entry>,
-    /// Each key's index in `entries`, or `ABSENT`.
+    /// Timers not in the heap yet, in the order staged.
+    staged: Vec<Entry>,
+    /// A lower bound of the staged deadlines (`u64::MAX` with none).
+    staged_min: u64,
+    /// Each key's index in `entries`, or `STAGED |` its index in `staged`,
+    /// or `ABSENT`.
     pos: Vec<u32>,
     seq: u64,
+}
+
+impl Default for IndexedHeap {
+    fn default() -> IndexedHeap {
+        IndexedHeap {
+            entries: Vec::new(),
+            staged: Vec::new(),
+            staged_min: u64::MAX,
+            pos: Vec::new(),
+            seq: 0,
+        }
+    }
 }
 
 impl IndexedHeap {
@@ -81,6 +117,7 @@ impl IndexedHeap {
         if capacity > super::IDLE_KEEP && len < capacity / 4 {
             self.entries.shrink_to((2 * len).max(super::IDLE_KEEP));
         }
+        super::trim(&mut self.staged);
     }
 
     fn set_pos(&mut self, i: usize) {
@@ -88,11 +125,72 @@ impl IndexedHeap {
         self.pos[key] = i as u32;
     }
 
-    fn index_of(&self, key: Key) -> Option<usize> {
-        self.pos
-            .get(key as usize)
-            .filter(|&&p| p != ABSENT)
-            .map(|&p| p as usize)
+    fn slot(&self, key: Key) -> Option<Slot> {
+        match self.pos.get(key as usize).copied() {
+            None | Some(ABSENT) => None,
+            Some(p) if p & STAGED != 0 => Some(Slot::Staged((p & !STAGED) as usize)),
+            Some(p) => Some(Slot::Heap(p as usize)),
+        }
+    }
+
+    fn entry(&self, key: Key) -> Option<&Entry> {
+        match self.slot(key)? {
+            Slot::Heap(i) => Some(&self.entries[i]),
+            Slot::Staged(i) => Some(&self.staged[i]),
+        }
+    }
+
+    /// Takes staged entry `i` out; the last staged entry fills its place.
+    fn remove_staged(&mut self, i: usize) {
+        let removed = self.staged.swap_remove(i);
+        self.pos[removed.key as usize] = ABSENT;
+        if let Some(moved) = self.staged.get(i) {
+            self.pos[moved.key as usize] = STAGED | i as u32;
+        }
+        if self.staged.is_empty() {
+            self.staged_min = u64::MAX;
+        }
+    }
+
+    /// When a poll begins to move the staged timers into the heap: ahead of
+    /// the earliest by what moving them all may take, if that is more than
+    /// a chunk (fewer go in the poll that runs the earliest: moving them
+    /// ahead would cost a wake-up). `u64::MAX` with none.
+    fn unstage_at(&self) -> u64 {
+        let n = self.staged.len() as u64;
+        if n <= MOVE_CHUNK as u64 {
+            return self.staged_min;
+        }
+        self.staged_min
+            .saturating_sub(n.saturating_mul(MOVE_NS_PER_TIMER))
+    }
+
+    /// Moves staged timers into the heap: all of them if the earliest may
+    /// be due at `now`, else a chunk once their time has come (see
+    /// [`IndexedHeap::unstage_at`]). Many at once join the heap by a
+    /// rebuild, O(n), rather than a sift each.
+    fn unstage(&mut self, now: u64) {
+        let n = if self.staged_min <= now {
+            self.staged.len()
+        } else if self.unstage_at() <= now {
+            MOVE_CHUNK.min(self.staged.len())
+        } else {
+            return;
+        };
+        let from = self.staged.len() - n;
+        if n > self.entries.len() {
+            self.entries.extend(self.staged.drain(from..));
+            self.heapify();
+        } else {
+            let first = self.entries.len();
+            self.entries.extend(self.staged.drain(from..));
+            for i in first..self.entries.len() {
+                self.sift_up(i);
+            }
+        }
+        if self.staged.is_empty() {
+            self.staged_min = u64::MAX;
+        }
     }
 
     fn sift_up(&mut self, mut i: usize) -> usize {
@@ -250,6 +348,17 @@ impl IndexedHeap {
         self.seq
     }
 
+    /// A new key's entry, its position to be set.
+    fn new_entry(&mut self, key: Key, deadline: u64) -> Entry {
+        debug_assert!(!self.contains(key), "key {key} inserted twice");
+        let k = key as usize;
+        if k >= self.pos.len() {
+            self.pos.resize(k + 1, ABSENT);
+        }
+        let seq = self.next_seq();
+        Entry { deadline, seq, key }
+    }
+
     /// When a driver must wake if each timer may start up to `slack(key)`
     /// after its deadline: the earliest `deadline + slack(key)` in the heap,
     /// `None` when it is empty. Only entries due before that answer are
@@ -269,8 +378,11 @@ impl IndexedHeap {
     /// assert_eq!(heap.next_wake(slack), Some(150));
     /// ```
     pub fn next_wake(&self, slack: impl Fn(Key) -> u64) -> Option<u64> {
-        self.entries.first()?;
-        let (mut wake, mut visits) = (u64::MAX, NEXT_WAKE_VISITS);
+        if self.is_empty() {
+            return None;
+        }
+        // Staged timers count by their earliest deadline, slack aside.
+        let (mut wake, mut visits) = (self.unstage_at(), NEXT_WAKE_VISITS);
         self.visit_for_wake(0, &slack, &mut wake, &mut visits);
         Some(wake)
     }
@@ -301,20 +413,26 @@ impl IndexedHeap {
 
 impl TimerQueue for IndexedHeap {
     fn insert(&mut self, key: Key, deadline: u64) {
-        debug_assert!(!self.contains(key), "key {key} inserted twice");
-        let k = key as usize;
-        if k >= self.pos.len() {
-            self.pos.resize(k + 1, ABSENT);
-        }
-        let seq = self.next_seq();
-        self.entries.push(Entry { deadline, seq, key });
+        let entry = self.new_entry(key, deadline);
+        self.entries.push(entry);
         self.sift_up(self.entries.len() - 1);
     }
 
+    fn stage(&mut self, key: Key, deadline: u64) {
+        let entry = self.new_entry(key, deadline);
+        self.pos[key as usize] = STAGED | self.staged.len() as u32;
+        self.staged.push(entry);
+        self.staged_min = self.staged_min.min(deadline);
+    }
+
     fn remove(&mut self, key: Key) -> bool {
-        match self.index_of(key) {
-            Some(i) => {
+        match self.slot(key) {
+            Some(Slot::Heap(i)) => {
                 self.remove_at(i);
+                true
+            }
+            Some(Slot::Staged(i)) => {
+                self.remove_staged(i);
                 true
             }
             None => false,
@@ -322,17 +440,29 @@ impl TimerQueue for IndexedHeap {
     }
 
     fn reschedule(&mut self, key: Key, deadline: u64) -> bool {
-        let Some(i) = self.index_of(key) else {
+        let Some(slot) = self.slot(key) else {
             return false;
         };
         let seq = self.next_seq();
-        self.entries[i].deadline = deadline;
-        self.entries[i].seq = seq;
-        self.fix(i);
+        match slot {
+            Slot::Heap(i) => {
+                self.entries[i].deadline = deadline;
+                self.entries[i].seq = seq;
+                self.fix(i);
+            }
+            Slot::Staged(i) => {
+                self.staged[i].deadline = deadline;
+                self.staged[i].seq = seq;
+                self.staged_min = self.staged_min.min(deadline);
+            }
+        }
         true
     }
 
     fn poll(&mut self, now: u64, expired: &mut Vec<Expired>) {
+        if !self.staged.is_empty() {
+            self.unstage(now);
+        }
         // After half the pops from which a bulk poll pays, count what else
         // is due, once: a poll of fewer pays nothing for the choice. If
         // leaves across the bottom row are all due, most likely are: count
@@ -368,11 +498,14 @@ impl TimerQueue for IndexedHeap {
     }
 
     fn next_deadline(&self) -> Option<u64> {
-        self.entries.first().map(|e| e.deadline)
+        let heap = self.entries.first().map_or(u64::MAX, |e| e.deadline);
+        Some(heap.min(self.unstage_at())).filter(|_| !self.is_empty())
     }
 
     fn drain(&mut self, out: &mut Vec<Expired>) {
         let mut all = std::mem::take(&mut self.entries);
+        all.append(&mut self.staged);
+        self.staged_min = u64::MAX;
         all.sort_unstable();
         for e in &all {
             self.pos[e.key as usize] = ABSENT;
@@ -385,27 +518,38 @@ impl TimerQueue for IndexedHeap {
 
     fn retain(&mut self, mut keep: impl FnMut(Key) -> bool, removed: &mut Vec<Key>) {
         let pos = &mut self.pos;
-        self.entries.retain(|e| {
+        let mut kept = |e: &Entry| {
             let kept = keep(e.key);
             if !kept {
                 pos[e.key as usize] = ABSENT;
                 removed.push(e.key);
             }
             kept
-        });
-        self.heapify();
+        };
+        let before = self.entries.len();
+        self.entries.retain(&mut kept);
+        self.staged.retain(kept);
+        if self.entries.len() < before {
+            self.heapify();
+        }
+        // The staged ones keep their order: their positions and bound anew.
+        self.staged_min = u64::MAX;
+        for (i, e) in self.staged.iter().enumerate() {
+            self.pos[e.key as usize] = STAGED | i as u32;
+            self.staged_min = self.staged_min.min(e.deadline);
+        }
     }
 
     fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() + self.staged.len()
     }
 
     fn contains(&self, key: Key) -> bool {
-        self.index_of(key).is_some()
+        self.slot(key).is_some()
     }
 
     fn deadline(&self, key: Key) -> Option<u64> {
-        self.index_of(key).map(|i| self.entries[i].deadline)
+        self.entry(key).map(|e| e.deadline)
     }
 }
 
@@ -413,6 +557,57 @@ impl TimerQueue for IndexedHeap {
 mod test {
     use super::*;
     use crate::core::IDLE_KEEP;
+
+    /// Staged timers stay out of the heap until the earliest may be due,
+    /// or, many of them, until their chunks begin ahead of it; a removal or
+    /// a purge of a staged timer touches nothing else; a reschedule keeps
+    /// it staged; whatever the path, polls give every timer in order.
+    #[test]
+    fn staged_timers_join_the_heap_when_the_first_may_be_due() {
+        let mut heap = IndexedHeap::new();
+        heap.insert(100, 5_000);
+        let n = 7 * MOVE_CHUNK as u64;
+        for key in 0..n {
+            heap.stage(key as Key, 10_000 + key);
+        }
+        assert_eq!(heap.entries.len(), 1);
+        assert_eq!(heap.next_deadline(), Some(5_000));
+        assert!(heap.remove(3));
+        assert!(heap.reschedule(4, 20_000));
+        let mut removed = Vec::new();
+        heap.retain(|key| key != 5, &mut removed);
+        assert_eq!(removed, [5]);
+        assert_eq!((heap.entries.len(), heap.staged.len()), (1, n as usize - 2));
+        let mut due = Vec::new();
+        heap.poll(5_000, &mut due);
+        assert_eq!(
+            due,
+            [Expired {
+                key: 100,
+                deadline: 5_000
+            }]
+        );
+        // Chunks ahead of the earliest (key 0, 10 µs), 50 ns a timer.
+        let lead = (n - 2) * MOVE_NS_PER_TIMER;
+        assert_eq!(heap.next_deadline(), Some(10_000 - lead));
+        let mut polls = 0;
+        while let Some(at) = heap.next_deadline().filter(|&at| at < 10_000) {
+            due.clear();
+            heap.poll(at, &mut due);
+            assert_eq!(due, []);
+            polls += 1;
+        }
+        assert_eq!(polls, 6, "the last chunk goes with the first timer");
+        heap.poll(20_000, &mut due);
+        let keys: Vec<Key> = due.iter().map(|e| e.key).collect();
+        let mut want: Vec<Key> = (0..n as Key)
+            .filter(|&k| k != 3 && k != 4 && k != 5)
+            .collect();
+        want.push(4);
+        assert_eq!(keys, want);
+        assert!(heap.is_empty());
+        assert_eq!(heap.next_deadline(), None);
+    }
 
     /// After a burst, a trim shrinks the entries' array once it is less
     /// than a quarter full (to twice its length, never below `IDLE_KEEP`);

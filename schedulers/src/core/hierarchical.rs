@@ -86,7 +86,7 @@ use priority_queue::PriorityQueue;
 use super::due::Due;
 use super::hashed_wheel::{Precision, WheelError};
 use super::list::Lists;
-use super::{Expired, Key, TimerQueue};
+use super::{Expired, Key, TimerQueue, MOVE_CHUNK, MOVE_NS_PER_TIMER};
 
 #[derive(Debug, Clone, Copy)]
 struct Level {
@@ -128,21 +128,6 @@ impl Hasher for ListHasher {
 
 /// Lists (by number) keyed by when a poll should take them.
 type DelayQueue = PriorityQueue<u32, Reverse<u64>, BuildHasherDefault<ListHasher>>;
-
-/// Timers one poll moves down a level ahead of their time, at most; the
-/// rest of the staging list waits for the next poll, so timers due meanwhile
-/// wait for a chunk (tens of microseconds), not for the whole cascade.
-#[cfg(not(test))]
-pub(crate) const CASCADE_CHUNK: usize = 256;
-/// Small in tests, so that the model test meets cascades spread over polls.
-#[cfg(test)]
-pub(crate) const CASCADE_CHUNK: usize = 3;
-
-/// What moving a timer down a level may take a driver, ns, at the most:
-/// a large bucket begins its cascade this much a timer ahead of its first
-/// deadline, so that it is over by then (see `cascade_at`). A driver here
-/// moved 256 timers in 8-9 µs a poll, its loop included: 33 ns a timer.
-pub(crate) const CASCADE_NS_PER_TIMER: u64 = 50;
 
 /// Hierarchical timing wheels. See the [module docs](self).
 ///
@@ -310,11 +295,10 @@ impl HierarchicalWheel {
         let i = list as usize;
         let before = self.placed[i];
         self.placed[i] = before.saturating_add(count);
-        let big = self.placed[i] > CASCADE_CHUNK as u32;
+        let big = self.placed[i] > MOVE_CHUNK as u32;
         // Keyed again as it becomes big and as it doubles: its lead grows
         // with it (see `cascade_at`).
-        let rekey =
-            big && (before <= CASCADE_CHUNK as u32 || before.ilog2() < self.placed[i].ilog2());
+        let rekey = big && (before <= MOVE_CHUNK as u32 || before.ilog2() < self.placed[i].ilog2());
         let earliest = self.earliest[i];
         (self.latest[i], self.ordered[i]) = match earliest {
             Some(_) => (
@@ -335,14 +319,14 @@ impl HierarchicalWheel {
     /// and which received `placed` timers should leave the queue: at that
     /// deadline, unless it is big (more than a chunk) and above level 0;
     /// then ahead of it by half a unit of the level below (room for a
-    /// driver's late wake-up), or by [`CASCADE_NS_PER_TIMER`] a timer if
+    /// driver's late wake-up), or by [`MOVE_NS_PER_TIMER`] a timer if
     /// that is longer and the level below spans the deadline's tick that
     /// early (else the timers would come straight back to this bucket); no
     /// earlier than that level spans it. A cascade too long to end in time
     /// is not begun earlier, as it would only interleave with the runs it
     /// makes late.
     fn cascade_at(&self, l: usize, deadline: u64, placed: u32) -> u64 {
-        if l == 0 || placed <= CASCADE_CHUNK as u32 {
+        if l == 0 || placed <= MOVE_CHUNK as u32 {
             return deadline;
         }
         let e = self.tick_of(deadline);
@@ -354,7 +338,7 @@ impl HierarchicalWheel {
             .unwrap_or(u64::MAX)
             .saturating_mul(self.tick);
         let half = below.saturating_mul(self.tick) / 2;
-        let lead = u64::from(placed).saturating_mul(CASCADE_NS_PER_TIMER);
+        let lead = u64::from(placed).saturating_mul(MOVE_NS_PER_TIMER);
         let ahead = match deadline.checked_sub(lead) {
             Some(at) if lead > half && at >= spans_from => lead,
             _ => half,
@@ -527,7 +511,7 @@ impl TimerQueue for HierarchicalWheel {
                 *bound = Some(bound.map_or(earliest, |b| b.min(earliest)));
             } else {
                 // A staging list: a chunk down, none of it due.
-                for _ in 0..CASCADE_CHUNK {
+                for _ in 0..MOVE_CHUNK {
                     let Some(key) = self.lists.pop_front(list) else {
                         break;
                     };

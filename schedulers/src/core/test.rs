@@ -101,7 +101,12 @@ fn check(queue: &mut impl TimerQueue, mut model: Model, ops: Vec<Op>) {
             Op::Insert(k, d) if !model.timers.contains_key(&k) => {
                 model.seq += 1;
                 model.timers.insert(k, (now + d, model.seq));
-                queue.insert(k, now + d);
+                // Half as new timers (see `TimerQueue::stage`).
+                if k % 2 == 0 {
+                    queue.stage(k, now + d);
+                } else {
+                    queue.insert(k, now + d);
+                }
             }
             Op::Insert(..) => {}
             Op::Remove(k) => {
@@ -346,13 +351,13 @@ fn bad_wheel_settings_are_errors() {
 }
 
 /// A bucket of the hierarchical wheel moves down ahead of its first
-/// deadline, `CASCADE_CHUNK` timers per poll, so a poll never holds up a
-/// timer that is due behind a whole cascade; it begins `CASCADE_NS_PER_TIMER`
+/// deadline, `MOVE_CHUNK` timers per poll, so a poll never holds up a
+/// timer that is due behind a whole cascade; it begins `MOVE_NS_PER_TIMER`
 /// a timer ahead, so that the cascade is over by then, unless the level below
 /// does not reach that far: then half a tick ahead.
 #[test]
 fn a_large_bucket_moves_down_a_chunk_per_poll_ahead_of_time() {
-    use super::hierarchical::{CASCADE_CHUNK, CASCADE_NS_PER_TIMER};
+    use super::{MOVE_CHUNK, MOVE_NS_PER_TIMER};
     // Level 0 spans ticks [0, 4); level 1 has buckets of 4 ticks. Level 0
     // spans tick 9 from tick 6 on: at most 3 ticks ahead.
     // Half a tick ahead where 50 ns a timer is less, or too long to fit.
@@ -361,19 +366,19 @@ fn a_large_bucket_moves_down_a_chunk_per_poll_ahead_of_time() {
         for k in 0..n {
             wheels.insert(k, 9 * TICK + u64::from(k));
         }
-        let lead = last_keyed * CASCADE_NS_PER_TIMER;
+        let lead = last_keyed * MOVE_NS_PER_TIMER;
         assert!(!(TICK / 2..=3 * TICK).contains(&lead));
         assert_eq!(wheels.next_deadline(), Some(9 * TICK - TICK / 2), "{n}");
     }
     let mut wheels = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
-    let n = 7 * CASCADE_CHUNK as u32;
+    let n = 7 * MOVE_CHUNK as u32;
     for k in 0..n {
         wheels.insert(k, 9 * TICK + u64::from(k)); // all in bucket [8, 12)
     }
     // Keyed again as the bucket doubles: last at its 16th timer.
     assert_eq!(
         wheels.next_deadline(),
-        Some(9 * TICK - 16 * CASCADE_NS_PER_TIMER)
+        Some(9 * TICK - 16 * MOVE_NS_PER_TIMER)
     );
     let now = 9 * TICK - TICK / 4;
     let mut due = Vec::new();
@@ -400,16 +405,16 @@ fn a_large_bucket_moves_down_a_chunk_per_poll_ahead_of_time() {
 /// own cascade.
 #[test]
 fn a_large_bucket_due_in_one_tick_moves_down_whole() {
-    use super::hierarchical::{CASCADE_CHUNK, CASCADE_NS_PER_TIMER};
+    use super::{MOVE_CHUNK, MOVE_NS_PER_TIMER};
     // Level 0 spans ticks [0, 4); level 1 has buckets of 4 ticks.
     let mut wheels = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
-    let n = 7 * CASCADE_CHUNK as u32;
+    let n = 7 * MOVE_CHUNK as u32;
     for k in 0..n {
         wheels.insert(k, 9 * TICK - u64::from(k % 2)); // all in tick 9
     }
     assert_eq!(
         wheels.next_deadline(),
-        Some(9 * TICK - 1 - 16 * CASCADE_NS_PER_TIMER)
+        Some(9 * TICK - 1 - 16 * MOVE_NS_PER_TIMER)
     );
     let mut due = Vec::new();
     wheels.poll(9 * TICK - TICK / 4, &mut due);

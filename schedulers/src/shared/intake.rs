@@ -80,12 +80,16 @@ impl Shared {
                 continue;
             }
             match state::intake(self.slab.word(s.key)) {
-                Ok(w) => {
+                Ok(w) if state::is_periodic(w) => {
                     driver.queue.insert(s.key, s.deadline);
                     driver.balance += 1;
-                    if state::is_periodic(w) {
-                        self.note_periodic(driver, s.key);
-                    }
+                    self.note_periodic(driver, s.key);
+                }
+                Ok(_) => {
+                    // Most new one-shots are timeouts, cancelled long before
+                    // they are due: their ordering waits (see `stage`).
+                    driver.queue.stage(s.key, s.deadline);
+                    driver.balance += 1;
                 }
                 Err(_) => {
                     // Cancelled before the driver saw it (its canceller

@@ -25,6 +25,9 @@ impl Queue {
     pub(crate) fn insert(&mut self, key: Key, deadline: u64) {
         dispatch!(self, q => q.insert(key, deadline))
     }
+    pub(super) fn stage(&mut self, key: Key, deadline: u64) {
+        dispatch!(self, q => q.stage(key, deadline))
+    }
     pub(super) fn remove(&mut self, key: Key) -> bool {
         dispatch!(self, q => q.remove(key))
     }
