@@ -62,7 +62,7 @@
 use super::due::Due;
 use super::list::Lists;
 use super::MAX_KEYS;
-use super::{Expired, Key, TimerQueue, MOVE_CHUNK, MOVE_NS_PER_TIMER};
+use super::{move_from, Expired, Key, TimerQueue, MOVE_CHUNK};
 
 /// When a timer comes due: at the end of its tick, or at its own deadline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -201,16 +201,9 @@ impl HashedWheel {
         }
     }
 
-    /// When a poll begins to place the staged timers: ahead of the earliest
-    /// by what placing them all may take, if that is more than a chunk
-    /// (fewer go in the poll that runs the earliest: moving them ahead would
-    /// cost a wake-up).
+    /// When a poll begins to place the staged timers (see [`move_from`]).
     fn unstage_at(&self) -> u64 {
-        if self.staged_len <= MOVE_CHUNK as u64 {
-            return self.staged;
-        }
-        let lead = self.staged_len.saturating_mul(MOVE_NS_PER_TIMER);
-        self.staged.saturating_sub(lead)
+        move_from(self.staged, self.staged_len)
     }
 
     /// Places the staged timers in their buckets: all of them if the
@@ -532,6 +525,7 @@ impl std::error::Error for WheelError {}
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::core::MOVE_NS_PER_TIMER;
 
     /// Removed timers leave no bounds behind: after a purge, and after a
     /// removal that empties a bucket, the next deadline is the earliest

@@ -26,7 +26,7 @@
 //! order through memory, where the heap's order is random) and orders
 //! nothing: a timeout cancelled in time never enters the heap.
 
-use super::{Expired, Key, TimerQueue, MOVE_CHUNK, MOVE_NS_PER_TIMER};
+use super::{move_from, Expired, Key, TimerQueue, MOVE_CHUNK};
 
 const ABSENT: u32 = u32::MAX;
 /// Marks a position in the staging list (keys and positions stay below it).
@@ -152,17 +152,10 @@ impl IndexedHeap {
         }
     }
 
-    /// When a poll begins to move the staged timers into the heap: ahead of
-    /// the earliest by what moving them all may take, if that is more than
-    /// a chunk (fewer go in the poll that runs the earliest: moving them
-    /// ahead would cost a wake-up). `u64::MAX` with none.
+    /// When a poll begins to move the staged timers into the heap (see
+    /// [`move_from`]); `u64::MAX` with none.
     fn unstage_at(&self) -> u64 {
-        let n = self.staged.len() as u64;
-        if n <= MOVE_CHUNK as u64 {
-            return self.staged_min;
-        }
-        self.staged_min
-            .saturating_sub(n.saturating_mul(MOVE_NS_PER_TIMER))
+        move_from(self.staged_min, self.staged.len() as u64)
     }
 
     /// Moves staged timers into the heap: all of them if the earliest may
@@ -557,6 +550,7 @@ impl TimerQueue for IndexedHeap {
 mod test {
     use super::*;
     use crate::core::IDLE_KEEP;
+    use crate::core::MOVE_NS_PER_TIMER;
 
     /// Staged timers stay out of the heap until the earliest may be due,
     /// or, many of them, until their chunks begin ahead of it; a removal or

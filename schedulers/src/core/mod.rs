@@ -87,6 +87,17 @@ pub(crate) const MOVE_CHUNK: usize = 3;
 /// 8-9 µs a poll, its loop included: 33 ns a timer.
 pub(crate) const MOVE_NS_PER_TIMER: u64 = 50;
 
+/// When a poll begins to move `n` timers ahead of their time, the earliest
+/// due at `earliest`: [`MOVE_NS_PER_TIMER`] a timer before it, a chunk a
+/// poll, if they are more than a chunk; fewer go in the poll that runs the
+/// earliest (moving them ahead would cost a wake-up).
+pub(crate) fn move_from(earliest: u64, n: u64) -> u64 {
+    if n <= MOVE_CHUNK as u64 {
+        return earliest;
+    }
+    earliest.saturating_sub(n.saturating_mul(MOVE_NS_PER_TIMER))
+}
+
 /// Entries a buffer keeps when a driver trims it before it sleeps (see
 /// `trim`): past this, what a burst made it hold goes back to the allocator
 /// once the burst is over (16 bytes an entry of the driver's ready queue:
