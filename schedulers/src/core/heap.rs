@@ -549,8 +549,7 @@ impl TimerQueue for IndexedHeap {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::core::IDLE_KEEP;
-    use crate::core::MOVE_NS_PER_TIMER;
+    use crate::core::{IDLE_KEEP, MOVE_NS_PER_TIMER};
 
     /// Staged timers stay out of the heap until the earliest may be due,
     /// or, many of them, until their chunks begin ahead of it; a removal or

@@ -87,7 +87,9 @@ impl Shared {
                 }
                 Ok(_) => {
                     // Most new one-shots are timeouts, cancelled long before
-                    // they are due: their ordering waits (see `stage`).
+                    // they are due: their ordering waits (see `stage`). A
+                    // periodic task goes in at once, where the heap's
+                    // `next_wake` reads its slack.
                     driver.queue.stage(s.key, s.deadline);
                     driver.balance += 1;
                 }
