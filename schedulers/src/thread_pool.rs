@@ -509,11 +509,15 @@ fn worker(shared: Arc<Shared>, id: usize) {
                     driver.roles.deputy = None;
                 }
             }
-            (Some(_), (Some((leader, until)), _)) if leader != id => {
+            (Some(next), (Some((leader, until)), _)) if leader != id && next >= until => {
                 // A follower: the leader and its deputy wait for the head.
                 driver = shared.wait(driver, None, until, false);
             }
             (Some(deadline), _) => {
+                // The leader, or a new one: the queue's next look came
+                // before the leader's while it slept (this thread's intake
+                // staged enough timers to begin moving them sooner, see
+                // `TimerQueue::stage`), and no thread would wake for it.
                 driver.roles.leader = Some((id, deadline));
                 driver = shared.wait(driver, Some(deadline), deadline, true);
                 if driver.roles.leader.is_some_and(|(leader, _)| leader == id) {
