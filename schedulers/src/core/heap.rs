@@ -81,8 +81,11 @@ struct Entry {
 #[derive(Debug)]
 pub struct IndexedHeap {
     entries: Vec<Entry>,
-    /// Timers not in the heap yet, in the order staged.
+    /// Timers not in the heap yet, in the order staged, from `moved` on.
     staged: Vec<Entry>,
+    /// Staged entries before this index have moved into the heap: the
+    /// oldest move first, so that a burst joins in the order it came.
+    moved: usize,
     /// A lower bound of the staged deadlines (`u64::MAX` with none).
     staged_min: u64,
     /// Each key's index in `entries`, or `STAGED |` its index in `staged`,
@@ -96,6 +99,7 @@ impl Default for IndexedHeap {
         IndexedHeap {
             entries: Vec::new(),
             staged: Vec::new(),
+            moved: 0,
             staged_min: u64::MAX,
             pos: Vec::new(),
             seq: 0,
@@ -140,12 +144,29 @@ impl IndexedHeap {
         }
     }
 
+    fn staged_len(&self) -> usize {
+        self.staged.len() - self.moved
+    }
+
     /// Takes staged entry `i` out; the last staged entry fills its place.
     fn remove_staged(&mut self, i: usize) {
         let removed = self.staged.swap_remove(i);
         self.pos[removed.key as usize] = ABSENT;
-        if let Some(moved) = self.staged.get(i) {
-            self.pos[moved.key as usize] = STAGED | i as u32;
+        if let Some(last) = self.staged.get(i) {
+            self.pos[last.key as usize] = STAGED | i as u32;
+        }
+        if self.staged_len() == 0 {
+            self.drop_moved();
+        }
+    }
+
+    /// Forgets the staged entries that moved (all of them, if
+    /// `staged_len` is 0), and renumbers the rest.
+    fn drop_moved(&mut self) {
+        self.staged.drain(..self.moved);
+        self.moved = 0;
+        for (i, e) in self.staged.iter().enumerate() {
+            self.pos[e.key as usize] = STAGED | i as u32;
         }
         if self.staged.is_empty() {
             self.staged_min = u64::MAX;
@@ -155,34 +176,37 @@ impl IndexedHeap {
     /// When a poll begins to move the staged timers into the heap (see
     /// [`move_from`]); `u64::MAX` with none.
     fn unstage_at(&self) -> u64 {
-        move_from(self.staged_min, self.staged.len() as u64)
+        move_from(self.staged_min, self.staged_len() as u64)
     }
 
-    /// Moves staged timers into the heap: all of them if the earliest may
-    /// be due at `now`, else a chunk once their time has come (see
-    /// [`IndexedHeap::unstage_at`]). Many at once join the heap by a
-    /// rebuild, O(n), rather than a sift each.
+    /// Moves staged timers into the heap, oldest first: all of them if the
+    /// earliest may be due at `now`, else a chunk once their time has come
+    /// (see [`IndexedHeap::unstage_at`]). Many at once join the heap by a
+    /// rebuild, O(n), rather than a sift each. Oldest first: timers of one
+    /// deadline then join in the order of their sequence numbers, and each
+    /// sift stops at once (newest first, each went up to the root).
     fn unstage(&mut self, now: u64) {
         let n = if self.staged_min <= now {
-            self.staged.len()
+            self.staged_len()
         } else if self.unstage_at() <= now {
-            MOVE_CHUNK.min(self.staged.len())
+            MOVE_CHUNK.min(self.staged_len())
         } else {
             return;
         };
-        let from = self.staged.len() - n;
-        if n > self.entries.len() {
-            self.entries.extend(self.staged.drain(from..));
+        let (from, first) = (self.moved, self.entries.len());
+        self.moved += n;
+        self.entries
+            .extend_from_slice(&self.staged[from..self.moved]);
+        if n > first {
             self.heapify();
         } else {
-            let first = self.entries.len();
-            self.entries.extend(self.staged.drain(from..));
             for i in first..self.entries.len() {
                 self.sift_up(i);
             }
         }
-        if self.staged.is_empty() {
-            self.staged_min = u64::MAX;
+        // The moved slots go once they are half the list: O(1) a timer.
+        if self.moved > self.staged.len() / 2 {
+            self.drop_moved();
         }
     }
 
@@ -453,7 +477,7 @@ impl TimerQueue for IndexedHeap {
     }
 
     fn poll(&mut self, now: u64, expired: &mut Vec<Expired>) {
-        if !self.staged.is_empty() {
+        if self.staged_len() > 0 {
             self.unstage(now);
         }
         // After half the pops from which a bulk poll pays, count what else
@@ -497,7 +521,9 @@ impl TimerQueue for IndexedHeap {
 
     fn drain(&mut self, out: &mut Vec<Expired>) {
         let mut all = std::mem::take(&mut self.entries);
-        all.append(&mut self.staged);
+        all.extend_from_slice(&self.staged[self.moved..]);
+        self.staged.clear();
+        self.moved = 0;
         self.staged_min = u64::MAX;
         all.sort_unstable();
         for e in &all {
@@ -521,6 +547,8 @@ impl TimerQueue for IndexedHeap {
         };
         let before = self.entries.len();
         self.entries.retain(&mut kept);
+        self.staged.drain(..self.moved);
+        self.moved = 0;
         self.staged.retain(kept);
         if self.entries.len() < before {
             self.heapify();
@@ -534,7 +562,7 @@ impl TimerQueue for IndexedHeap {
     }
 
     fn len(&self) -> usize {
-        self.entries.len() + self.staged.len()
+        self.entries.len() + self.staged_len()
     }
 
     fn contains(&self, key: Key) -> bool {
@@ -570,7 +598,7 @@ mod test {
         let mut removed = Vec::new();
         heap.retain(|key| key != 5, &mut removed);
         assert_eq!(removed, [5]);
-        assert_eq!((heap.entries.len(), heap.staged.len()), (1, n as usize - 2));
+        assert_eq!((heap.entries.len(), heap.staged_len()), (1, n as usize - 2));
         let mut due = Vec::new();
         heap.poll(5_000, &mut due);
         assert_eq!(
