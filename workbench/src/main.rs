@@ -608,7 +608,8 @@ fn compare(a: &Path, b: &Path) -> Result<()> {
     );
     println!(
         "hardware floors (clock read, ordered counter read, locked read-modify-write, \
-         dependent load over {} MiB, a cancel in a stream at 1e6): A {}, B {}",
+         dependent load over {} MiB, a cancel in a stream at 1e6; a timed wait's \
+         wake-up): A {}, B {}",
         workbench::runner::measure::MEMORY_FLOOR_MIB,
         floors_brief(&ra),
         floors_brief(&rb)
@@ -616,13 +617,18 @@ fn compare(a: &Path, b: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The run's hardware floors in ns, in the order `compare` names them, or
+/// The run's hardware floors (ns; the wake-up in µs), in the order `compare` names them, or
 /// "not measured".
 fn floors_brief(results: &Results) -> String {
     results.floors.map_or("not measured".to_owned(), |f| {
         format!(
-            "{:.1} / {:.1} / {:.1} / {:.0} / {:.1} ns",
-            f.clock_read, f.ordered_counter, f.locked_rmw, f.memory, f.cancel_stream
+            "{:.1} / {:.1} / {:.1} / {:.0} / {:.1} ns; {:.1} µs",
+            f.clock_read,
+            f.ordered_counter,
+            f.locked_rmw,
+            f.memory,
+            f.cancel_stream,
+            f.timed_wake / 1e3
         )
     })
 }

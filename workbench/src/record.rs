@@ -294,6 +294,12 @@ pub struct Floors {
     /// made before it was measured.
     #[serde(default)]
     pub cancel_stream: f64,
+    /// The CPU a thread spends per wake-up from a timed wait of 1 ms on a
+    /// condition variable, woken by its timeout: what each of a driver
+    /// thread's wake-ups (`run_wakeups_per_s`) costs at the least. 0 in a
+    /// run made before it was measured.
+    #[serde(default)]
+    pub timed_wake: f64,
 }
 
 /// The selection a run measured, as the page and the terminal state it.

@@ -78,6 +78,17 @@ impl VerdictRow {
             ),
             _ => margin,
         };
+        let margin = match (&v.ours, v.ours_wakes) {
+            (Some(o), Some((per_s, ns))) => format!(
+                "{margin}; {}'s {} wake-ups a second come to about {} ns of its {} ns a \
+                 timer at this machine's cost of a wake-up (the hardware floors below)",
+                o.subject,
+                fmt_num(per_s),
+                fmt_num(ns),
+                fmt_num(o.value)
+            ),
+            _ => margin,
+        };
         VerdictRow {
             workload: v.workload.clone(),
             figure: with_size(v.metric, v.metric.label(), v.size),
@@ -607,12 +618,22 @@ fn floors_text(f: &crate::record::Floors) -> String {
     } else {
         String::new()
     };
+    let wake = if f.timed_wake > 0.0 {
+        format!(
+            "; a wake-up from a 1 ms timed wait {:.1} µs of CPU: the least \
+             each of a driver thread's wake-ups costs (`run_wakeups_per_s`), \
+             however little it does",
+            f.timed_wake / 1e3
+        )
+    } else {
+        String::new()
+    };
     format!(
         "clock read {:.1} ns{counter}, locked read-modify-write {:.1} ns, \
          a load that waits for the one before it over {} MiB {:.0} ns: \
          the least a schedule (one reading of the time), a thread-safe call \
          (one locked instruction) and one cancel at 1e6 pending in random \
-         order (its timer in no cache) can take here{stream}",
+         order (its timer in no cache) can take here{stream}{wake}",
         f.clock_read,
         f.locked_rmw,
         crate::runner::measure::MEMORY_FLOOR_MIB,
@@ -696,6 +717,7 @@ mod test {
             locked_rmw: 4.87,
             memory: 109.8,
             cancel_stream: 0.0,
+            timed_wake: 0.0,
         });
         let html = render(&results, &[]).expect("renders");
         assert!(
@@ -712,6 +734,16 @@ mod test {
         });
         let html = render(&results, &[]).expect("renders");
         assert!(html.contains("CAS of its state word, 17.3 ns"), "{html}");
+        assert!(!html.contains("timed wait"), "not measured: {html}");
+        results.floors = results.floors.map(|f| crate::record::Floors {
+            timed_wake: 28_540.0,
+            ..f
+        });
+        let html = render(&results, &[]).expect("renders");
+        assert!(
+            html.contains("a wake-up from a 1 ms timed wait 28.5 µs of CPU"),
+            "{html}"
+        );
     }
 
     #[test]
@@ -732,6 +764,7 @@ mod test {
             beyond_noise: false,
             fires_early: Vec::new(),
             peer_early: None,
+            ours_wakes: None,
         };
         assert_eq!(VerdictRow::new(&v).margin, "level with tokio-sleep");
         v.ours = Some(entry("heap", 2.0));
@@ -746,6 +779,15 @@ mod test {
         assert_eq!(
             VerdictRow::new(&v).margin,
             "tokio-sleep ahead of ours by ×2.00; tokio-sleep ran 942 of its 1001 timers before their deadline"
+        );
+        v.ours_wakes = Some((966.0, 190.4));
+        assert!(
+            VerdictRow::new(&v).margin.ends_with(
+                "; heap's 966 wake-ups a second come to about 190 ns of its 2.00 ns a timer \
+                 at this machine's cost of a wake-up (the hardware floors below)"
+            ),
+            "{}",
+            VerdictRow::new(&v).margin
         );
     }
 }

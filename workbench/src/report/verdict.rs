@@ -4,7 +4,7 @@
 //! and a "pick it when" table computed from those wins. Pure functions of
 //! [`Results`].
 
-use crate::record::{Metric, Results, SubjectKind, WorkloadInfo};
+use crate::record::{Metric, Results, RunStatus, SubjectKind, WorkloadInfo};
 
 /// A subject's figure.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,6 +47,11 @@ pub struct Verdict {
     /// the cost of a weaker promise (a wheel that rounds deadlines to its
     /// tick fires a batch at once).
     pub peer_early: Option<(u64, u64)>,
+    /// On a ranking by CPU per timer, the best of ours's driver wake-ups a
+    /// second and what they come to per timer (ns) at this machine's floor
+    /// for one (`Floors::timed_wake`): the part of its figure no queue
+    /// operation can take away while its driver wakes that often.
+    pub ours_wakes: Option<(f64, f64)>,
 }
 
 impl Verdict {
@@ -105,6 +110,26 @@ impl Ranking {
 }
 
 /// Whether `metric` is a lateness figure.
+/// `subject`'s wake-ups a second on `workload` and what they come to per
+/// timer (ns) at the floor for one: wake-ups a second times the run's
+/// median length times the floor, over the timers (its CPU over its CPU
+/// per timer). `None` without a measured floor or with no wake-up.
+fn wakes_of(results: &Results, subject: &str, workload: &str) -> Option<(f64, f64)> {
+    let floor = results.floors?.timed_wake;
+    let value = |metric| results.value(subject, workload, metric, None);
+    let per_s = value(Metric::RunWakeupsPerS).filter(|&w| w > 0.0)?;
+    let timers = value(Metric::Cpu)? * 1e6 / value(Metric::CpuPerTimer).filter(|&c| c > 0.0)?;
+    let seconds: Vec<f64> = results
+        .runs
+        .iter()
+        .filter(|r| r.subject == subject && r.workload == workload && r.status == RunStatus::Ok)
+        .map(|r| r.seconds)
+        .collect();
+    let (seconds, _) = crate::record::summarize(&seconds);
+    let per_timer = per_s * seconds * floor / timers;
+    (floor > 0.0 && per_timer.is_finite()).then_some((per_s, per_timer))
+}
+
 fn is_lateness(metric: Metric) -> bool {
     Metric::LATENESS.iter().any(|(m, _)| *m == metric)
 }
@@ -210,6 +235,10 @@ pub fn verdicts(results: &Results) -> Vec<Verdict> {
                 .as_ref()
                 .filter(|_| !is_lateness(metric))
                 .and_then(|p| early_of(results, &p.subject, &w.name));
+            let ours_wakes = ours
+                .as_ref()
+                .filter(|_| metric == Metric::CpuPerTimer)
+                .and_then(|o| wakes_of(results, &o.subject, &w.name));
             Verdict {
                 workload: w.name.clone(),
                 metric,
@@ -221,6 +250,7 @@ pub fn verdicts(results: &Results) -> Vec<Verdict> {
                 beyond_noise,
                 fires_early: rank.fires_early,
                 peer_early,
+                ours_wakes,
             }
         })
         .collect()
@@ -434,6 +464,51 @@ mod test {
         let v = verdicts(&r);
         assert!(v[0].ours_ahead);
         assert!(!v[0].beyond_noise, "{v:?}");
+    }
+
+    #[test]
+    fn a_cpu_verdict_counts_what_the_best_of_ours_pays_for_its_wake_ups() {
+        // 1e5 timers in 1 s: heap 60 ms of CPU (600 ns a timer) and 1,000
+        // wake-ups a second, 20 µs each at the floor: 200 ns a timer.
+        let mut r = results(&[
+            ("heap", "ack", Metric::Cpu, &[60.0]),
+            ("heap", "ack", Metric::CpuPerTimer, &[600.0]),
+            ("heap", "ack", Metric::RunWakeupsPerS, &[1000.0]),
+            ("wheel", "ack", Metric::Cpu, &[70.0]),
+            ("wheel", "ack", Metric::CpuPerTimer, &[700.0]),
+            ("wheel", "ack", Metric::RunWakeupsPerS, &[1000.0]),
+            ("netty", "ack", Metric::CpuPerTimer, &[500.0]),
+        ]);
+        r.workloads[0].name = "ack".into();
+        r.workloads[0].verdict = vec![Metric::CpuPerTimer];
+        for subject in ["heap", "wheel", "netty"] {
+            r.runs.push(crate::record::RunInfo {
+                subject: subject.into(),
+                workload: "ack".into(),
+                repeat: 0,
+                status: RunStatus::Ok,
+                load: 0.0,
+                handoff_ns: 0.0,
+                seconds: 1.0,
+                start: 0.0,
+            });
+        }
+        assert_eq!(verdicts(&r)[0].ours_wakes, None, "no floor measured");
+        r.floors = Some(crate::record::Floors {
+            clock_read: 20.0,
+            ordered_counter: 10.0,
+            locked_rmw: 2.0,
+            memory: 100.0,
+            cancel_stream: 20.0,
+            timed_wake: 20_000.0,
+        });
+        let v = &verdicts(&r)[0];
+        assert_eq!(v.ours.as_ref().unwrap().subject, "heap");
+        let (per_s, ns) = v.ours_wakes.expect("counted");
+        assert_eq!(per_s, 1000.0);
+        assert!((ns - 200.0).abs() < 1e-6, "{ns}");
+        // Only a verdict by CPU per timer counts them.
+        assert_eq!(verdicts(&r)[1].ours_wakes, None);
     }
 
     #[test]

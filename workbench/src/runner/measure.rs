@@ -173,9 +173,14 @@ pub fn with_handoff_noted<R>(what: &str, run: impl FnOnce() -> R) -> R {
 /// caches hold.
 pub const MEMORY_FLOOR_MIB: usize = 64;
 
+/// How many wake-ups the floor of a timed wait's wake-up counts (one
+/// [`PACE`] apart: a tenth of a second).
+pub const WAKE_FLOOR_WAKES: u32 = 100;
+
 /// What this machine's hardware takes at the least for the steps every
 /// per-call figure is made of (see [`Floors`]): each the fastest of a few
-/// batches, about 0.2 s in all (most of it on the 64 MiB and the cancels).
+/// batches, about 0.3 s in all (most of it on the 64 MiB, the cancels and
+/// the wake-ups).
 pub fn floors() -> Floors {
     use std::hint::black_box;
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -190,7 +195,35 @@ pub fn floors() -> Floors {
         }),
         memory: dependent_load_ns(MEMORY_FLOOR_MIB << 20),
         cancel_stream: cancel_stream_ns(CANCEL_STREAM_TIMERS),
+        timed_wake: timed_wake_ns(WAKE_FLOOR_WAKES),
     }
+}
+
+/// CPU ns a thread spends per wake-up when it sleeps on a condition
+/// variable until each of `wakes` deadlines one [`PACE`] apart, woken by
+/// its timeout (as a driver thread sleeps until its next deadline): the
+/// kernel's timer, the switches in and out and, in a VM, the hypervisor's
+/// share. The least a driver's wake-up costs, however little it does.
+fn timed_wake_ns(wakes: u32) -> f64 {
+    std::thread::spawn(move || {
+        let (lock, wait) = (std::sync::Mutex::new(()), std::sync::Condvar::new());
+        let mut guard = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (start, cpu) = (now(), cpu_thread());
+        for k in 1..=wakes {
+            let at = start + PACE * k;
+            while let Some(left) = at.checked_duration_since(now()).filter(|d| !d.is_zero()) {
+                guard = match wait.wait_timeout(guard, left) {
+                    Ok((guard, _)) => guard,
+                    Err(poisoned) => poisoned.into_inner().0,
+                };
+            }
+        }
+        cpu_thread().saturating_sub(cpu).as_nanos() as f64 / f64::from(wakes.max(1))
+    })
+    .join()
+    .unwrap_or(0.0)
 }
 
 /// How many timers the floor of a stream of random-order cancels cancels
@@ -545,9 +578,17 @@ mod test {
             ("locked read-modify-write", f.locked_rmw),
             ("memory", f.memory),
             ("cancel stream", f.cancel_stream),
+            ("timed wake-up", f.timed_wake),
         ] {
             assert!(ns.is_finite() && ns > 0.0, "{what}: {ns}");
         }
+        // A wake-up takes a system call and two switches at the least.
+        assert!(
+            f.timed_wake > 10.0 * f.clock_read,
+            "a wake-up ({} ns) costs more than a clock read ({} ns)",
+            f.timed_wake,
+            f.clock_read
+        );
         assert_eq!(f.ordered_counter > 0.0, cfg!(target_arch = "x86_64"));
     }
 }
