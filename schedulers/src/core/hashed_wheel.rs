@@ -61,8 +61,9 @@
 
 use super::due::Due;
 use super::list::Lists;
+use super::staging::Staging;
 use super::MAX_KEYS;
-use super::{move_from, Expired, Key, TimerQueue, MOVE_CHUNK};
+use super::{Expired, Key, TimerQueue};
 
 /// When a timer comes due: at the end of its tick, or at its own deadline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,10 +106,8 @@ pub struct HashedWheel {
     /// One list per bucket, then the ready list (timers already due), then
     /// the staging list (new timers not placed yet).
     lists: Lists,
-    /// A lower bound of the staged timers' deadlines (`u64::MAX` with none).
-    staged: u64,
-    /// Staged timers, at most (a removal does not count down).
-    staged_len: u64,
+    /// New timers not placed yet: the last of `lists`.
+    staging: Staging,
     /// A lower bound of the deadlines in each bucket, valid while its
     /// `occupied` bit is set.
     earliest: Vec<u64>,
@@ -145,8 +144,7 @@ impl HashedWheel {
             mask: buckets as u64 - 1,
             precision,
             lists: Lists::new(buckets + 2),
-            staged: u64::MAX,
-            staged_len: 0,
+            staging: Staging::new(buckets as u32 + 1),
             earliest: vec![u64::MAX; buckets],
             occupied: vec![0; buckets.div_ceil(64)],
             cursor: now / tick,
@@ -175,10 +173,6 @@ impl HashedWheel {
         self.buckets() as u32
     }
 
-    fn staging(&self) -> u32 {
-        self.buckets() as u32 + 1
-    }
-
     fn tick_of(&self, deadline: u64) -> u64 {
         deadline.div_ceil(self.tick)
     }
@@ -194,41 +188,22 @@ impl HashedWheel {
             let ready = self.ready();
             self.lists.push_back(ready, key);
         } else {
-            let staging = self.staging();
-            self.lists.push_back(staging, key);
-            self.staged = self.staged.min(deadline);
-            self.staged_len += 1;
+            self.staging.push(&mut self.lists, key, deadline);
         }
-    }
-
-    /// When a poll begins to place the staged timers (see [`move_from`]).
-    fn unstage_at(&self) -> u64 {
-        move_from(self.staged, self.staged_len)
     }
 
     /// Places the staged timers in their buckets: all of them if the
     /// earliest may be due by the end of the tick after `now_tick`, else a
-    /// chunk once their time has come (see [`HashedWheel::unstage_at`]).
+    /// chunk once their time has come (see [`Staging::to_move`]).
     fn unstage(&mut self, now: u64, now_tick: u64) {
-        let chunk = if self.staged == u64::MAX {
-            return;
-        } else if self.tick_of(self.staged) <= now_tick + 1 {
-            usize::MAX
-        } else if self.unstage_at() <= now {
-            MOVE_CHUNK
-        } else {
-            return;
-        };
-        let staging = self.staging();
-        for _ in 0..chunk {
-            let Some(key) = self.lists.pop_front(staging) else {
+        let n = self
+            .staging
+            .to_move(now, |earliest| self.tick_of(earliest) <= now_tick + 1);
+        for _ in 0..n {
+            let Some(key) = self.staging.pop(&mut self.lists) else {
                 break;
             };
             self.place(key, self.lists.timing(key).deadline());
-            self.staged_len = self.staged_len.saturating_sub(1);
-        }
-        if self.lists.is_empty(staging) {
-            self.vacate(staging);
         }
     }
 
@@ -255,9 +230,8 @@ impl HashedWheel {
     /// A removal emptied `list`: a bucket's bound goes with its last timer,
     /// the staging list's with its.
     fn vacate(&mut self, list: u32) {
-        if list == self.staging() {
-            self.staged = u64::MAX;
-            self.staged_len = 0;
+        if list == self.staging.list() {
+            self.staging.vacate();
         } else if list != self.ready() {
             let s = list as usize;
             self.earliest[s] = u64::MAX;
@@ -426,7 +400,7 @@ impl TimerQueue for HashedWheel {
         if !self.lists.is_empty(self.ready()) {
             return Some(self.cursor * self.tick);
         }
-        let mut earliest = self.unstage_at();
+        let mut earliest = self.staging.unstage_at();
         for tick in self.occupied_after_cursor() {
             let bound = self.earliest[self.bucket_of(tick) as usize];
             if bound <= tick.saturating_mul(self.tick) {
@@ -457,7 +431,7 @@ impl TimerQueue for HashedWheel {
         self.lists.clear();
         self.earliest.fill(u64::MAX);
         self.occupied.fill(0);
-        self.vacate(self.staging());
+        self.staging.vacate();
     }
 
     /// Stages again the timers it keeps, in key order, so that the only
@@ -479,7 +453,7 @@ impl TimerQueue for HashedWheel {
         }
         self.lists.clear();
         self.occupied.fill(0);
-        self.vacate(self.staging());
+        self.staging.vacate();
         for key in kept {
             self.push_staged(key, self.lists.timing(key).deadline());
         }
@@ -525,7 +499,7 @@ impl std::error::Error for WheelError {}
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::core::MOVE_NS_PER_TIMER;
+    use crate::core::{MOVE_CHUNK, MOVE_NS_PER_TIMER};
 
     /// Removed timers leave no bounds behind: after a purge, and after a
     /// removal that empties a bucket, the next deadline is the earliest
@@ -632,7 +606,8 @@ mod test {
         }
         assert_eq!(polls, 6);
         assert_eq!(
-            wheel.staged_len, MOVE_CHUNK as u64,
+            wheel.staging.len(),
+            MOVE_CHUNK as u64,
             "the last chunk goes with the first timer"
         );
         wheel.poll(first + n, &mut due);

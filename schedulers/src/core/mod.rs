@@ -58,6 +58,7 @@ pub mod hashed_wheel;
 pub mod heap;
 pub mod hierarchical;
 pub(crate) mod list;
+mod staging;
 #[cfg(test)]
 mod test;
 
