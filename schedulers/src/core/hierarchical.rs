@@ -55,6 +55,18 @@
 //! A smaller bucket expires at its earliest timer, as before: its cascade
 //! is no longer than a chunk, and moving it ahead would cost a wake-up.
 //!
+//! # New timers
+//!
+//! A timer given by [`stage`](TimerQueue::stage) (a scheduler's new
+//! one-shots) is not placed at once: it joins a staging list of new timers
+//! (one push, next to the previous new timer's node), whose earliest
+//! deadline counts in [`next_deadline`](TimerQueue::next_deadline), as the
+//! [`HashedWheel`](super::HashedWheel)'s do. Polls place them once that
+//! deadline is within the next tick; more than 256 of them, 256 a poll from
+//! 50 ns a timer ahead of it, as a big bucket's cascade goes. A timer
+//! removed or purged while staged (an ack or request timeout cancelled in
+//! time, the common case) is never placed: no bucket, no queue update.
+//!
 //! # Differences from Kafka
 //!
 //! - **Never early.** Kafka's bucket expires at the start of its range and
@@ -71,6 +83,8 @@
 //!   bucket that cancels emptied.
 //! - **Cascades ahead of time, a chunk per poll** (above), where Kafka
 //!   moves a whole bucket when its range starts.
+//! - **New timers wait in a staging list** (above), where Kafka adds each
+//!   to its bucket at once.
 //!
 //! # Costs
 //!
@@ -86,6 +100,7 @@ use priority_queue::PriorityQueue;
 use super::due::Due;
 use super::hashed_wheel::{Precision, WheelError};
 use super::list::Lists;
+use super::staging::Staging;
 use super::{Expired, Key, TimerQueue, MOVE_CHUNK, MOVE_NS_PER_TIMER};
 
 #[derive(Debug, Clone, Copy)]
@@ -151,9 +166,11 @@ pub struct HierarchicalWheel {
     size: u64,
     precision: Precision,
     levels: Vec<Level>,
-    /// The overdue list (number 0), then each level's buckets and staging
-    /// lists.
+    /// The overdue list (number 0), the new timers' staging list (1), then
+    /// each level's buckets and their cascades' staging lists.
     lists: Lists,
+    /// New timers not placed yet (see the [module docs](self#new-timers)).
+    staging: Staging,
     /// Buckets and staging lists by when a poll should take them.
     queue: DelayQueue,
     /// A lower bound of each list's deadlines, while it is queued (or, for
@@ -175,6 +192,9 @@ pub struct HierarchicalWheel {
 
 /// The list of timers already due when inserted.
 const OVERDUE: u32 = 0;
+
+/// The list of new timers not placed yet.
+const STAGING: u32 = 1;
 
 impl HierarchicalWheel {
     /// Empty wheels of `size` buckets a level and `tick` nanoseconds a tick,
@@ -200,12 +220,13 @@ impl HierarchicalWheel {
             size: size as u64,
             precision,
             levels: Vec::new(),
-            lists: Lists::new(1),
+            lists: Lists::new(2),
+            staging: Staging::new(STAGING),
             queue: DelayQueue::with_default_hasher(),
-            earliest: vec![None],
-            latest: vec![0],
-            ordered: vec![true],
-            placed: vec![0],
+            earliest: vec![None; 2],
+            latest: vec![0; 2],
+            ordered: vec![true; 2],
+            placed: vec![0; 2],
             keys: Vec::new(),
         };
         wheels.push_level(1, now / tick);
@@ -257,17 +278,36 @@ impl HierarchicalWheel {
     /// its deadline belongs in, offering the bucket to the delay queue if
     /// this is its new earliest timer.
     fn place(&mut self, key: Key, deadline: u64) {
-        let e = self.tick_of(deadline);
-        let (level, list) = loop {
-            if let Some(found) = self.list_of(e) {
-                break found;
-            }
-            let top = self.levels[self.levels.len() - 1];
-            self.push_level(top.interval.unwrap_or(u64::MAX), top.current);
-        };
+        let (level, list) = self.list_for(self.tick_of(deadline));
         self.lists.push_back(list, key);
         if let Some(l) = level {
             self.note(l, list, (deadline, deadline), 1, true);
+        }
+    }
+
+    /// The list [`place`](Self::place) links a timer due in tick `e` into,
+    /// and its level (none for the overdue list), making the levels up to
+    /// one that spans `e` (Kafka's overflow wheels, made as a timer needs
+    /// them).
+    fn list_for(&mut self, e: u64) -> (Option<usize>, u32) {
+        loop {
+            if let Some(found) = self.list_of(e) {
+                return found;
+            }
+            self.make_levels(e);
+        }
+    }
+
+    /// Makes the levels up to one that spans tick `e`, if there is none
+    /// yet (Kafka's overflow wheels, made as a timer needs them): one
+    /// comparison with the top level when there is.
+    fn make_levels(&mut self, e: u64) {
+        while let Some(span) = self.levels[self.levels.len() - 1].interval {
+            let top = self.levels[self.levels.len() - 1];
+            if e.saturating_sub(top.current) < span {
+                return;
+            }
+            self.push_level(span, top.current);
         }
     }
 
@@ -392,10 +432,13 @@ impl HierarchicalWheel {
             .position(|level| (level.first..level.first + size).contains(&list))
     }
 
-    /// Unlinks `key`, taking its list out of the queue if that emptied it.
+    /// Unlinks `key`, taking its list out of the queue if that emptied it
+    /// (the staging list's bounds, if that one).
     fn unlink(&mut self, key: Key) {
         if let Some(list) = self.lists.unlink(key) {
-            if list != OVERDUE {
+            if list == STAGING {
+                self.staging.vacate();
+            } else if list != OVERDUE {
                 self.queue.remove(&list);
                 self.earliest[list as usize] = None;
                 self.placed[list as usize] = 0;
@@ -435,6 +478,19 @@ impl TimerQueue for HierarchicalWheel {
         self.place(key, deadline);
     }
 
+    /// Also makes the levels the timer will need, as Kafka's `add` does, so
+    /// that [`levels`](HierarchicalWheel::levels) counts them.
+    fn stage(&mut self, key: Key, deadline: u64) {
+        self.lists.set(key, deadline);
+        let e = self.tick_of(deadline);
+        if e <= self.levels[0].current {
+            self.lists.push_back(OVERDUE, key);
+        } else {
+            self.make_levels(e);
+            self.staging.push(&mut self.lists, key, deadline);
+        }
+    }
+
     fn remove(&mut self, key: Key) -> bool {
         if !self.lists.contains(key) {
             return false;
@@ -458,6 +514,16 @@ impl TimerQueue for HierarchicalWheel {
             Precision::Exact => now,
             Precision::Tick => now_tick * self.tick,
         };
+        // New timers first, so that their buckets are in the queue.
+        let n = self
+            .staging
+            .to_move(now, |earliest| self.tick_of(earliest) <= now_tick + 1);
+        for _ in 0..n {
+            let Some(key) = self.staging.pop(&mut self.lists) else {
+                break;
+            };
+            self.place(key, self.lists.timing(key).deadline());
+        }
         let mut out = Due::new(expired);
         let mut keys = std::mem::take(&mut self.keys);
         // Staging lists that moved a chunk: back in the queue after this
@@ -537,13 +603,19 @@ impl TimerQueue for HierarchicalWheel {
     }
 
     fn next_deadline(&self) -> Option<u64> {
+        if self.lists.len() == 0 {
+            return None;
+        }
         if !self.lists.is_empty(OVERDUE) {
             return Some(self.levels[0].current * self.tick);
         }
-        let (_, Reverse(at)) = self.queue.peek()?;
+        // Every list but the overdue one and the staging list is queued
+        // while it holds a timer.
+        let queued = self.queue.peek().map_or(u64::MAX, |(_, Reverse(at))| *at);
+        let at = queued.min(self.staging.unstage_at());
         Some(match self.precision {
-            Precision::Exact => *at,
-            Precision::Tick => self.tick_of(*at).saturating_mul(self.tick),
+            Precision::Exact => at,
+            Precision::Tick => self.tick_of(at).saturating_mul(self.tick),
         })
     }
 
@@ -558,6 +630,7 @@ impl TimerQueue for HierarchicalWheel {
         self.queue.clear();
         self.earliest.fill(None);
         self.placed.fill(0);
+        self.staging.vacate();
     }
 
     fn retain(&mut self, mut keep: impl FnMut(Key) -> bool, removed: &mut Vec<Key>) {

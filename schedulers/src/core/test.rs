@@ -428,3 +428,73 @@ fn a_large_bucket_due_in_one_tick_moves_down_whole() {
     let keys: Vec<Key> = due.iter().map(|e| e.key).collect();
     assert_eq!(keys, (0..n).collect::<Vec<_>>());
 }
+
+/// New timers wait in the hierarchical wheel's staging list, in no bucket
+/// and out of the delay queue, until the earliest may come due; then all go
+/// to their buckets at once. A removal that empties the list takes its
+/// bound along; one that does not leaves it. More than a chunk move a chunk
+/// a poll, from what moving them may take ahead of the earliest, and the
+/// last chunk goes with the poll that runs it.
+#[test]
+fn new_timers_wait_unplaced_until_the_first_may_be_due() {
+    use super::{MOVE_CHUNK, MOVE_NS_PER_TIMER};
+    let mut wheels = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
+    wheels.stage(1, 600 * TICK);
+    wheels.stage(2, 700 * TICK);
+    assert_eq!(wheels.queued_buckets(), 0, "in no bucket yet");
+    assert_eq!(wheels.levels(), 5, "the levels they need are made");
+    assert!(wheels.remove(1));
+    assert_eq!(
+        wheels.next_deadline(),
+        Some(600 * TICK),
+        "a staged bound stays"
+    );
+    let mut due = Vec::new();
+    wheels.poll(598 * TICK, &mut due);
+    assert_eq!(wheels.queued_buckets(), 0, "not within a tick yet");
+    wheels.poll(599 * TICK, &mut due);
+    assert_eq!(due, []);
+    assert_eq!(wheels.queued_buckets(), 1);
+    assert_eq!(
+        wheels.next_deadline(),
+        Some(700 * TICK),
+        "exact once placed"
+    );
+    wheels.stage(3, 650 * TICK);
+    assert!(wheels.remove(3));
+    assert_eq!(
+        wheels.next_deadline(),
+        Some(700 * TICK),
+        "emptied: no bound"
+    );
+    wheels.poll(700 * TICK, &mut due);
+    assert_eq!(
+        due,
+        [Expired {
+            key: 2,
+            deadline: 700 * TICK
+        }]
+    );
+    due.clear();
+
+    // 1 ns ticks and a level 0 of 65,536: every timer below has a bucket of
+    // its own there, so only the staging list decides when polls come.
+    let mut wheels = HierarchicalWheel::new(1, 1 << 16, 0, Precision::Exact).unwrap();
+    let (first, n) = (50_000, 7 * MOVE_CHUNK as u64);
+    for k in 0..n {
+        wheels.stage(k as Key, first + k);
+    }
+    let mut at = wheels.next_deadline().unwrap();
+    assert_eq!(at, first - n * MOVE_NS_PER_TIMER);
+    let mut polls = 0;
+    while at < first {
+        wheels.poll(at, &mut due);
+        assert_eq!(due, [], "none due yet");
+        polls += 1;
+        at = wheels.next_deadline().unwrap();
+    }
+    assert_eq!(polls, 6, "the last chunk goes with the first timer");
+    wheels.poll(first + n, &mut due);
+    let keys: Vec<Key> = due.iter().map(|e| e.key).collect();
+    assert_eq!(keys, (0..n as Key).collect::<Vec<_>>());
+}
