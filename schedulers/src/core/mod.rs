@@ -133,8 +133,8 @@ pub trait TimerQueue {
     /// As [`TimerQueue::insert`], for a new timer that is likely to be
     /// removed long before its deadline (a timeout): the queue may defer
     /// the work of ordering it until it may come due, so that a timer
-    /// removed or purged first costs next to nothing. [`HashedWheel`] and
-    /// [`IndexedHeap`] do; by default it is `insert`.
+    /// removed or purged first costs next to nothing. All three queues
+    /// here do; by default it is `insert`.
     fn stage(&mut self, key: Key, deadline: u64) {
         self.insert(key, deadline);
     }
