@@ -48,7 +48,14 @@ impl Shared {
         let (dirty, marked) = (self.lanes.any_dirty(), self.slab.any_marked());
         if dirty {
             for mut lane in self.lanes.all() {
-                driver.submitted.append(&mut lane.submitted);
+                // The first busy lane's entries are taken whole, buffer and
+                // all (the lane gets the driver's emptied one), not copied:
+                // with one thread scheduling, none is.
+                if driver.submitted.is_empty() {
+                    std::mem::swap(&mut driver.submitted, &mut lane.submitted);
+                } else {
+                    driver.submitted.append(&mut lane.submitted);
+                }
                 driver.moved.append(&mut lane.moved);
                 driver.new_calendars.append(&mut lane.calendars);
             }
