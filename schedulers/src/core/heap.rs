@@ -366,11 +366,19 @@ impl IndexedHeap {
     }
 
     /// A new key's entry, its position to be set.
+    /// Adds positions up to `key`'s, and to the end of its group of
+    /// [`GROW`](super::GROW).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, key: usize) {
+        self.pos
+            .resize((key + 1).next_multiple_of(super::GROW), ABSENT);
+    }
+
     fn new_entry(&mut self, key: Key, deadline: u64) -> Entry {
         debug_assert!(!self.contains(key), "key {key} inserted twice");
-        let k = key as usize;
-        if k >= self.pos.len() {
-            self.pos.resize(k + 1, ABSENT);
+        if key as usize >= self.pos.len() {
+            self.grow(key as usize);
         }
         let seq = self.next_seq();
         Entry { deadline, seq, key }

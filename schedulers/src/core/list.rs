@@ -14,12 +14,10 @@
 //! submissions), the linked nodes are renumbered in order, which keeps
 //! their order and costs O(n log n) once per 4 billion.
 
-use super::{Key, MAX_KEYS};
+use super::{Key, GROW, MAX_KEYS};
 
 /// Marks a link that names a list, not a node: keys stay below it.
 const TAG: u32 = MAX_KEYS as u32;
-/// Nodes added at a time (see [`Lists::grow`]): 1.3 KB.
-const GROW: usize = 64;
 /// "Not linked" / "empty list".
 pub(crate) const NIL: u32 = u32::MAX;
 
@@ -128,8 +126,7 @@ impl Lists {
     }
 
     /// Adds unlinked nodes up to `key`'s, and to the end of its group of
-    /// [`GROW`]: keys come in increasing order as a scheduler fills, and one
-    /// `resize` a key cost [`Lists::set`] twice its own work.
+    /// [`GROW`].
     #[cold]
     #[inline(never)]
     fn grow(&mut self, key: usize) {

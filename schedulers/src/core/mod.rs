@@ -72,6 +72,12 @@ pub type Key = u32;
 /// Keys stay below this (the wheels' lists tag links with the top bit).
 pub(crate) const MAX_KEYS: usize = 1 << 31;
 
+/// Keys a queue's per-key array grows by at a time, out of line: keys come
+/// in increasing order as a scheduler fills, and a `resize` each key cost
+/// an insert twice its own work (the wheels' nodes, 1.3 KB a step; the
+/// heap's positions).
+pub(crate) const GROW: usize = 64;
+
 /// Timers one poll moves ahead of their time, at most (a hierarchical
 /// wheel's cascade down a level, a hashed wheel's staged timers to their
 /// buckets); the rest wait for the next poll, so timers due meanwhile wait
