@@ -192,19 +192,16 @@ impl HashedWheel {
         }
     }
 
-    /// Places the staged timers in their buckets: all of them if the
-    /// earliest may be due by the end of the tick after `now_tick`, else a
-    /// chunk once their time has come (see [`Staging::to_move`]).
-    fn unstage(&mut self, now: u64, now_tick: u64) {
-        let n = self
-            .staging
-            .to_move(now, |earliest| self.tick_of(earliest) <= now_tick + 1);
-        for _ in 0..n {
-            let Some(key) = self.staging.pop(&mut self.lists) else {
-                break;
-            };
+    /// Places in their buckets the staged timers a poll at `now` places
+    /// (see [`Staging::take`]).
+    fn unstage(&mut self, now: u64) {
+        let mut keys = std::mem::take(&mut self.keys);
+        self.staging
+            .take(&mut self.lists, now, self.tick, &mut keys);
+        for key in keys.drain(..) {
             self.place(key, self.lists.timing(key).deadline());
         }
+        self.keys = keys;
     }
 
     /// Links `key` (timing set) into the list its deadline belongs to.
@@ -344,7 +341,7 @@ impl TimerQueue for HashedWheel {
             Precision::Exact => now,
             Precision::Tick => now_tick * self.tick,
         };
-        self.unstage(now, now_tick);
+        self.unstage(now);
         let mut out = Due::new(expired);
         let mut keys = std::mem::take(&mut self.keys);
         self.lists.take(self.ready(), &mut keys);

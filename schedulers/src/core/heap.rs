@@ -365,7 +365,6 @@ impl IndexedHeap {
         self.seq
     }
 
-    /// A new key's entry, its position to be set.
     /// Adds positions up to `key`'s, and to the end of its group of
     /// [`GROW`](super::GROW).
     #[cold]
@@ -375,6 +374,7 @@ impl IndexedHeap {
             .resize((key + 1).next_multiple_of(super::GROW), ABSENT);
     }
 
+    /// A new key's entry, its position to be set.
     fn new_entry(&mut self, key: Key, deadline: u64) -> Entry {
         debug_assert!(!self.contains(key), "key {key} inserted twice");
         if key as usize >= self.pos.len() {

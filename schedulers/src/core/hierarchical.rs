@@ -514,18 +514,14 @@ impl TimerQueue for HierarchicalWheel {
             Precision::Exact => now,
             Precision::Tick => now_tick * self.tick,
         };
+        let mut keys = std::mem::take(&mut self.keys);
         // New timers first, so that their buckets are in the queue.
-        let n = self
-            .staging
-            .to_move(now, |earliest| self.tick_of(earliest) <= now_tick + 1);
-        for _ in 0..n {
-            let Some(key) = self.staging.pop(&mut self.lists) else {
-                break;
-            };
+        self.staging
+            .take(&mut self.lists, now, self.tick, &mut keys);
+        for key in keys.drain(..) {
             self.place(key, self.lists.timing(key).deadline());
         }
         let mut out = Due::new(expired);
-        let mut keys = std::mem::take(&mut self.keys);
         // Staging lists that moved a chunk: back in the queue after this
         // poll, so that each moves one chunk per poll.
         let mut unfinished = Vec::new();

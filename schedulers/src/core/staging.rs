@@ -6,9 +6,9 @@
 //!
 //! The list keeps a lower bound of its deadlines and an upper bound of its
 //! length; a wheel counts [`Staging::unstage_at`] in its next deadline, and
-//! a poll moves what [`Staging::to_move`] says, through
-//! [`Staging::pop`]: all of them once the earliest may be due, or, more
-//! than a chunk, a chunk a poll from [`move_from`] on.
+//! a poll places what [`Staging::take`] gives it: all of them once the
+//! earliest may be due, or, more than a chunk, a chunk a poll from
+//! [`move_from`] on.
 
 use super::list::Lists;
 use super::{move_from, Key, MOVE_CHUNK};
@@ -58,30 +58,31 @@ impl Staging {
         move_from(self.earliest, self.len)
     }
 
-    /// How many staged timers a poll at `now` moves: all of them if the
-    /// wheel says the earliest `may_be_due` (by its next tick, say), else
-    /// a chunk once [`Staging::unstage_at`] has come, else none.
-    pub(crate) fn to_move(&self, now: u64, may_be_due: impl FnOnce(u64) -> bool) -> usize {
-        if self.earliest == u64::MAX {
-            0
-        } else if may_be_due(self.earliest) {
+    /// Unlinks into `out`, oldest first, the staged timers a poll at `now`
+    /// places: all of them if the earliest may be due by the end of the
+    /// tick after `now`'s (ticks of `tick` ns), else a chunk once
+    /// [`Staging::unstage_at`] has come, else none. Forgets the bounds once
+    /// none is left.
+    pub(crate) fn take(&mut self, lists: &mut Lists, now: u64, tick: u64, out: &mut Vec<Key>) {
+        let n = if self.earliest == u64::MAX {
+            return;
+        } else if self.earliest.div_ceil(tick) <= now / tick + 1 {
             usize::MAX
         } else if self.unstage_at() <= now {
             MOVE_CHUNK
         } else {
-            0
+            return;
+        };
+        for _ in 0..n {
+            let Some(key) = lists.pop_front(self.list) else {
+                break;
+            };
+            out.push(key);
+            self.len = self.len.saturating_sub(1);
         }
-    }
-
-    /// Unlinks the oldest staged timer, to be placed; forgets the bounds
-    /// once none is left.
-    pub(crate) fn pop(&mut self, lists: &mut Lists) -> Option<Key> {
-        let key = lists.pop_front(self.list);
-        self.len = self.len.saturating_sub(1);
         if lists.is_empty(self.list) {
             self.vacate();
         }
-        key
     }
 
     /// Forgets the bounds: the list was emptied (by a removal, a drain, a
