@@ -496,7 +496,7 @@ impl std::error::Error for WheelError {}
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::core::{MOVE_CHUNK, MOVE_NS_PER_TIMER};
+    use crate::core::MOVE_CHUNK;
 
     /// Removed timers leave no bounds behind: after a purge, and after a
     /// removal that empties a bucket, the next deadline is the earliest
@@ -588,25 +588,14 @@ mod test {
         // 1 ns ticks: the lead (50 ns a timer) spans many.
         let mut wheel = HashedWheel::new(1, 512, 0, Precision::Exact).unwrap();
         let (first, n) = (100_000, 7 * MOVE_CHUNK as u64);
-        for key in 0..n {
-            wheel.stage(key as Key, first + key);
-        }
-        let mut at = wheel.next_deadline().unwrap();
-        assert_eq!(at, first - n * MOVE_NS_PER_TIMER);
-        let mut due = Vec::new();
-        let mut polls = 0;
-        while at < first {
-            wheel.poll(at, &mut due);
-            assert_eq!(due, [], "none due yet");
-            polls += 1;
-            at = wheel.next_deadline().unwrap();
-        }
+        let polls = crate::core::test::polls_ahead_of_staged(&mut wheel, first, n);
         assert_eq!(polls, 6);
         assert_eq!(
             wheel.staging.len(),
             MOVE_CHUNK as u64,
             "the last chunk goes with the first timer"
         );
+        let mut due = Vec::new();
         wheel.poll(first + n, &mut due);
         assert_eq!(due.len(), n as usize);
     }

@@ -79,8 +79,8 @@ pub(crate) const MAX_KEYS: usize = 1 << 31;
 pub(crate) const GROW: usize = 64;
 
 /// Timers one poll moves ahead of their time, at most (a hierarchical
-/// wheel's cascade down a level, a hashed wheel's staged timers to their
-/// buckets); the rest wait for the next poll, so timers due meanwhile wait
+/// wheel's cascade down a level, any queue's staged timers to their
+/// places); the rest wait for the next poll, so timers due meanwhile wait
 /// for a chunk (tens of microseconds), not for the whole move.
 #[cfg(not(test))]
 pub(crate) const MOVE_CHUNK: usize = 256;

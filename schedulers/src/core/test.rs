@@ -437,7 +437,7 @@ fn a_large_bucket_due_in_one_tick_moves_down_whole() {
 /// last chunk goes with the poll that runs it.
 #[test]
 fn new_timers_wait_unplaced_until_the_first_may_be_due() {
-    use super::{MOVE_CHUNK, MOVE_NS_PER_TIMER};
+    use super::MOVE_CHUNK;
     let mut wheels = HierarchicalWheel::new(TICK, 4, 0, Precision::Exact).unwrap();
     wheels.stage(1, 600 * TICK);
     wheels.stage(2, 700 * TICK);
@@ -481,20 +481,30 @@ fn new_timers_wait_unplaced_until_the_first_may_be_due() {
     // its own there, so only the staging list decides when polls come.
     let mut wheels = HierarchicalWheel::new(1, 1 << 16, 0, Precision::Exact).unwrap();
     let (first, n) = (50_000, 7 * MOVE_CHUNK as u64);
-    for k in 0..n {
-        wheels.stage(k as Key, first + k);
-    }
-    let mut at = wheels.next_deadline().unwrap();
-    assert_eq!(at, first - n * MOVE_NS_PER_TIMER);
-    let mut polls = 0;
-    while at < first {
-        wheels.poll(at, &mut due);
-        assert_eq!(due, [], "none due yet");
-        polls += 1;
-        at = wheels.next_deadline().unwrap();
-    }
+    let polls = polls_ahead_of_staged(&mut wheels, first, n);
     assert_eq!(polls, 6, "the last chunk goes with the first timer");
+    let mut due = Vec::new();
     wheels.poll(first + n, &mut due);
     let keys: Vec<Key> = due.iter().map(|e| e.key).collect();
     assert_eq!(keys, (0..n as Key).collect::<Vec<_>>());
+}
+
+/// Stages `n` timers due 1 ns apart from `first`, then polls `queue` at
+/// each next deadline before `first`: the first of those polls comes
+/// [`MOVE_NS_PER_TIMER`](super::MOVE_NS_PER_TIMER) a timer ahead, and none
+/// gives a timer. Returns how many polls there were.
+pub(super) fn polls_ahead_of_staged(queue: &mut impl TimerQueue, first: u64, n: u64) -> usize {
+    for k in 0..n {
+        queue.stage(k as Key, first + k);
+    }
+    let mut at = queue.next_deadline().expect("timers staged");
+    assert_eq!(at, first - n * super::MOVE_NS_PER_TIMER);
+    let (mut due, mut polls) = (Vec::new(), 0);
+    while at < first {
+        queue.poll(at, &mut due);
+        assert_eq!(due, [], "none due yet");
+        polls += 1;
+        at = queue.next_deadline().expect("timers staged");
+    }
+    polls
 }
