@@ -72,6 +72,16 @@ pub trait Wakeable: Send + Sync {
     }
 }
 
+/// How much later than the clock's reading at the call a scheduler on the
+/// [`SystemClock`] counts a deadline from, at most (and a fraction of a
+/// microsecond more at worst): on x86-64 it reads the CPU's counter
+/// without waiting for the instructions before the read, which saves a
+/// fifth of a schedule-and-cancel pair, and this covers how early such a
+/// read can be. So a timer never runs before its deadline counted from
+/// any clock reading made before the call, on any thread, and runs up to
+/// this much later than one would.
+pub const DEADLINE_RUNAHEAD: Duration = Duration::from_micros(2);
+
 /// The real monotonic clock (`std::time::Instant`).
 ///
 /// # Examples

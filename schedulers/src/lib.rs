@@ -234,7 +234,7 @@ mod wake;
 
 pub use body::INLINE_BYTES;
 pub use builder::{OnShutdown, ShutdownPolicy, DEFAULT_SPIN_BUDGET, DEFAULT_TIMER_SLACK};
-pub use clock::{Clock, ManualClock, SystemClock, Wakeable};
+pub use clock::{Clock, ManualClock, SystemClock, Wakeable, DEADLINE_RUNAHEAD};
 pub use error::{Error, Rejected};
 pub use executor::{Executor, Runnable};
 pub use handle::{CancelOnDrop, ScheduledFuture, TaskHandle};

@@ -364,7 +364,7 @@ impl Shared {
 
     /// The clock's time to count a deadline from: on the system clock,
     /// estimated from the CPU's counter, never earlier than a reading of
-    /// the clock and later by a fraction of a microsecond (see
+    /// the clock and later by 2 µs and a fraction of one (see
     /// `crate::cycles::at_least_now`), for less than a reading costs.
     pub(crate) fn deadline_clock(&self) -> u64 {
         if self.system_clock {
