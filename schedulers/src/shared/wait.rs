@@ -141,10 +141,16 @@ impl Shared {
         may_spin: bool,
     ) -> MutexGuard<'a, DriverState> {
         // What ended meanwhile goes before the driver sleeps: until then
-        // the scheduler is not idle.
+        // the scheduler is not idle. Burying lets go of the lock: a
+        // shutdown in that gap signalled no sleeper (none slept yet), so
+        // the caller must look again.
+        let lifecycle = (self.is_shutdown(), self.is_stopped());
         let mut driver = self.bury(driver);
         let now = self.now();
-        if deadline.is_some_and(|d| d <= now) || std::mem::take(&mut driver.nudged) {
+        if deadline.is_some_and(|d| d <= now)
+            || std::mem::take(&mut driver.nudged)
+            || (self.is_shutdown(), self.is_stopped()) != lifecycle
+        {
             return driver;
         }
         // Closures left to the driver came since the last sleep: more may

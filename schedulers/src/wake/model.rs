@@ -11,7 +11,11 @@
 //!   its timeout, it finds none left longer ago than that;
 //! - a driver that does not sleep because a lane holds work never goes
 //!   round its loop waiting for the caller to let go of the lane (loom
-//!   fails a model whose thread spins): it waits for the lane's lock.
+//!   fails a model whose thread spins): it waits for the lane's lock;
+//! - a driver with nothing left to wait for is never asleep after a
+//!   shutdown, also one that came while it buried what ended with its lock
+//!   let go, on its way to sleep (the shutdown signals without the
+//!   `nudged` flag, as `Shared::shutdown_now` does).
 //!
 //! The lanes and the flags are the scheduler's own ([`Lanes`], [`Wake`]);
 //! the driver's lock, its condition variable, the nudge and the driver's
@@ -50,6 +54,8 @@ struct Driver {
     over: bool,
     /// What the driver took in so far.
     taken: Taken,
+    /// `Shared::shutdown_now` came.
+    shut: bool,
 }
 
 struct World {
@@ -152,6 +158,36 @@ impl World {
         driver.late = true;
         if driver.sleeping.iter().any(|&w| w != NEVER) {
             self.wakeup.notify_one();
+        }
+    }
+
+    /// `Shared::shutdown_now`: the flag under the lock, then a signal to
+    /// every sleeper after letting go of it.
+    fn shutdown(&self) {
+        self.driver.lock().unwrap().shut = true;
+        self.wakeup.notify_all();
+    }
+
+    /// A driver with nothing to wait for: at the top of its loop it exits
+    /// once shut down (`Shared::may_exit`), else goes to sleep with no
+    /// deadline (`Shared::wait`), burying first with its lock let go.
+    /// Returns when it exits.
+    fn drive_until_shutdown(&self) {
+        let mut driver = self.driver.lock().unwrap();
+        loop {
+            if driver.shut {
+                return;
+            }
+            // `Shared::wait`: what it saw of the lifecycle before burying.
+            let shut = driver.shut;
+            drop(driver);
+            driver = self.driver.lock().unwrap();
+            if std::mem::take(&mut driver.nudged) || driver.shut != shut {
+                continue;
+            }
+            driver.waiting += 1;
+            driver = self.wakeup.wait(driver).unwrap();
+            driver.waiting -= 1;
         }
     }
 
@@ -350,6 +386,20 @@ fn a_worker_gone_to_run_a_task_leaves_a_sleeping_one_to_be_woken() {
         driver.join().unwrap();
         let taken = &w.driver.lock().unwrap().taken;
         assert_eq!(taken.deadlines(), [5]);
+    });
+}
+
+/// A shutdown against a driver on its way to sleep for ever: whether it
+/// comes before the driver's look, while it buries with its lock let go,
+/// or while it sleeps, the driver exits (a driver asleep for ever is a
+/// deadlock to loom).
+#[test]
+fn a_shutdown_never_finds_the_driver_asleep_for_ever() {
+    loom::model(|| {
+        let w = World::new();
+        let driver = spawn(&w, |w| w.drive_until_shutdown());
+        w.shutdown();
+        driver.join().unwrap();
     });
 }
 
