@@ -110,6 +110,31 @@ impl TaskHandle {
         self.shared().cancel(self.key, self.spot)
     }
 
+    /// Cancels the task and gives up this handle: [`TaskHandle::cancel`]
+    /// then a drop, for less. A timer set and cleared before the
+    /// scheduler's driver took it in (a timeout cleared within about a
+    /// millisecond), held by this handle alone, is cancelled and its slot
+    /// freed under one lock of the caller's own, with one locked
+    /// instruction instead of three; any other takes a cancel and a drop.
+    /// Returns what `cancel` returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedulers::{HeapTimer, Scheduler, Task};
+    ///
+    /// let timer = HeapTimer::new()?;
+    /// let timeout = timer.submit(Duration::from_secs(30), Task::once(|| ())).unwrap();
+    /// // The response came: the timeout and its handle are done with.
+    /// assert!(timeout.cancel_and_drop());
+    /// # Ok::<(), schedulers::Error>(())
+    /// ```
+    pub fn cancel_and_drop(mut self) -> bool {
+        let key = std::mem::replace(&mut self.key, GIVEN_UP);
+        self.shared().cancel_and_release(key, self.spot)
+    }
+
     /// True if a cancel stopped the task.
     pub fn is_cancelled(&self) -> bool {
         matches!(
@@ -237,9 +262,15 @@ impl Clone for TaskHandle {
     }
 }
 
+/// The key of a handle whose reference [`TaskHandle::cancel_and_drop`]
+/// let go of already.
+const GIVEN_UP: Key = Key::MAX;
+
 impl Drop for TaskHandle {
     fn drop(&mut self) {
-        self.shared().release(self.key);
+        if self.key != GIVEN_UP {
+            self.shared().release(self.key);
+        }
     }
 }
 
@@ -271,7 +302,7 @@ impl CancelOnDrop {
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if let Some(handle) = self.0.take() {
-            handle.cancel();
+            handle.cancel_and_drop();
         }
     }
 }

@@ -218,10 +218,17 @@ pub(crate) fn intake(word: &AtomicU32) -> Result<u32, u32> {
 }
 
 /// Stops every future run; see [`Cancel`]. With `leave`, a task the driver
-/// holds is left to it, with a reference for the mark that tells it so.
+/// holds is left to it, with a reference for the mark that tells it so:
+/// the caller's own, if it is `giving_up` its handle (then the canceller
+/// touches the slot no more, and the mark keeps it), else one more.
 /// Starts from `current`, a value of the word the caller loaded (Acquire).
 /// Returns the replaced word too.
-pub(crate) fn cancel(word: &AtomicU32, current: u32, leave: bool) -> (Cancel, u32) {
+pub(crate) fn cancel(
+    word: &AtomicU32,
+    current: u32,
+    leave: bool,
+    giving_up: bool,
+) -> (Cancel, u32) {
     let mut outcome = Cancel::TooLate;
     let prev = update_from(word, current, |w| match of(w) {
         SCHEDULED => {
@@ -229,7 +236,11 @@ pub(crate) fn cancel(word: &AtomicU32, current: u32, leave: bool) -> (Cancel, u3
             let left = leave && logged;
             outcome = Cancel::WasPending { logged, left };
             let w = with_state(w, CANCELLED);
-            Some(if left { plus_ref(w) | LEFT } else { w })
+            Some(match (left, giving_up) {
+                (false, _) => w,
+                (true, false) => plus_ref(w) | LEFT,
+                (true, true) => w | LEFT,
+            })
         }
         RUNNING if w & PERIODIC != 0 => {
             outcome = Cancel::WasRunning;
@@ -260,6 +271,25 @@ pub(crate) fn cancel_undrained(word: &AtomicU32) -> Option<u32> {
             .then(|| minus_ref(with_state(w, CANCELLED)))
     })
     .ok()
+}
+
+/// True if only a handle and the submission hold the task of `word`, and
+/// nothing is on its way to it: scheduled, not taken in, no reset, no
+/// waiter. A thread that owns that handle outright and holds the lane
+/// where it found the submission is then the word's only writer: the
+/// driver takes the submission in only under that lane's lock, and every
+/// other write comes from a holder (see the [module docs](self)).
+pub(crate) fn is_fresh(word: u32) -> bool {
+    word & (STATE | WAITER | DRAINED | RESETS | LEFT | REFS) == SCHEDULED | (2 * REF)
+}
+
+/// Cancels a fresh task (see [`is_fresh`]; `current` is its word) and lets
+/// go of both its references, the submission's and the caller's handle's,
+/// with a plain store: its caller is the word's only writer, and the slot
+/// is free for reuse once the store is seen.
+pub(crate) fn cancel_fresh(word: &AtomicU32, current: u32) {
+    debug_assert!(is_fresh(current));
+    word.store(with_state(current, CANCELLED) - 2 * REF, Release);
 }
 
 /// What a reset found.

@@ -188,7 +188,10 @@ impl Timers for SchedulerTimers {
     }
 
     fn cancel(&mut self, id: usize) -> bool {
-        self.handles[id].as_ref().is_some_and(TaskHandle::cancel)
+        // A cancelled timer's handle is done with, as a peer's is.
+        self.handles[id]
+            .take()
+            .is_some_and(TaskHandle::cancel_and_drop)
     }
 
     fn reset(&mut self, id: usize, delay: Duration) -> bool {
@@ -222,7 +225,8 @@ impl Timers for SchedulerTimers {
 
 /// Any [`Scheduler`] as the contention workload's threads share it: one
 /// `Arc<dyn Scheduler>`; a timeout is `submit(delay, Task::once(..))`
-/// whose closure holds the 16-byte request, cleared by `TaskHandle::cancel`.
+/// whose closure holds the 16-byte request, cleared by
+/// `TaskHandle::cancel_and_drop` (the handle is done with).
 impl Shared for dyn Scheduler {
     type Handle = TaskHandle;
 
@@ -232,7 +236,7 @@ impl Shared for dyn Scheduler {
     }
 
     fn cancel(&self, handle: TaskHandle) -> bool {
-        handle.cancel()
+        handle.cancel_and_drop()
     }
 
     fn shutdown(&self) {

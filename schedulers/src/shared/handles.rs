@@ -8,7 +8,7 @@ use super::{DriverState, Shared, When, HOUSEKEEPING};
 use crate::clock::nanos;
 use crate::core::Key;
 use crate::error::{Error, Kind};
-use crate::lanes::{Moved, Spot, KEEP, TAKEN_BACK};
+use crate::lanes::{Lane, Moved, Spot, KEEP, TAKEN_BACK};
 use crate::slab::{Place, BATCH};
 use crate::state::{self, Cancel, Reset};
 use crate::sync::atomic::AtomicU32;
@@ -28,16 +28,28 @@ impl Shared {
     /// found once for the word and the mark, the mark is inlined, and the
     /// lane is looked at only for a timer the driver has not taken in.
     pub(crate) fn cancel(&self, key: Key, spot: Spot) -> bool {
+        self.cancel_as::<false>(key, spot)
+    }
+
+    /// [`Shared::cancel`], and if `GIVING_UP`, the release of the handle
+    /// too: in the cancel's CAS where that hands the closure to the driver
+    /// (the mark takes over the handle's reference), else after it.
+    #[inline(always)]
+    fn cancel_as<const GIVING_UP: bool>(&self, key: Key, spot: Spot) -> bool {
         let at = Place::of(key);
         let word = self.slab.word_at(at);
         let current = word.load(Acquire);
         if !state::is_drained(current) {
             if let Some(taken) = self.cancel_in_lane(key, spot, word) {
+                if GIVING_UP {
+                    self.release(key);
+                }
                 return taken;
             }
         }
         let leave = self.drops_later.load(Relaxed);
-        let (outcome, prev) = state::cancel(word, current, leave);
+        let (outcome, prev) = state::cancel(word, current, leave, GIVING_UP);
+        let released = GIVING_UP && matches!(outcome, Cancel::WasPending { left: true, .. });
         match outcome {
             Cancel::WasPending { logged, left } => {
                 self.unpend();
@@ -50,8 +62,8 @@ impl Shared {
                 }
                 // The driver holds it: the mark tells it to let the dead
                 // entry go, and if `left`, hands it the body (with the
-                // reference the CAS added) to drop the closure within a
-                // housekeeping period, in key order with others.
+                // reference the CAS gave the mark) to drop the closure
+                // within a housekeeping period, in key order with others.
                 if logged {
                     self.slab.mark(at, left);
                 }
@@ -65,6 +77,9 @@ impl Shared {
                 self.wake_waiters(key, prev);
             }
             Cancel::WasRunning | Cancel::TooLate => {}
+        }
+        if GIVING_UP && !released {
+            self.release(key);
         }
         outcome.stopped()
     }
@@ -104,6 +119,44 @@ impl Shared {
         unsafe { self.slab.with_body(key, task::clear_contained) };
         self.wake_waiters(key, prev);
         Some(true)
+    }
+
+    /// [`Shared::cancel`] then the release of a handle given up
+    /// (`TaskHandle::cancel_and_drop`), in one step where it can be.
+    ///
+    /// That is a task only this handle and its submission hold, the
+    /// submission still in its lane: a timeout set and cleared before the
+    /// driver woke, the common case. This thread is then the word's only
+    /// writer (see `state::is_fresh`), so under the lane's one lock it
+    /// takes the entry back, moves the closure out, cancels and lets go of
+    /// the word with a plain store, and frees the key into the lane: one
+    /// locked instruction, where a cancel and a drop take three (the lane
+    /// twice and the CAS). The closure is dropped after the lock: its
+    /// destructor may call the scheduler.
+    pub(crate) fn cancel_and_release(&self, key: Key, spot: Spot) -> bool {
+        let word = self.slab.word(key);
+        if !state::is_drained(word.load(Acquire)) {
+            if let Some(mut held) = self.lanes.of_spot(spot) {
+                let current = word.load(Acquire);
+                if state::is_fresh(current) {
+                    if let Some(entry) = held.at(spot, key) {
+                        entry.key = TAKEN_BACK;
+                        held.lane.taken_back += 1;
+                        // SAFETY: no one else may reach the body of a task
+                        // the driver has not taken in but its handles, and
+                        // this thread owns the only one.
+                        let mut body = unsafe { self.slab.with_body(key, std::mem::take) };
+                        state::cancel_fresh(word, current);
+                        self.keep_free(&mut held.lane, key);
+                        drop(held);
+                        self.unpend();
+                        task::clear_contained(&mut body);
+                        return true;
+                    }
+                }
+            }
+        }
+        self.cancel_as::<true>(key, spot)
     }
 
     /// Moves a waiting task to a new deadline.
@@ -229,10 +282,16 @@ impl Shared {
             unsafe { self.slab.with_body(key, task::clear_contained) };
         }
         let mut held = self.lanes.mine();
-        held.lane.free.push(key);
-        if held.lane.free.len() > KEEP {
-            let from = held.lane.free.len() - BATCH;
-            self.slab.give_keys(held.lane.free.drain(from..));
+        self.keep_free(&mut held.lane, key);
+    }
+
+    /// Keeps a freed key (its body empty) in `lane` for a next task, and
+    /// gives a batch back to the pool past [`KEEP`].
+    fn keep_free(&self, lane: &mut Lane, key: Key) {
+        lane.free.push(key);
+        if lane.free.len() > KEEP {
+            let from = lane.free.len() - BATCH;
+            self.slab.give_keys(lane.free.drain(from..));
         }
     }
 

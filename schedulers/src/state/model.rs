@@ -1,6 +1,8 @@
 //! A loom model of the state word and the hand-offs around it: every
 //! interleaving of a handle's cancel (taking the submission back out of its
-//! lane, or not; marked for the driver, or not), reset, clone and drop, the
+//! lane, or not; marked for the driver, or not), reset, clone and drop, a
+//! cancel that gives up its handle (the one plain store of a task only
+//! that handle and its submission hold, or a cancel and a release), the
 //! driver's intake, claim, run, re-arm and finish, a reset queueing again a
 //! task a claim let go, `shutdown_now`'s abandon, `shutdown` stopping a
 //! periodic task in flight, and a waiter, for a one-shot and a periodic
@@ -291,6 +293,12 @@ impl World {
     /// still there, else the usual CAS, marking the key for the driver if
     /// it held the task.
     fn cancel(&self) -> bool {
+        self.cancel_as(false)
+    }
+
+    /// [`World::cancel`], and if `giving_up`, the handle's release: in the
+    /// cancel's CAS if it leaves the closure to the driver, else after.
+    fn cancel_as(&self, giving_up: bool) -> bool {
         // A task the driver took in is not in its lane: no look there.
         let current = self.word.load(Acquire);
         if !is_drained(current) {
@@ -302,11 +310,14 @@ impl World {
                     self.cancelled.store(true, SeqCst);
                     self.drop_body();
                     self.ended(prev);
+                    if giving_up {
+                        self.release();
+                    }
                     return true;
                 }
             }
         }
-        let (outcome, prev) = cancel(&self.word, current, self.leave);
+        let (outcome, prev) = cancel(&self.word, current, self.leave, giving_up);
         match outcome {
             Cancel::WasPending { logged, left } => {
                 self.cancelled.store(true, SeqCst);
@@ -324,7 +335,32 @@ impl World {
             Cancel::WasRunning => self.cancelled.store(true, SeqCst),
             Cancel::TooLate => {}
         }
+        if giving_up && !matches!(outcome, Cancel::WasPending { left: true, .. }) {
+            self.release();
+        }
         outcome.stopped()
+    }
+
+    /// A cancel that gives up its handle (`TaskHandle::cancel_and_drop`):
+    /// a fresh task whose submission is still in the lane is cancelled and
+    /// let go of with one plain store under the lane's lock, its closure
+    /// moved out first (here: dropped) and the slot freed; any other is
+    /// cancelled, then the handle released.
+    fn cancel_and_release(&self) -> bool {
+        if !is_drained(self.word.load(Acquire)) {
+            let mut lane = self.lane.lock().unwrap();
+            let current = self.word.load(Acquire);
+            if lane.submitted && is_fresh(current) {
+                lane.submitted = false;
+                self.drop_body();
+                cancel_fresh(&self.word, current);
+                self.freed.fetch_add(1, SeqCst);
+                drop(lane);
+                self.cancelled.store(true, SeqCst);
+                return true;
+            }
+        }
+        self.cancel_as(true)
     }
 
     /// A handle's reset: one more reset on its way, under the lane's lock.
@@ -355,6 +391,11 @@ fn spawn(w: &Arc<World>, f: impl FnOnce(&World) + 'static) -> thread::JoinHandle
 /// The end of every execution: what was seen adds up.
 fn check_end(w: &World) {
     assert_eq!(w.freed.load(SeqCst), 1, "freed exactly once, at the end");
+    assert_eq!(
+        refs(w.word.load(SeqCst)),
+        0,
+        "every holder let go once, none twice"
+    );
     let body = w.dropped.load(SeqCst);
     assert!(body <= 1, "the closure dropped {body} times");
 }
@@ -389,6 +430,67 @@ fn one_shot_claim_cancel_clone_and_drop() {
         w.release();
         let held = driver.join().unwrap();
         canceller.join().unwrap();
+        w.settle(held);
+        check_one_shot_end(&w);
+    });
+}
+
+/// A cancel that gives up the only handle, racing the driver's intake and
+/// claim: one of them wins, the closure is dropped once and the slot freed
+/// once, by the canceller's plain store while the submission was still in
+/// its lane, else by the last of the handle and the driver.
+#[test]
+fn a_handle_given_up_with_its_cancel_against_the_driver() {
+    loom::model(|| {
+        let w = world(false);
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || w.drive(1, false)
+        });
+        w.cancel_and_release();
+        let held = driver.join().unwrap();
+        w.settle(held);
+        check_one_shot_end(&w);
+    });
+}
+
+/// The same while the driver holds many timers: a cancel of a task it
+/// took in leaves the closure to it, and the handle's reference becomes
+/// the mark's in the cancel's CAS; the driver's sweep drops the closure
+/// once, and the slot is freed once, by the last of the mark and the
+/// queue entry.
+#[test]
+fn a_handle_given_up_leaving_its_closure_to_the_driver() {
+    loom::model(|| {
+        let w = world_with(false, true);
+        let driver = thread::spawn({
+            let w = w.clone();
+            move || {
+                let held = w.drive(1, false);
+                let _guard = w.lock.lock().unwrap();
+                w.sweep_marks();
+                held
+            }
+        });
+        w.cancel_and_release();
+        let held = driver.join().unwrap();
+        w.settle(held);
+        check_one_shot_end(&w);
+    });
+}
+
+/// The same with a clone of the handle dropped meanwhile on another
+/// thread: the plain store happens only once the clone's release is done
+/// (the word says two holders), never over it.
+#[test]
+fn a_handle_given_up_with_its_cancel_while_a_clone_is_dropped() {
+    loom::model(|| {
+        let w = world(false);
+        acquire(&w.word);
+        let clone = spawn(&w, World::release);
+        w.cancel_and_release();
+        clone.join().unwrap();
+        let held = w.drive(1, false);
         w.settle(held);
         check_one_shot_end(&w);
     });

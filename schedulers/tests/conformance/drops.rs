@@ -224,3 +224,111 @@ pub fn closures_left_to_the_driver_are_dropped_once_within_housekeeping(h: &Harn
     drop((ballast, cancelled, s));
     ledger.assert_each_dropped_once();
 }
+
+/// `TaskHandle::cancel_and_drop`, whichever way it goes: a task only its
+/// handle holds, still on its way to the driver (one store under the
+/// caller's lane, the closure dropped after it), one with a clone alive,
+/// one the driver took in, one that fired, a boxed closure, a destructor
+/// that panics and one that calls the scheduler back: each stops what a
+/// `cancel` would stop, drops each closure once and at once (or, for the
+/// fired one, not again), and frees what it held; then many threads doing
+/// it at once against the driver's intake lose nothing and run nothing.
+pub fn cancel_and_drop_drops_each_closure_once(h: &Harness) {
+    let ledger = Ledger::default();
+    let s: Arc<dyn Scheduler> = Arc::from(h.scheduler());
+    let once = |delay: Duration, t: Tracked| s.submit(delay, Task::once(move || drop(t))).unwrap();
+    let dropped = |id: usize| ledger.0.lock().unwrap()[id];
+
+    // Fresh: taken back and freed in one step, the closure dropped by it.
+    assert!(once(secs(5), ledger.track()).cancel_and_drop());
+    assert_eq!(dropped(0), 1, "dropped by the call");
+    let big = Big {
+        _pad: [7; 8],
+        _tracked: ledger.track(),
+    };
+    assert!(s
+        .submit(secs(5), Task::once(move || drop(big)))
+        .unwrap()
+        .cancel_and_drop());
+    assert_eq!(dropped(1), 1, "a boxed closure too");
+    let poisoned = PanicsOnDrop(ledger.track());
+    let poisoned = s
+        .submit(secs(5), Task::once(move || drop(poisoned)))
+        .unwrap();
+    assert!(
+        poisoned.cancel_and_drop(),
+        "a panicking destructor is contained"
+    );
+    // A destructor that schedules on the same scheduler: dropped after the
+    // lane is let go, or this would never return.
+    let again: Arc<Mutex<Vec<TaskHandle>>> = Arc::default();
+    struct Resubmits(
+        Arc<dyn Scheduler>,
+        Arc<Mutex<Vec<TaskHandle>>>,
+        Option<Tracked>,
+    );
+    impl Drop for Resubmits {
+        fn drop(&mut self) {
+            let t = self.2.take();
+            let h = self.0.submit(secs(1), Task::once(move || drop(t))).unwrap();
+            self.1.lock().unwrap().push(h);
+        }
+    }
+    let resubmits = Resubmits(s.clone(), again.clone(), Some(ledger.track()));
+    let calls_back = s
+        .submit(secs(5), Task::once(move || drop(resubmits)))
+        .unwrap();
+    assert!(calls_back.cancel_and_drop());
+    assert_eq!(again.lock().unwrap().len(), 1, "its destructor ran once");
+
+    // A clone alive: the cancel stops it, the clone sees it, the closure
+    // goes at once and the slot when the clone does.
+    let shared = once(secs(5), ledger.track());
+    let clone = shared.clone();
+    assert!(shared.cancel_and_drop());
+    assert!(clone.is_cancelled());
+    assert!(!clone.cancel(), "stopped already");
+    drop(clone);
+    // Taken in by the driver, then given up; fired, then given up.
+    let late = once(secs(5), ledger.track());
+    let fires = once(ms(1), ledger.track());
+    h.advance_past(h.now() + ms(1));
+    assert!(late.cancel_and_drop(), "taken in by now, still pending");
+    assert!(!fires.cancel_and_drop(), "it ran");
+
+    // Many threads at once, each clearing its timeouts a window later,
+    // while its lane fills past the point where the driver takes it in.
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (s, ledger) = (s.clone(), ledger.clone());
+            std::thread::spawn(move || {
+                let mut window = std::collections::VecDeque::new();
+                for i in 0..20_000_u32 {
+                    let t = ledger.track();
+                    let delay = secs(10) + ms(u64::from(i % 1000));
+                    window.push_back(s.submit(delay, Task::once(move || drop(t))).unwrap());
+                    if window.len() > 100 {
+                        assert!(window.pop_front().unwrap().cancel_and_drop());
+                    }
+                }
+                window.into_iter().all(TaskHandle::cancel_and_drop)
+            })
+        })
+        .collect();
+    for t in threads {
+        assert!(t.join().unwrap(), "every cancel stopped its timer");
+    }
+    h.advance(secs(1));
+    assert_eq!(again.lock().unwrap().len(), 1);
+    h.advance(secs(30));
+    assert_eq!(s.metrics().pending, 0, "nothing left waiting");
+    assert_eq!(
+        s.metrics().fired,
+        2,
+        "the fired one and the resubmitted one"
+    );
+    assert_eq!(s.metrics().cancelled, 6 + 4 * 20_000);
+    drop(s);
+    drop(again);
+    ledger.assert_each_dropped_once();
+}

@@ -376,6 +376,7 @@ macro_rules! conformance_shared_cases {
             cases::works_as_a_trait_object,
             drops::every_closure_and_value_is_dropped_exactly_once,
             drops::closures_left_to_the_driver_are_dropped_once_within_housekeeping,
+            drops::cancel_and_drop_drops_each_closure_once,
             calendar::calendar_runs_at_its_fire_times,
             calendar::calendar_runs_match_the_preview_across_dst,
             calendar::live_runs_are_the_preview_for_any_calendar,
