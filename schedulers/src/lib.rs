@@ -21,8 +21,8 @@
 //!
 //! - **schedule** reads the time (on the system clock, from the CPU's
 //!   counter, for less than a clock read costs, never earlier than the
-//!   clock: a deadline may come tens of nanoseconds after the clock's
-//!   `now + delay`, never before), takes a free slot from the calling
+//!   clock: a deadline may come up to [`DEADLINE_RUNAHEAD`], 2 µs, after
+//!   the clock's `now + delay`, never before), takes a free slot from the calling
 //!   thread's own *lane* (16 per scheduler; a thread keeps its lane), writes
 //!   the closure into the slot and leaves the slot's key in the lane for the
 //!   driver. A closure that captures at most [`INLINE_BYTES`] (16: an id and
@@ -32,7 +32,9 @@
 //! - **cancel** is one CAS on the timer's 4-byte state word, and the
 //!   canceller drops the closure. Cancelled before the driver took the timer
 //!   in (a timeout cleared within a millisecond), the timer comes back out of
-//!   its lane and the driver never hears of it; after, the cancel also sets
+//!   its lane and the driver never hears of it ([`TaskHandle::cancel_and_drop`],
+//!   for a handle done with, then frees its slot under the same one lock:
+//!   one locked instruction in all); after, the cancel also sets
 //!   a bit in a bitmap the driver sweeps to let the queue entry go. While
 //!   the driver holds 262,144 timers or more, whose closures no core's cache
 //!   holds any more, the canceller leaves the closure to the driver, which
