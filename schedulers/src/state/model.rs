@@ -268,6 +268,15 @@ impl World {
         false
     }
 
+    /// The driver of a one-shot that then sweeps the marks (as it does
+    /// with closures left to it); returns whether the queue holds the task.
+    fn drive_once_and_sweep(&self) -> bool {
+        let held = self.drive(1, false);
+        let _guard = self.lock.lock().unwrap();
+        self.sweep_marks();
+        held
+    }
+
     /// What the driver does at the end with a queued entry: sweeps what
     /// callers left, and lets a dead entry go.
     fn settle(&self, held: bool) {
@@ -383,7 +392,10 @@ impl World {
     }
 }
 
-fn spawn(w: &Arc<World>, f: impl FnOnce(&World) + 'static) -> thread::JoinHandle<()> {
+fn spawn<T: 'static>(
+    w: &Arc<World>,
+    f: impl FnOnce(&World) -> T + 'static,
+) -> thread::JoinHandle<T> {
     let w = w.clone();
     thread::spawn(move || f(&w))
 }
@@ -463,15 +475,7 @@ fn a_handle_given_up_with_its_cancel_against_the_driver() {
 fn a_handle_given_up_leaving_its_closure_to_the_driver() {
     loom::model(|| {
         let w = world_with(false, true);
-        let driver = thread::spawn({
-            let w = w.clone();
-            move || {
-                let held = w.drive(1, false);
-                let _guard = w.lock.lock().unwrap();
-                w.sweep_marks();
-                held
-            }
-        });
+        let driver = spawn(&w, World::drive_once_and_sweep);
         w.cancel_and_release();
         let held = driver.join().unwrap();
         w.settle(held);
@@ -504,15 +508,7 @@ fn a_handle_given_up_with_its_cancel_while_a_clone_is_dropped() {
 fn a_closure_left_to_the_driver_is_dropped_once_by_it() {
     loom::model(|| {
         let w = world_with(false, true);
-        let driver = thread::spawn({
-            let w = w.clone();
-            move || {
-                let held = w.drive(1, false);
-                let _guard = w.lock.lock().unwrap();
-                w.sweep_marks();
-                held
-            }
-        });
+        let driver = spawn(&w, World::drive_once_and_sweep);
         let canceller = spawn(&w, |w| {
             w.cancel();
             w.release();
