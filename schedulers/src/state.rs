@@ -277,8 +277,10 @@ pub(crate) fn cancel_undrained(word: &AtomicU32) -> Option<u32> {
 /// nothing is on its way to it: scheduled, not taken in, no reset, no
 /// waiter. A thread that owns that handle outright and holds the lane
 /// where it found the submission is then the word's only writer: the
-/// driver takes the submission in only under that lane's lock, and every
-/// other write comes from a holder (see the [module docs](self)).
+/// driver takes the submission in only under that lane's lock, every
+/// other write comes from a holder (see the [module docs](self)), and
+/// `shutdown_now` abandons waiting tasks only after taking every lane in
+/// (a submission still in its lane then is one it never sees).
 pub(crate) fn is_fresh(word: u32) -> bool {
     word & (STATE | WAITER | DRAINED | RESETS | LEFT | REFS) == SCHEDULED | (2 * REF)
 }
