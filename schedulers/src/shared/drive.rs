@@ -687,7 +687,7 @@ impl Shared {
         &'a self,
         mut driver: MutexGuard<'a, DriverState>,
     ) -> MutexGuard<'a, DriverState> {
-        if driver.graveyard.is_empty() && driver.to_free.is_empty() {
+        if !driver.has_dead() {
             return driver;
         }
         let mut graves = std::mem::take(&mut driver.graveyard);

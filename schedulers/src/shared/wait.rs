@@ -81,6 +81,12 @@ const TRIM_SLEEP: Duration = Duration::from_secs(1);
 pub(super) const TRIM_EVERY: u32 = 64;
 
 impl DriverState {
+    /// True if [`Shared::bury`] has closures to drop or keys to free (and
+    /// so lets go of the lock).
+    pub(crate) fn has_dead(&self) -> bool {
+        !self.graveyard.is_empty() || !self.to_free.is_empty()
+    }
+
     /// When the first of the waiting threads wakes by itself, if any waits.
     pub(crate) fn first_wake(&self) -> Option<u64> {
         self.sleeping.iter().copied().min()
@@ -141,16 +147,14 @@ impl Shared {
         may_spin: bool,
     ) -> MutexGuard<'a, DriverState> {
         // What ended meanwhile goes before the driver sleeps: until then
-        // the scheduler is not idle. Burying lets go of the lock: a
-        // shutdown in that gap signalled no sleeper (none slept yet), so
-        // the caller must look again.
-        let lifecycle = (self.is_shutdown(), self.is_stopped());
+        // the scheduler is not idle. Burying lets go of the lock, and what
+        // came in that gap (a shutdown, the end of the last task in
+        // flight) signalled no sleeper, none slept yet: so after a burial
+        // the caller looks again.
+        let buried = driver.has_dead();
         let mut driver = self.bury(driver);
         let now = self.now();
-        if deadline.is_some_and(|d| d <= now)
-            || std::mem::take(&mut driver.nudged)
-            || (self.is_shutdown(), self.is_stopped()) != lifecycle
-        {
+        if buried || deadline.is_some_and(|d| d <= now) || std::mem::take(&mut driver.nudged) {
             return driver;
         }
         // Closures left to the driver came since the last sleep: more may

@@ -15,7 +15,8 @@
 //! - a driver with nothing left to wait for is never asleep after a
 //!   shutdown, also one that came while it buried what ended with its lock
 //!   let go, on its way to sleep (the shutdown signals without the
-//!   `nudged` flag, as `Shared::shutdown_now` does).
+//!   `nudged` flag, as `Shared::shutdown_now` does): after a burial it
+//!   looks again.
 //!
 //! The lanes and the flags are the scheduler's own ([`Lanes`], [`Wake`]);
 //! the driver's lock, its condition variable, the nudge and the driver's
@@ -168,21 +169,25 @@ impl World {
         self.wakeup.notify_all();
     }
 
-    /// A driver with nothing to wait for: at the top of its loop it exits
-    /// once shut down (`Shared::may_exit`), else goes to sleep with no
-    /// deadline (`Shared::wait`), burying first with its lock let go.
-    /// Returns when it exits.
+    /// A driver with nothing to wait for but one ended task to bury: at
+    /// the top of its loop it exits once shut down (`Shared::may_exit`),
+    /// else goes to sleep with no deadline (`Shared::wait`), burying first
+    /// with its lock let go, and looking again after it. Returns when it
+    /// exits.
     fn drive_until_shutdown(&self) {
         let mut driver = self.driver.lock().unwrap();
+        let mut dead = 1;
         loop {
             if driver.shut {
                 return;
             }
-            // `Shared::wait`: what it saw of the lifecycle before burying.
-            let shut = driver.shut;
-            drop(driver);
-            driver = self.driver.lock().unwrap();
-            if std::mem::take(&mut driver.nudged) || driver.shut != shut {
+            if dead > 0 {
+                dead -= 1;
+                drop(driver);
+                driver = self.driver.lock().unwrap();
+                continue;
+            }
+            if std::mem::take(&mut driver.nudged) {
                 continue;
             }
             driver.waiting += 1;
